@@ -1,0 +1,156 @@
+"""Treadle: differentiable, high-performance simulation kernels in Python.
+
+``import treadle as wp`` runs programs written for NVIDIA Warp's documented API.
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from . import config as config
+from ._src.builtins import exported_builtins as _exported_builtins
+from ._src.errors import CheckedModeError as CheckedModeError
+from ._src.errors import CodegenError as CodegenError
+from ._src.errors import CompileError as CompileError
+from ._src.errors import LaunchError as LaunchError
+from ._src.errors import ToolchainError as ToolchainError
+from ._src.errors import TreadleError as TreadleError
+from ._src.errors import UnsupportedConstructError as UnsupportedConstructError
+from ._src.errors import WarpCodegenAttributeError as WarpCodegenAttributeError
+from ._src.errors import WarpCodegenError as WarpCodegenError
+from ._src.errors import WarpCodegenIndexError as WarpCodegenIndexError
+from ._src.errors import WarpCodegenKeyError as WarpCodegenKeyError
+from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
+from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
+from ._src.lang.array import array as array
+from ._src.lang.array import array1d as array1d
+from ._src.lang.array import array2d as array2d
+from ._src.lang.array import array3d as array3d
+from ._src.lang.array import array4d as array4d
+from ._src.lang.array import from_ptr as from_ptr
+from ._src.lang.creation import clone as clone
+from ._src.lang.creation import copy as copy
+from ._src.lang.creation import empty as empty
+from ._src.lang.creation import empty_like as empty_like
+from ._src.lang.creation import from_numpy as from_numpy
+from ._src.lang.creation import full as full
+from ._src.lang.creation import full_like as full_like
+from ._src.lang.creation import ones as ones
+from ._src.lang.creation import ones_like as ones_like
+from ._src.lang.creation import zeros as zeros
+from ._src.lang.creation import zeros_like as zeros_like
+from ._src.lang.array import dtype_from_numpy as dtype_from_numpy
+from ._src.lang.array import dtype_to_numpy as dtype_to_numpy
+from ._src.lang.function import Function as Function
+from ._src.lang.kernel import Kernel as Kernel
+from ._src.lang.kernel import Module as Module
+from ._src.lang.kernel import constant as constant
+from ._src.lang.kernel import func as func
+from ._src.lang.kernel import get_module as get_module
+from ._src.lang.kernel import kernel as kernel
+from ._src.lang.launch import Launch as Launch
+from ._src.lang.launch import launch as launch
+from ._src.lang.matrix import matrix as matrix
+from ._src.lang.matrix import mat22 as mat22
+from ._src.lang.matrix import mat22d as mat22d
+from ._src.lang.matrix import mat22f as mat22f
+from ._src.lang.matrix import mat22h as mat22h
+from ._src.lang.matrix import mat33 as mat33
+from ._src.lang.matrix import mat33d as mat33d
+from ._src.lang.matrix import mat33f as mat33f
+from ._src.lang.matrix import mat33h as mat33h
+from ._src.lang.matrix import mat44 as mat44
+from ._src.lang.matrix import mat44d as mat44d
+from ._src.lang.matrix import mat44f as mat44f
+from ._src.lang.matrix import mat44h as mat44h
+from ._src.lang.scalars import bool as bool  # noqa: A004
+from ._src.lang.scalars import float16 as float16
+from ._src.lang.scalars import float32 as float32
+from ._src.lang.scalars import float64 as float64
+from ._src.lang.scalars import handle as handle
+from ._src.lang.scalars import int8 as int8
+from ._src.lang.scalars import int16 as int16
+from ._src.lang.scalars import int32 as int32
+from ._src.lang.scalars import int64 as int64
+from ._src.lang.scalars import uint8 as uint8
+from ._src.lang.scalars import uint16 as uint16
+from ._src.lang.scalars import uint32 as uint32
+from ._src.lang.scalars import uint64 as uint64
+from ._src.lang.vector import vector as vector
+from ._src.lang.vector import vec2 as vec2
+from ._src.lang.vector import vec2b as vec2b
+from ._src.lang.vector import vec2d as vec2d
+from ._src.lang.vector import vec2f as vec2f
+from ._src.lang.vector import vec2h as vec2h
+from ._src.lang.vector import vec2i as vec2i
+from ._src.lang.vector import vec2l as vec2l
+from ._src.lang.vector import vec2s as vec2s
+from ._src.lang.vector import vec2ub as vec2ub
+from ._src.lang.vector import vec2ui as vec2ui
+from ._src.lang.vector import vec2ul as vec2ul
+from ._src.lang.vector import vec2us as vec2us
+from ._src.lang.vector import vec3 as vec3
+from ._src.lang.vector import vec3b as vec3b
+from ._src.lang.vector import vec3d as vec3d
+from ._src.lang.vector import vec3f as vec3f
+from ._src.lang.vector import vec3h as vec3h
+from ._src.lang.vector import vec3i as vec3i
+from ._src.lang.vector import vec3l as vec3l
+from ._src.lang.vector import vec3s as vec3s
+from ._src.lang.vector import vec3ub as vec3ub
+from ._src.lang.vector import vec3ui as vec3ui
+from ._src.lang.vector import vec3ul as vec3ul
+from ._src.lang.vector import vec3us as vec3us
+from ._src.lang.vector import vec4 as vec4
+from ._src.lang.vector import vec4b as vec4b
+from ._src.lang.vector import vec4d as vec4d
+from ._src.lang.vector import vec4f as vec4f
+from ._src.lang.vector import vec4h as vec4h
+from ._src.lang.vector import vec4i as vec4i
+from ._src.lang.vector import vec4l as vec4l
+from ._src.lang.vector import vec4s as vec4s
+from ._src.lang.vector import vec4ub as vec4ub
+from ._src.lang.vector import vec4ui as vec4ui
+from ._src.lang.vector import vec4ul as vec4ul
+from ._src.lang.vector import vec4us as vec4us
+from ._src.runtime.cache import clear_kernel_cache as clear_kernel_cache
+from ._src.runtime.device import Device as Device
+from ._src.runtime.device import ScopedDevice as ScopedDevice
+from ._src.runtime.device import can_access as can_access
+from ._src.runtime.device import get_cuda_device as get_cuda_device
+from ._src.runtime.device import get_cuda_device_count as get_cuda_device_count
+from ._src.runtime.device import get_cuda_devices as get_cuda_devices
+from ._src.runtime.device import get_cuda_driver_version as get_cuda_driver_version
+from ._src.runtime.device import get_cuda_supported_archs as get_cuda_supported_archs
+from ._src.runtime.device import get_cuda_toolkit_version as get_cuda_toolkit_version
+from ._src.runtime.device import get_device as get_device
+from ._src.runtime.device import get_devices as get_devices
+from ._src.runtime.device import get_preferred_device as get_preferred_device
+from ._src.runtime.device import init as init
+from ._src.runtime.device import is_cpu_available as is_cpu_available
+from ._src.runtime.device import is_cuda_available as is_cuda_available
+from ._src.runtime.device import is_device_available as is_device_available
+from ._src.runtime.device import map_cuda_device as map_cuda_device
+from ._src.runtime.device import print_diagnostics as print_diagnostics
+from ._src.runtime.device import set_device as set_device
+from ._src.runtime.device import synchronize as synchronize
+from ._src.runtime.device import synchronize_device as synchronize_device
+from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from ._src.lang.module_api import force_load as force_load
+from ._src.lang.module_api import get_module_options as get_module_options
+from ._src.lang.module_api import load_module as load_module
+from ._src.lang.module_api import set_module_options as set_module_options
+
+__version__ = config.version
+
+#: Type annotations of the reference API.
+Int = _typing.TypeVar("Int")
+Float = _typing.TypeVar("Float")
+Scalar = _typing.TypeVar("Scalar")
+DeviceLike = _typing.Union[Device, str, None]
+
+# Builtins callable from Python scope (and resolvable as ``wp.<name>`` inside kernels).
+for _name, _fn in _exported_builtins().items():
+    if _name not in globals() or _name in ("identity", "matrix_from_cols", "matrix_from_rows"):
+        globals()[_name] = _fn
+del _name, _fn

@@ -1,0 +1,28 @@
+"""Which :class:`Tape` (if any) is recording launches on this thread."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_local = threading.local()
+
+
+def active_tape() -> Any:
+    """The innermost recording tape of the calling thread, or ``None``."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def push_tape(tape: Any) -> None:
+    """Start recording into ``tape`` on this thread."""
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    _local.stack.append(tape)
+
+
+def pop_tape(tape: Any) -> None:
+    """Stop recording into ``tape``."""
+    stack = getattr(_local, "stack", [])
+    if stack and stack[-1] is tape:
+        stack.pop()

@@ -1,0 +1,11 @@
+"""The builtin registry and its groups (importing this package declares every builtin once)."""
+
+from __future__ import annotations
+
+from . import operators as operators
+from . import scalar_math as scalar_math
+from . import utility as utility
+from . import vector_math as vector_math
+from .registry import REGISTRY as REGISTRY
+from .registry import Builtin as Builtin
+from .exports import exported_builtins as exported_builtins

@@ -1,0 +1,202 @@
+"""Operators: ``+ - * / // % **``, unary ``- + ~``, bitwise ops and comparisons.
+
+Integer ``/`` truncates toward zero and ``%`` takes the sign of the dividend, as in C; ``//`` floors (the reference
+behaves the same). ``**`` is for floats only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..lang.typesys import is_composite, is_float, is_int, is_matrix, scalar_of, type_str
+from ..lang import scalars
+from .registry import NoMatch, arity, builtin, need, same
+
+GROUP = "Operators"
+
+
+def _numeric(t: Any) -> bool:
+    return is_float(t) or is_int(t)
+
+
+def _add_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    a, b = types
+    need(a == b and (_numeric(a) or is_composite(a)), f"cannot combine {type_str(a)} and {type_str(b)}")
+    return a
+
+
+def _mul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    a, b = types
+    if _numeric(a) and a == b:
+        return a
+    if is_composite(a) and _numeric(b) and scalar_of(a) == b:
+        return a
+    if _numeric(a) and is_composite(b) and scalar_of(b) == a:
+        return b
+    if is_matrix(a) and scalar_of(a) == scalar_of(b):
+        rows, cols = a._shape_
+        if getattr(b, "_wp_generic_type_str_", None) == "vec_t" and b._length_ == cols:
+            from ..lang.vector import vector
+
+            return vector(rows, scalar_of(a))
+        if is_matrix(b) and b._shape_[0] == cols:
+            from ..lang.matrix import matrix
+
+            return matrix((rows, b._shape_[1]), scalar_of(a))
+    if is_matrix(b) and getattr(a, "_wp_generic_type_str_", None) == "vec_t" and scalar_of(a) == scalar_of(b):
+        rows, cols = b._shape_
+        if a._length_ == rows:
+            from ..lang.vector import vector
+
+            return vector(cols, scalar_of(b))
+    if a == b and getattr(a, "_wp_generic_type_str_", None) in ("quat_t", "transform_t"):
+        return a
+    raise NoMatch(f"cannot multiply {type_str(a)} by {type_str(b)}")
+
+
+def _div_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    a, b = types
+    if _numeric(a) and a == b:
+        return a
+    if is_composite(a) and _numeric(b) and scalar_of(a) == b:
+        return a
+    if _numeric(a) and is_composite(b) and scalar_of(b) == a:
+        return b
+    raise NoMatch(f"cannot divide {type_str(a)} by {type_str(b)}")
+
+
+def _scalar_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    need(_numeric(types[0]), f"expected numbers, got {type_str(types[0])}")
+    return same(types)
+
+
+def _int_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    need(is_int(types[0]) or types[0] is scalars.bool, f"expected integers, got {type_str(types[0])}")
+    return same(types)
+
+
+def _float_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    need(is_float(types[0]), f"'**' and pow() need float operands, got {type_str(types[0])}")
+    return same(types)
+
+
+def _unary_numeric(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    t = types[0]
+    need(_numeric(t) or is_composite(t), f"expected a number, vector or matrix, got {type_str(t)}")
+    return t
+
+
+def _unary_int(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    need(is_int(types[0]), f"'~' needs an integer, got {type_str(types[0])}")
+    return types[0]
+
+
+def _compare_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    a, b = types
+    need(a == b and (_numeric(a) or a is scalars.bool), f"cannot compare {type_str(a)} with {type_str(b)}")
+    return scalars.bool
+
+
+def _equal_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    a, b = types
+    need(a == b, f"cannot compare {type_str(a)} with {type_str(b)}")
+    return scalars.bool
+
+
+def _c_div(a: Any, b: Any) -> Any:
+    if np.issubdtype(np.asarray(a).dtype, np.integer):
+        q = np.abs(a) // np.abs(b)
+        return (q * np.sign(a) * np.sign(b)).astype(np.asarray(a).dtype)
+    return a / b
+
+
+def _c_mod(a: Any, b: Any) -> Any:
+    if np.issubdtype(np.asarray(a).dtype, np.integer):
+        return (a - _c_div(a, b) * b).astype(np.asarray(a).dtype)
+    return np.fmod(a, b)
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    if np.issubdtype(np.asarray(a).dtype, np.integer):
+        return np.floor_divide(a, b)
+    return np.floor(a / b)
+
+
+def _host_mul(a: Any, b: Any) -> Any:
+    if np.ndim(a) == 2 or np.ndim(b) == 2:
+        if np.ndim(a) > 0 and np.ndim(b) > 0:
+            return a @ b
+    return a * b
+
+
+add = builtin("add", group=GROUP, rule=_add_rule, host=np.add, signature="add(a: T, b: T) -> T",
+              doc="Add two scalars, vectors or matrices of the same type.")
+sub = builtin("sub", group=GROUP, rule=_add_rule, host=np.subtract, signature="sub(a: T, b: T) -> T",
+              doc="Subtract two scalars, vectors or matrices of the same type.")
+mul = builtin("mul", group=GROUP, rule=_mul_rule, host=_host_mul,
+              signature="mul(a, b): scalar*scalar, composite*scalar, matrix*vector, vector*matrix, matrix*matrix",
+              doc="Multiply: scalar product, scaling, or matrix product.")
+div = builtin("div", group=GROUP, rule=_div_rule, host=_c_div, signature="div(a, b)",
+              doc="Divide (integers truncate toward zero, as in C).")
+floordiv = builtin("floordiv", group=GROUP, rule=_scalar_binary, host=_floordiv,
+                   signature="floordiv(a: Scalar, b: Scalar) -> Scalar",
+                   doc="Floor division (rounds toward negative infinity, for integers too, as the reference does).")
+mod = builtin("mod", group=GROUP, rule=_scalar_binary, host=_c_mod, signature="mod(a: Scalar, b: Scalar) -> Scalar",
+              doc="Remainder with the sign of the dividend (C semantics; fmod for floats).")
+pow_ = builtin("pow", group="Scalar Math", rule=_float_binary, host=np.power, signature="pow(x: Float, y: Float) -> Float",
+               doc="x raised to the power y.")
+neg = builtin("neg", group=GROUP, rule=_unary_numeric, host=np.negative, signature="neg(x: T) -> T", doc="Negate.")
+pos = builtin("pos", group=GROUP, rule=_unary_numeric, host=np.positive, signature="pos(x: T) -> T", doc="Unary plus.")
+invert = builtin("invert", group=GROUP, rule=_unary_int, host=np.invert, differentiable=False,
+                 signature="invert(x: Int) -> Int", doc="Bitwise not.")
+bit_and = builtin("bit_and", group=GROUP, rule=_int_binary, host=np.bitwise_and, differentiable=False,
+                  signature="bit_and(a: Int, b: Int) -> Int", doc="Bitwise and.")
+bit_or = builtin("bit_or", group=GROUP, rule=_int_binary, host=np.bitwise_or, differentiable=False,
+                 signature="bit_or(a: Int, b: Int) -> Int", doc="Bitwise or.")
+bit_xor = builtin("bit_xor", group=GROUP, rule=_int_binary, host=np.bitwise_xor, differentiable=False,
+                  signature="bit_xor(a: Int, b: Int) -> Int", doc="Bitwise exclusive or.")
+lshift = builtin("lshift", group=GROUP, rule=_int_binary, host=np.left_shift, differentiable=False,
+                 signature="lshift(a: Int, b: Int) -> Int", doc="Shift left.")
+rshift = builtin("rshift", group=GROUP, rule=_int_binary, host=np.right_shift, differentiable=False,
+                 signature="rshift(a: Int, b: Int) -> Int", doc="Shift right (arithmetic for signed types).")
+
+_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+for _name, _op in _CMP.items():
+    builtin(f"_cmp_{_name}", group=GROUP, rule=_compare_rule, cpp=f"op:{_op}", differentiable=False,
+            kernel_only=True, signature=f"a {_op} b", doc=f"Comparison '{_op}'.")
+builtin("_cmp_eq", group=GROUP, rule=_equal_rule, cpp="op:==", differentiable=False, kernel_only=True,
+        signature="a == b", doc="Equality of scalars, vectors or matrices.")
+builtin("_cmp_ne", group=GROUP, rule=_equal_rule, cpp="op:!=", differentiable=False, kernel_only=True,
+        signature="a != b", doc="Inequality of scalars, vectors or matrices.")
+
+
+def _not_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    return scalars.bool
+
+
+builtin("_not", group=GROUP, rule=_not_rule, cpp="op1:!", differentiable=False, kernel_only=True,
+        signature="not x", doc="Logical not.")
+
+#: Python AST operator class name -> builtin name.
+BINOP_NAMES = {
+    "Add": "add", "Sub": "sub", "Mult": "mul", "Div": "div", "FloorDiv": "floordiv", "Mod": "mod", "Pow": "pow",
+    "BitAnd": "bit_and", "BitOr": "bit_or", "BitXor": "bit_xor", "LShift": "lshift", "RShift": "rshift",
+    "MatMult": "mul",
+}
+UNARYOP_NAMES = {"USub": "neg", "UAdd": "pos", "Invert": "invert", "Not": "_not"}
+CMPOP_NAMES = {"Lt": "_cmp_lt", "LtE": "_cmp_le", "Gt": "_cmp_gt", "GtE": "_cmp_ge", "Eq": "_cmp_eq",
+               "NotEq": "_cmp_ne"}

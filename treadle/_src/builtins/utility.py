@@ -1,0 +1,128 @@
+"""Thread index, selection, printing, expectations, ``len`` and the array atomics.
+
+Builtins whose lowering is not a plain call carry a ``lowering`` tag that the frontend dispatches on
+(``tid``, ``atomic``, ``printf``, ``len``); their type rules still live here so docs and checks see one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..lang import scalars
+from ..lang.typesys import ArrayT, is_composite, is_float, is_int, scalar_of, type_str
+from .registry import arity, builtin, need, same
+
+
+def _tid_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 0)
+    return scalars.int32
+
+
+builtin("tid", group="Utility", rule=_tid_rule, kernel_only=True, lowering="tid", differentiable=False,
+        signature="tid() -> int | tuple of int",
+        doc="The index of the current thread: an int for 1-D launches, a tuple for 2-4-D launches.")
+
+
+def _select_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 3)
+    c, a, b = types
+    need(c is scalars.bool or is_int(c) or isinstance(c, ArrayT), f"condition must be a bool or int, got {type_str(c)}")
+    need(a == b, f"both values must have the same type, got {type_str(a)} and {type_str(b)}")
+    return a
+
+
+builtin("select", group="Utility", rule=_select_rule, cpp="op:select",
+        host=lambda c, a, b: b if c else a, signature="select(cond, value_if_false, value_if_true)",
+        doc="``value_if_true`` if cond else ``value_if_false`` (both are evaluated).")
+builtin("where", group="Utility", rule=_select_rule, cpp="op:where",
+        host=lambda c, a, b: a if c else b, signature="where(cond, value_if_true, value_if_false)",
+        doc="``value_if_true`` if cond else ``value_if_false`` (both are evaluated).")
+
+
+def _print_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    t = types[0]
+    need(scalars.is_scalar_type(t) or is_composite(t), f"cannot print a value of type {type_str(t)}")
+    return None
+
+
+builtin("print", group="Utility", rule=_print_rule, kernel_only=True, differentiable=False,
+        lowering="print", signature="print(value)", doc="Print a value from a kernel (one line).")
+
+
+def _printf_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    return None
+
+
+builtin("printf", group="Utility", rule=_printf_rule, kernel_only=True, differentiable=False, lowering="printf",
+        signature="printf(fmt: str, *args)", doc="C-style formatted printing from a kernel.")
+
+
+def _expect_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    same(types)
+    return None
+
+
+def _expect_near_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 3)
+    a, b, tol = types
+    need(a == b and is_float(scalar_of(a)), f"expect_near needs two float values, got {type_str(a)}, {type_str(b)}")
+    need(tol == scalar_of(a), f"tolerance must be {type_str(scalar_of(a))}")
+    return None
+
+
+builtin("expect_eq", group="Utility", rule=_expect_rule, kernel_only=True, differentiable=False,
+        signature="expect_eq(a, b)", doc="Print an error if a != b.")
+builtin("expect_neq", group="Utility", rule=_expect_rule, kernel_only=True, differentiable=False,
+        signature="expect_neq(a, b)", doc="Print an error if a == b.")
+builtin("expect_near", group="Utility", rule=_expect_near_rule, kernel_only=True, differentiable=False,
+        lowering="expect_near", signature="expect_near(a, b, tolerance=1e-6)",
+        doc="Print an error if |a - b| > tolerance (per component).")
+
+
+def _len_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    t = types[0]
+    need(isinstance(t, ArrayT) or is_composite(t), f"len() needs an array, vector or matrix, got {type_str(t)}")
+    return scalars.int32
+
+
+builtin("len", group="Utility", rule=_len_rule, kernel_only=True, differentiable=False, lowering="len",
+        signature="len(a: array | Vector | Matrix) -> int", doc="Length of the first dimension.")
+
+
+def _atomic_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    need(len(types) >= 3 and isinstance(types[0], ArrayT), "expected (array, index..., value)")
+    arr: ArrayT = types[0]
+    need(len(types) - 2 == arr.ndim, f"expected {arr.ndim} index argument(s) for a {arr.ndim}-d array")
+    return arr.dtype
+
+
+for _op, _doc in (
+    ("add", "Atomically add value to arr[i...]; returns the old value."),
+    ("sub", "Atomically subtract value from arr[i...]; returns the old value."),
+    ("min", "Atomically store min(arr[i...], value); returns the old value."),
+    ("max", "Atomically store max(arr[i...], value); returns the old value."),
+    ("exch", "Atomically replace arr[i...] by value; returns the old value."),
+    ("and", "Atomic bitwise and; returns the old value."),
+    ("or", "Atomic bitwise or; returns the old value."),
+    ("xor", "Atomic bitwise xor; returns the old value."),
+):
+    builtin(f"atomic_{_op}", group="Utility", rule=_atomic_rule, kernel_only=True, lowering="atomic",
+            differentiable=_op in ("add", "sub"), signature=f"atomic_{_op}(arr, i[, j, k, l], value)", doc=_doc)
+
+builtin("atomic_cas", group="Utility", rule=lambda t, c: _atomic_rule([t[0], *t[1:-1]], c), kernel_only=True,
+        lowering="atomic", differentiable=False, signature="atomic_cas(arr, i[, j, k, l], compare, value)",
+        doc="Atomically store value if arr[i...] == compare; returns the old value.")
+
+
+def _array_dim_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    need(isinstance(types[0], ArrayT), "expected an array")
+    return scalars.int32
+
+
+builtin("_array_dim", group="Utility", rule=_array_dim_rule, cpp="op:shape", kernel_only=True, differentiable=False,
+        signature="arr.shape[d]", doc="Extent of an array along dimension d.")

@@ -1,0 +1,350 @@
+"""The C++ emitter: the only place that writes C++.
+
+Each kernel instance becomes one self-contained block in its own namespace (structs, tuple types, the ``@func`` s it
+calls, the argument struct, the per-thread body and an ``extern "C"`` entry point), so a block's text -- and
+therefore its hash -- depends on nothing but that kernel. Blocks of several kernels can be concatenated into one
+translation unit. ``#line`` directives map compiler messages back to Python lines.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..lang import scalars
+from ..lang.typesys import ArrayT, TupleT, generic_kind, is_composite, is_struct, normalize_annotation, scalar_of
+from . import ir
+
+
+class EmitError(Exception):
+    """An IR construct the emitter cannot express (an internal error: the frontend should have refused it)."""
+
+
+def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
+    """The C++ spelling of a compiler type."""
+    if t is None:
+        return "void"
+    if scalars.is_scalar_type(t):
+        return "bool" if t is scalars.bool else f"treadle::{t._cname_}"
+    kind = generic_kind(t)
+    if kind == "vec_t":
+        return f"treadle::vec_t<{t._length_},{cpp_type(t._wp_scalar_type_)}>"
+    if kind == "mat_t":
+        r, c = t._shape_
+        return f"treadle::mat_t<{r},{c},{cpp_type(t._wp_scalar_type_)}>"
+    if kind == "quat_t":
+        return f"treadle::quat_t<{cpp_type(t._wp_scalar_type_)}>"
+    if kind == "transform_t":
+        return f"treadle::transform_t<{cpp_type(t._wp_scalar_type_)}>"
+    if isinstance(t, ArrayT):
+        return f"treadle::array_t<{cpp_type(t.dtype, names)}>"
+    if is_struct(t):
+        return t.native_name
+    if isinstance(t, TupleT):
+        if names is None or t not in names:
+            raise EmitError(f"tuple type {t} has no emitted name")
+        return names[t]
+    raise EmitError(f"no C++ type for {t!r}")
+
+
+def cpp_const(c: ir.Const) -> str:
+    """A C++ literal for a constant, exact for floats (hex literals)."""
+    t, v = c.type, c.value
+    if isinstance(v, scalars.scalar_base):
+        v = v.value
+    if is_composite(t):
+        flat = [float(x) if scalars.is_float_type(scalar_of(t)) else int(x) for x in _flatten(v)]
+        st = scalar_of(t)
+        return f"{cpp_type(t)}({', '.join(_scalar_literal(x, st) for x in flat)})"
+    if t is None:
+        return "0"
+    return _scalar_literal(v, t)
+
+
+def _flatten(v: Any) -> list[Any]:
+    import numpy as np
+
+    return list(np.asarray(v).reshape(-1).tolist())
+
+
+def _scalar_literal(v: Any, t: Any) -> str:
+    if t is scalars.bool:
+        return "true" if v else "false"
+    if scalars.is_float_type(t):
+        f = float(v)
+        if math.isnan(f):
+            lit = "NAN"
+        elif math.isinf(f):
+            lit = "INFINITY" if f > 0 else "-INFINITY"
+        else:
+            lit = f.hex()
+        if t is scalars.float64:
+            return f"treadle::float64({lit})"
+        if t is scalars.float32:
+            return f"treadle::float32({lit}{'f' if lit[-1].isdigit() else ''})"
+        return f"treadle::cast<treadle::float16>(treadle::float32({lit}))"
+    iv = int(v)
+    suffix = {scalars.int64: "LL", scalars.uint64: "ULL", scalars.uint32: "U"}.get(t, "")
+    if t is scalars.int64 and iv == -(2**63):
+        return "treadle::int64(-9223372036854775807LL - 1)"
+    if t is scalars.int32 and iv == -(2**31):
+        return "treadle::int32(-2147483647 - 1)"
+    return f"treadle::{t._cname_}({iv}{suffix})"
+
+
+class Emitter:
+    """Writes the C++ block of one kernel instance (plus the functions and types it uses)."""
+
+    def __init__(self, line_directives: bool = True) -> None:
+        self.line_directives = line_directives
+        self.tuple_names: dict[Any, str] = {}
+        self.out: list[str] = []
+        self.types_done: set[Any] = set()
+        self.type_defs: list[str] = []
+
+    # Types ------------------------------------------------------------------------------------------------------
+    def need_type(self, t: Any) -> None:
+        """Emit definitions of struct and tuple types (and their field types) once, before use."""
+        if t in self.types_done or t is None:
+            return
+        if isinstance(t, ArrayT):
+            self.need_type(t.dtype)
+            return
+        if is_struct(t):
+            self.types_done.add(t)
+            fields = []
+            for name, ft in t.vars.items():
+                ft = normalize_annotation(ft)
+                self.need_type(ft)
+                fields.append(f"    {cpp_type(ft, self.tuple_names)} {name};")
+            self.type_defs.append(f"struct {t.native_name} {{\n" + "\n".join(fields) + "\n};")
+        elif isinstance(t, TupleT):
+            self.types_done.add(t)
+            for et in t.types:
+                self.need_type(et)
+            name = f"tuple_{len(self.tuple_names)}"
+            self.tuple_names[t] = name
+            fields = "\n".join(f"    {cpp_type(et, self.tuple_names)} f{i};" for i, et in enumerate(t.types))
+            self.type_defs.append(f"struct {name} {{\n{fields}\n}};")
+
+    def collect_types(self, f: ir.FuncIR) -> None:
+        for p in f.params:
+            self.need_type(p.type)
+        for loc in f.locals:
+            self.need_type(loc.type)
+        self.need_type(f.return_type)
+        for s in ir.walk(f.body):
+            r = getattr(s, "result", None)
+            if r is not None:
+                self.need_type(r.type)
+
+    # Functions --------------------------------------------------------------------------------------------------
+    def function(self, f: ir.FuncIR, cname: str) -> str:
+        """A ``@func`` as a static inline C++ function."""
+        self.collect_types(f)
+        ret = cpp_type(f.return_type, self.tuple_names)
+        params = ", ".join(f"{cpp_type(p.type, self.tuple_names)} var_{p.name}" for p in f.params)
+        lines = [f"static TREADLE_FUNC {ret} {cname}({params})", "{"]
+        lines += self.local_decls(f)
+        self.block(f.body, lines, "    ")
+        if f.return_type is not None:
+            lines.append(f"    return {ret}{{}};")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def local_decls(self, f: ir.FuncIR) -> list[str]:
+        return [f"    {cpp_type(loc.type, self.tuple_names)} var_{loc.name}{{}};" for loc in f.locals]
+
+    def kernel(self, f: ir.FuncIR, symbol: str) -> tuple[str, str]:
+        """The argument struct, the per-thread body and the CPU entry point of a kernel."""
+        self.collect_types(f)
+        fields = "\n".join(f"    {cpp_type(p.type, self.tuple_names)} {p.name};" for p in f.params)
+        args_struct = f"struct Args {{\n{fields}\n    char _treadle_pad;\n}};"
+        lines = [
+            "static TREADLE_FUNC void kernel_body(const treadle::launch_bounds_t& bounds, treadle::int64 _flat, "
+            "const Args& args)",
+            "{",
+        ]
+        for p in f.params:
+            lines.append(f"    {cpp_type(p.type, self.tuple_names)} var_{p.name} = args.{p.name};")
+        lines += self.local_decls(f)
+        if any(isinstance(s, ir.Tid) and s.dim >= 0 for s in ir.walk(f.body)):
+            lines.append("    treadle::int32 _tid[4];")
+            lines.append("    treadle::tid_from_index(bounds, _flat, _tid);")
+        lines.append("    (void)bounds; (void)_flat;")
+        self.block(f.body, lines, "    ")
+        lines.append("}")
+        entry = [
+            f'extern "C" TREADLE_EXPORT void {symbol}_cpu_forward(const treadle::launch_bounds_t* b, '
+            "const Args* a, treadle::int32 nthreads)",
+            "{",
+            "    const treadle::launch_bounds_t bounds = *b;",
+            "    const Args args = *a;",
+            "    const treadle::int64 n = bounds.size;",
+            "    if (nthreads <= 1) {",
+            "        for (treadle::int64 i = 0; i < n; ++i) kernel_body(bounds, i, args);",
+            "        return;",
+            "    }",
+            "    #pragma omp parallel for schedule(static) num_threads(nthreads)",
+            "    for (treadle::int64 i = 0; i < n; ++i) kernel_body(bounds, i, args);",
+            "}",
+        ]
+        return args_struct, "\n".join(lines) + "\n\n" + "\n".join(entry)
+
+    # Statements -------------------------------------------------------------------------------------------------
+    def op(self, x: Any) -> str:
+        if isinstance(x, ir.Const):
+            return cpp_const(x)
+        return f"_v{x.id}"
+
+    def decl(self, v: ir.Value) -> str:
+        return f"const {cpp_type(v.type, self.tuple_names)} _v{v.id}"
+
+    def line(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
+        if self.line_directives and s.loc is not None:
+            f = s.loc.file.replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'#line {s.loc.line} "{f}"')
+
+    def block(self, b: ir.Block, lines: list[str], ind: str) -> None:
+        for s in b.stmts:
+            self.stmt(s, lines, ind)
+
+    def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:  # noqa: C901 - one dispatch table
+        op = self.op
+        if not isinstance(s, (ir.DeclLocal, ir.Block)):
+            self.line(s, lines, ind)
+        if isinstance(s, ir.Call):
+            expr = self.call_expr(s)
+            lines.append(f"{ind}{self.decl(s.result)} = {expr};" if s.result is not None else f"{ind}{expr};")
+        elif isinstance(s, ir.CallFunc):
+            args = ", ".join(op(a) for a in s.args)
+            call = f"{s.func.cname}({args})"
+            lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
+        elif isinstance(s, ir.Construct):
+            lines.append(f"{ind}{self.decl(s.result)} = {self.construct_expr(s)};")
+        elif isinstance(s, ir.Extract):
+            src = op(s.src)
+            if s.field is not None:
+                expr = f"{src}.{s.field}"
+            elif isinstance(s.src.type, TupleT):
+                expr = f"{src}.f{s.index[0].value}"  # type: ignore[union-attr]
+            else:
+                expr = f"treadle::extract({src}, {', '.join(op(i) for i in s.index)})"
+            lines.append(f"{ind}{self.decl(s.result)} = {expr};")
+        elif isinstance(s, ir.Insert):
+            t = cpp_type(s.result.type, self.tuple_names)
+            if s.field is not None:
+                lines.append(f"{ind}{t} _v{s.result.id} = {op(s.src)};")
+                lines.append(f"{ind}_v{s.result.id}.{s.field} = {op(s.value)};")
+            else:
+                idx = ", ".join(op(i) for i in s.index)
+                lines.append(f"{ind}{self.decl(s.result)} = treadle::insert({op(s.src)}, {idx}, {op(s.value)});")
+        elif isinstance(s, ir.ArrayLoad):
+            idx = ", ".join(op(i) for i in s.indices)
+            lines.append(f"{ind}{self.decl(s.result)} = treadle::load({op(s.array)}, {idx});")
+        elif isinstance(s, ir.ArrayView):
+            idx = ", ".join(op(i) for i in s.indices)
+            lines.append(f"{ind}{self.decl(s.result)} = treadle::view({op(s.array)}, {idx});")
+        elif isinstance(s, ir.ArrayStore):
+            idx = ", ".join(op(i) for i in s.indices)
+            lines.append(f"{ind}treadle::store({op(s.array)}, {idx}, {op(s.value)});")
+        elif isinstance(s, ir.ArrayAtomic):
+            idx = ", ".join(op(i) for i in s.indices)
+            addr = f"treadle::address({op(s.array)}, {idx})"
+            args = [addr] + ([op(s.compare)] if s.compare is not None else []) + [op(s.value)]
+            call = f"treadle::atomic_{s.op}({', '.join(args)})"
+            lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
+        elif isinstance(s, ir.DeclLocal):
+            pass
+        elif isinstance(s, ir.LoadLocal):
+            lines.append(f"{ind}{self.decl(s.result)} = var_{s.local.name};")
+        elif isinstance(s, ir.StoreLocal):
+            lines.append(f"{ind}var_{s.local.name} = {op(s.value)};")
+        elif isinstance(s, ir.Tid):
+            src = "treadle::int32(_flat)" if s.dim < 0 else f"_tid[{s.dim}]"
+            lines.append(f"{ind}{self.decl(s.result)} = {src};")
+        elif isinstance(s, ir.If):
+            lines.append(f"{ind}if ({op(s.cond)}) {{")
+            self.block(s.then, lines, ind + "    ")
+            if s.orelse.stmts:
+                lines.append(f"{ind}}} else {{")
+                self.block(s.orelse, lines, ind + "    ")
+            lines.append(f"{ind}}}")
+        elif isinstance(s, ir.ForRange):
+            self.for_range(s, lines, ind)
+        elif isinstance(s, ir.While):
+            lines.append(f"{ind}while (true) {{")
+            self.block(s.cond_block, lines, ind + "    ")
+            lines.append(f"{ind}    if (!({op(s.cond)})) break;")
+            self.block(s.body, lines, ind + "    ")
+            lines.append(f"{ind}}}")
+        elif isinstance(s, ir.Break):
+            lines.append(f"{ind}break;")
+        elif isinstance(s, ir.Continue):
+            lines.append(f"{ind}continue;")
+        elif isinstance(s, ir.Return):
+            lines.append(f"{ind}return{' ' + op(s.value) if s.value is not None else ''};")
+        else:  # pragma: no cover
+            raise EmitError(f"cannot emit {type(s).__name__}")
+
+    def for_range(self, s: ir.ForRange, lines: list[str], ind: str) -> None:
+        op = self.op
+        t = cpp_type(s.var.type)
+        it = f"_it{s.var.id}_{len(lines)}"
+        step = s.step
+        if isinstance(step, ir.Const):
+            cond = f"{it} < {op(s.stop)}" if step.value > 0 else f"{it} > {op(s.stop)}"
+        else:
+            cond = f"({op(step)} > 0 ? {it} < {op(s.stop)} : {it} > {op(s.stop)})"
+        lines.append(f"{ind}for ({t} {it} = {op(s.start)}; {cond}; {it} += {op(step)}) {{")
+        lines.append(f"{ind}    var_{s.var.name} = {it};")
+        self.block(s.body, lines, ind + "    ")
+        lines.append(f"{ind}}}")
+
+    def call_expr(self, s: ir.Call) -> str:
+        ov = s.overload
+        args = [self.op(a) for a in s.args]
+        cpp = ov.cpp
+        if cpp.startswith("op:"):
+            sym = cpp[3:]
+            if sym == "select":
+                return f"({args[0]} ? {args[2]} : {args[1]})"
+            if sym == "where":
+                return f"({args[0]} ? {args[1]} : {args[2]})"
+            if sym == "printf":
+                fmt = ov.fmt.encode("unicode_escape").decode().replace('"', '\\"')
+                conv = [self.printf_arg(a) for a in s.args]
+                return f'treadle::printf_flush("{fmt}"{"".join(", " + c for c in conv)})'
+            if sym == "shape":
+                return f"treadle::int32({args[0]}.shape[{args[1]}])"
+            return f"({args[0]} {sym} {args[1]})"
+        if cpp.startswith("op1:"):
+            return f"({cpp[4:]}{args[0]})"
+        tmpl = f"<{ov.template}>" if ov.template else ""
+        return f"treadle::{cpp}{tmpl}({', '.join(args)})"
+
+    def printf_arg(self, a: Any) -> str:
+        t = a.type
+        if scalars.is_float_type(t):
+            return f"double(treadle::cast<treadle::float64>({self.op(a)}))"
+        if t is scalars.int64:
+            return f"(long long)({self.op(a)})"
+        if t is scalars.uint64:
+            return f"(unsigned long long)({self.op(a)})"
+        if t is scalars.bool:
+            return f"int({self.op(a)})"
+        if t in (scalars.uint32, scalars.uint16, scalars.uint8):
+            return f"(unsigned)({self.op(a)})"
+        return f"int({self.op(a)})"
+
+    def construct_expr(self, s: ir.Construct) -> str:
+        t = s.result.type
+        args = [self.op(a) for a in s.args]
+        ct = cpp_type(t, self.tuple_names)
+        if scalars.is_scalar_type(t):
+            return f"treadle::cast<{ct}>({args[0]})"
+        if is_struct(t):
+            return f"{ct}{{}}"
+        if isinstance(t, TupleT):
+            return f"{ct}{{{', '.join(args)}}}"
+        return f"{ct}({', '.join(args)})"

@@ -1,0 +1,584 @@
+"""The frontend: Python AST of a kernel or ``@func`` -> typed IR (:class:`~.ir.FuncIR`).
+
+Types are inferred while lowering: parameter types come from annotations (or from the concrete argument types of
+a generic instance), literals are ``int32``/``float32`` (weak, adapting to typed operands), and every builtin's
+result type comes from its rule in the registry. Python variables become typed :class:`~.ir.Local` slots whose type
+is fixed by their first assignment. Unsupported constructs and type errors are reported at the user's line.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
+from ..lang import scalars
+from ..lang.typesys import ArrayT, TupleT, is_composite, is_int, is_struct, normalize_annotation, scalar_of, type_str
+from . import ir
+from .lower_call import CallMixin, _TidRequest
+from .lower_expr import PyObj, TupleVal, convert_const
+from .source import FuncSource
+
+UNSUPPORTED_STMT = {
+    ast.Try: ("try/except", "kernels cannot raise or catch exceptions; check values and return early"),
+    ast.Raise: ("raise", "kernels cannot raise exceptions; use wp.expect_eq() or write an error flag to an array"),
+    ast.With: ("with", "kernels have no context managers"),
+    ast.AsyncWith: ("async with", "kernels cannot be async"),
+    ast.AsyncFor: ("async for", "kernels cannot be async"),
+    ast.FunctionDef: ("nested function definition", "define it at module level with @wp.func"),
+    ast.AsyncFunctionDef: ("nested function definition", "define it at module level with @wp.func"),
+    ast.ClassDef: ("class definition", "define structs at module level with @wp.struct"),
+    ast.Import: ("import", "import modules at module level"),
+    ast.ImportFrom: ("import", "import modules at module level"),
+    ast.Global: ("global statement", "pass values in as kernel arguments or arrays"),
+    ast.Nonlocal: ("nonlocal statement", "pass values in as arguments"),
+    ast.Delete: ("del", "kernel variables cannot be deleted"),
+    ast.Assert: ("assert", "use wp.expect_eq() / wp.expect_near(), or checked mode (wp.config.mode = 'debug')"),
+    ast.Match: ("match statement", "use if/elif/else"),
+}
+
+
+class LowerContext:
+    """What the lowerer needs from its caller: dependency tracking and settings."""
+
+    def __init__(self, max_unroll: int = 16) -> None:
+        self.max_unroll = max_unroll
+        self.deps: list[Any] = []
+
+    def add_dependency(self, inst: Any) -> None:
+        if inst not in self.deps:
+            self.deps.append(inst)
+
+
+class Lowerer(CallMixin):
+    """Lowers one function body for one set of parameter types."""
+
+    def __init__(self, src: FuncSource, param_types: list[Any], is_kernel: bool, ctx: LowerContext,
+                 return_type: Any = None, infer_return: bool = False) -> None:
+        self.src = src
+        self.ctx = ctx
+        self.is_kernel = is_kernel
+        self.launch_tid_used = False
+        self.next_id = 0
+        self.blocks: list[ir.Block] = [ir.Block()]
+        self.locals: dict[str, ir.Local] = {}
+        self.all_locals: list[ir.Local] = []
+        self.assigned: set[str] = set()
+        self.loop_depth = 0
+        self.return_type = return_type
+        self.infer_return = infer_return
+        self.return_seen = False
+        self.params: list[ir.Local] = []
+        args = src.tree.args
+        names = [a.arg for a in args.args]
+        for name, t in zip(names, param_types):
+            local = self.new_local(name, t)
+            self.params.append(local)
+            self.assigned.add(name)
+
+    # Infrastructure ---------------------------------------------------------------------------------------------
+    def err(self, msg: str, node: ast.AST | None, fix: str = "", cls: type = CodegenError) -> CodegenError:
+        return cls(msg, self.src.loc(node), fix)
+
+    def emit(self, stmt: ir.Stmt) -> None:
+        self.blocks[-1].stmts.append(stmt)
+
+    def new_value(self, t: Any, hint: str = "") -> ir.Value:
+        self.next_id += 1
+        return ir.Value(self.next_id, t, hint)
+
+    def new_local(self, name: str, t: Any) -> ir.Local:
+        self.next_id += 1
+        local = ir.Local(self.next_id, name, t)
+        self.locals[name] = local
+        self.all_locals.append(local)
+        return local
+
+    def temp_local(self, t: Any) -> ir.Local:
+        self.next_id += 1
+        local = ir.Local(self.next_id, f"_tmp{self.next_id}", t)
+        self.all_locals.append(local)
+        return local
+
+    def lower_body_into(self, block: ir.Block, fn: Callable[[], Any]) -> None:
+        self.blocks.append(block)
+        try:
+            fn()
+        finally:
+            self.blocks.pop()
+
+    def loc(self, node: ast.AST | None) -> SourceLoc:
+        return self.src.loc(node)
+
+    # Names ------------------------------------------------------------------------------------------------------
+    def read_name(self, node: ast.Name) -> Any:
+        name = node.id
+        local = self.locals.get(name)
+        if local is not None:
+            if name not in self.assigned:
+                raise self.err(f"variable '{name}' may be used before it is assigned on some path", node,
+                               f"assign '{name}' a value before the if/loop that sets it", CodegenError)
+            v = self.new_value(local.type, name)
+            self.emit(ir.LoadLocal(self.loc(node), v, local))
+            return v
+        return self.resolve_global(name, node)
+
+    # Driver -----------------------------------------------------------------------------------------------------
+    def lower(self) -> ir.FuncIR:
+        fdef = self.src.tree
+        self.check_signature(fdef)
+        self.block(fdef.body)
+        if self.infer_return and not self.return_seen:
+            self.return_type = None
+        body = self.blocks[0]
+        f = ir.FuncIR(
+            name=self.src.qualname,
+            params=self.params,
+            return_type=self.return_type,
+            body=body,
+            locals=[loc for loc in self.all_locals if loc not in self.params],
+            is_kernel=self.is_kernel,
+            loc=self.loc(fdef),
+        )
+        ir.verify(f)
+        return f
+
+    def check_signature(self, fdef: ast.FunctionDef) -> None:
+        a = fdef.args
+        if a.vararg or a.kwarg:
+            raise self.err("*args and **kwargs are not supported in kernels and functions", fdef,
+                           "list every parameter with a type annotation", UnsupportedConstructError)
+        if self.is_kernel and fdef.returns is not None:
+            ret = fdef.returns
+            if not (isinstance(ret, ast.Constant) and ret.value is None):
+                raise self.err("kernels cannot return values", ret, "write results to an output array")
+
+    def block(self, stmts: list[ast.stmt]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, node: ast.stmt) -> None:
+        for cls, (what, fix) in UNSUPPORTED_STMT.items():
+            if isinstance(node, cls):
+                raise self.err(f"{what} is not supported in kernels", node, fix, UnsupportedConstructError)
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.err(f"'{type(node).__name__}' statements are not supported in kernels", node,
+                           cls=UnsupportedConstructError)
+        method(node)
+
+    # Simple statements ------------------------------------------------------------------------------------------
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        r = self.expr(node.value)
+        if isinstance(r, PyObj) and isinstance(r.obj, _TidRequest):
+            return
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise self.err("chained assignment (a = b = c) is not supported", node, "assign each variable separately",
+                           UnsupportedConstructError)
+        target = node.targets[0]
+        value = self.expr(node.value)
+        self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise self.err("a declaration without a value is not supported", node, "give the variable a value")
+        value = self.expr(node.value)
+        ann = normalize_annotation(self.src.eval_annotation(node.annotation, ast.unparse(node.annotation)))
+        if isinstance(node.target, ast.Name) and not isinstance(value, TupleVal):
+            v = self.as_operand(value, node)
+            if v.type != ann:
+                if isinstance(v, ir.Const) and v.weak and scalars.is_scalar_type(ann):
+                    v = convert_const(v, ann)
+                else:
+                    raise self.err(f"value of type {type_str(v.type)} does not match the annotation "
+                                   f"{type_str(ann)}", node, cls=CodegenTypeError)
+            value = v
+        self.assign(node.target, value, node)
+
+    def assign(self, target: ast.expr, value: Any, node: ast.AST) -> None:
+        if isinstance(value, PyObj) and isinstance(value.obj, _TidRequest):
+            n = len(target.elts) if isinstance(target, ast.Tuple) else 1
+            value = self.make_tid(n, value.obj.node)
+        if isinstance(target, ast.Tuple):
+            if isinstance(value, (ir.Value, ir.Const)) and isinstance(value.type, TupleT):
+                value = self.unpack_tuple_value(value, node)
+            if isinstance(value, (ir.Value, ir.Const)) and is_composite(value.type):
+                items = [self.subscript_value(value, [ir.Const(i, scalars.int32)], node)
+                         for i in range(value.type._shape_[0])]
+                value = TupleVal(items)
+            if not isinstance(value, TupleVal):
+                raise self.err("cannot unpack a non-tuple value", node, cls=CodegenTypeError)
+            if len(value.items) != len(target.elts):
+                raise self.err(f"cannot unpack {len(value.items)} values into {len(target.elts)} names", node,
+                               cls=CodegenTypeError)
+            for t, v in zip(target.elts, value.items):
+                self.assign(t, v, node)
+            return
+        if isinstance(target, ast.Name):
+            self.assign_name(target, value, node)
+            return
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            v = self.as_operand(value, node)
+            self.assign_component(target, v, node)
+            return
+        raise self.err(f"cannot assign to {type(target).__name__}", target, cls=UnsupportedConstructError)
+
+    def make_tid(self, n: int, node: ast.AST) -> Any:
+        if n > 4:
+            raise self.err("wp.tid() has at most 4 dimensions", node)
+        self.launch_ndim = max(getattr(self, "launch_ndim", 1), n)
+        items = []
+        for d in range(n):
+            v = self.new_value(scalars.int32, f"tid{d}")
+            self.emit(ir.Tid(self.loc(node), v, d if n > 1 else -1))
+            items.append(v)
+        return items[0] if n == 1 else TupleVal(items)
+
+    def assign_name(self, target: ast.Name, value: Any, node: ast.AST) -> None:
+        name = target.id
+        if isinstance(value, TupleVal):
+            value = self.as_operand(value, node)
+        if isinstance(value, PyObj):
+            raise self.err(f"cannot assign a Python {type(value.obj).__name__} to the kernel variable '{name}'",
+                           node, "kernel variables hold numbers, vectors, matrices, structs or arrays",
+                           CodegenTypeError)
+        local = self.locals.get(name)
+        if local is None:
+            if value.type is None:
+                raise self.err("this call returns no value", node, cls=CodegenTypeError)
+            t = value.type
+            local = self.new_local(name, t)
+            self.emit(ir.DeclLocal(self.loc(node), local))
+        elif value.type != local.type:
+            if isinstance(value, ir.Const) and value.weak and scalars.is_scalar_type(local.type):
+                value = convert_const(value, local.type)
+            else:
+                raise self.err(
+                    f"variable '{name}' has type {type_str(local.type)} but is assigned a {type_str(value.type)}",
+                    node, f"a variable keeps the type of its first assignment; convert explicitly, e.g. "
+                    f"{type_str(local.type)}(...), or use a new name", CodegenTypeError)
+        self.emit(ir.StoreLocal(self.loc(node), local, value))
+        self.assigned.add(name)
+
+    def assign_component(self, target: ast.expr, v: Any, node: ast.AST) -> None:
+        """``a[i] = v``, ``v.x = s``, ``s.field.x = s``, ``m[i, j] = s``, ``arr[i].x = s``."""
+        base_node = target.value  # type: ignore[attr-defined]
+        if isinstance(target, ast.Subscript):
+            base = self.expr(base_node)
+            if isinstance(base, (ir.Value, ir.Const)) and isinstance(base.type, ArrayT):
+                idx = self.index_operands(target.slice)
+                if len(idx) == base.type.ndim:
+                    val = self.coerce(v, base.type.dtype, node, "the stored value")
+                    self.emit(ir.ArrayStore(self.loc(node), base, idx, val))
+                    return
+                raise self.err(f"assigning to a {base.type.ndim}-d array needs {base.type.ndim} indices", target,
+                               cls=CodegenTypeError)
+            container = self.as_operand(base, node)
+            idx = self.index_operands(target.slice)
+            new = self.insert_component(container, idx, None, v, target)
+        else:
+            base = self.expr(base_node)
+            container = self.as_operand(base, node)
+            attr = target.attr  # type: ignore[attr-defined]
+            if is_struct(container.type):
+                ft = normalize_annotation(container.type.vars.get(attr)) if attr in container.type.vars else None
+                if ft is None:
+                    raise self.err(f"struct '{type_str(container.type)}' has no field '{attr}'", target,
+                                   cls=CodegenTypeError)
+                new = self.insert_component(container, [], attr, self.coerce(v, ft, node, f"field '{attr}'"),
+                                            target)
+            else:
+                i = self.component_index(container.type, attr, target)
+                new = self.insert_component(container, [ir.Const(i, scalars.int32)], None, v, target)
+        self.write_back(base_node, new, node)
+
+    def insert_component(self, container: Any, idx: list[Any], field: str | None, v: Any, node: ast.AST) -> Any:
+        t = container.type
+        if field is None:
+            if isinstance(t, ArrayT):  # pragma: no cover - handled by the caller
+                raise self.err("internal: array insert", node)
+            if not is_composite(t):
+                raise self.err(f"a value of type {type_str(t)} has no components to assign", node,
+                               cls=CodegenTypeError)
+            if len(idx) == 1 and getattr(t, "_wp_generic_type_str_", None) == "mat_t":
+                comp_t = t._wp_row_type_
+            else:
+                comp_t = scalar_of(t)
+            for i, n in zip(idx, t._shape_):
+                self.check_const_index(i, n, node)
+            v = self.coerce(v, comp_t, node, "the assigned component")
+        r = self.new_value(t)
+        self.emit(ir.Insert(self.loc(node), r, container, idx, v, field=field))
+        return r
+
+    def write_back(self, base_node: ast.expr, new: Any, node: ast.AST) -> None:
+        """Store an updated composite back where it was read from (a local, a component, an array element)."""
+        if isinstance(base_node, ast.Name):
+            local = self.locals.get(base_node.id)
+            if local is None:
+                raise self.err(f"cannot assign to a component of '{base_node.id}': it is not a kernel variable",
+                               base_node, cls=CodegenTypeError)
+            self.emit(ir.StoreLocal(self.loc(node), local, new))
+            return
+        self.assign_component(base_node, new, node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        from ..builtins import REGISTRY
+        from ..builtins.operators import BINOP_NAMES
+
+        op = BINOP_NAMES[type(node.op).__name__]
+        target = node.target
+        if isinstance(target, ast.Subscript):
+            base = self.expr(target.value)
+            if isinstance(base, (ir.Value, ir.Const)) and isinstance(base.type, ArrayT) and op in ("add", "sub"):
+                idx = self.index_operands(target.slice)
+                if len(idx) == base.type.ndim:
+                    # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
+                    v = self.coerce(self.value(node.value), base.type.dtype, node, "the added value")
+                    self.emit(ir.ArrayAtomic(self.loc(node), None, op, base, idx, v))
+                    return
+        load_node = _as_load(target)
+        cur = self.value(load_node)
+        rhs = self.value(node.value)
+        new = self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node)
+        self.assign(target, new, node)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if self.is_kernel:
+            if node.value is not None:
+                raise self.err("kernels cannot return values", node, "write results to an output array")
+            self.emit(ir.Return(self.loc(node), None))
+            return
+        if node.value is None:
+            val = None
+            t = None
+        else:
+            r = self.expr(node.value)
+            val = self.as_operand(r, node)
+            t = val.type
+        if self.infer_return and not self.return_seen:
+            if isinstance(val, ir.Const) and val.weak:
+                val = ir.Const(val.value, val.type)
+            self.return_type = t
+            self.return_seen = True
+        elif t != self.return_type:
+            if isinstance(val, ir.Const) and val.weak and scalars.is_scalar_type(self.return_type):
+                val = convert_const(val, self.return_type)
+            elif isinstance(self.return_type, TupleT) and isinstance(t, TupleT):
+                raise self.err(f"returned {type_str(t)} but the function returns {type_str(self.return_type)}",
+                               node, cls=CodegenTypeError)
+            else:
+                raise self.err(f"returned a {type_str(t)} but the function returns {type_str(self.return_type)}",
+                               node, "return values of one type on every path (convert explicitly)",
+                               CodegenTypeError)
+        self.return_seen = True
+        self.emit(ir.Return(self.loc(node), val))
+
+    # Control flow -----------------------------------------------------------------------------------------------
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.truth(self.value(node.test), node.test)
+        if isinstance(cond, ir.Const):  # constant condition: lower only the branch taken
+            self.block(node.body if cond.value else node.orelse)
+            return
+        before = set(self.assigned)
+        then, orelse = ir.Block(), ir.Block()
+        self.lower_body_into(then, lambda: self.block(node.body))
+        after_then = self.assigned
+        self.assigned = set(before)
+        self.lower_body_into(orelse, lambda: self.block(node.orelse))
+        after_else = self.assigned
+        self.assigned = (after_then if _ends(node.orelse) else after_else if _ends(node.body)
+                         else after_then & after_else) | before
+        self.emit(ir.If(self.loc(node), cond, then, orelse))
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.err("for ... else is not supported in kernels", node, cls=UnsupportedConstructError)
+        it = node.iter
+        if not isinstance(node.target, ast.Name):
+            raise self.err("the loop variable must be a single name", node.target, cls=UnsupportedConstructError)
+        reverse = False
+        if isinstance(it, ast.Call) and isinstance(self.expr(it.func), PyObj):
+            fobj = self.expr(it.func).obj
+            import builtins as py
+
+            if fobj is py.reversed and len(it.args) == 1 and isinstance(it.args[0], ast.Call):
+                reverse = True
+                it = it.args[0]
+                fobj = self.expr(it.func).obj
+            if fobj is py.range:
+                self.lower_range_loop(node, it, reverse)
+                return
+        seq = self.value(it)
+        if is_composite(seq.type):
+            self.lower_component_loop(node, seq)
+            return
+        raise self.err("kernels can only loop over range(...) or the components of a vector/matrix", it,
+                       "use 'for i in range(n):'", UnsupportedConstructError)
+
+    def lower_range_loop(self, node: ast.For, call: ast.Call, reverse: bool) -> None:
+        args = [self.value(a) for a in call.args]
+        if not 1 <= len(args) <= 3:
+            raise self.err("range() takes 1 to 3 arguments", call, cls=CodegenTypeError)
+        for a, n in zip(args, call.args):
+            if not is_int(a.type):
+                raise self.err(f"range() arguments must be integers, got {type_str(a.type)}", n,
+                               "convert with int(...)", CodegenTypeError)
+        args = self.adapt_weak(args)
+        strong = [a.type for a in args if not (isinstance(a, ir.Const) and a.weak)]
+        it_t = strong[0] if strong else scalars.int32
+        args = [convert_const(a, it_t) if isinstance(a, ir.Const) else a for a in args]
+        if any(a.type != it_t for a in args):
+            raise self.err("range() arguments must all have the same integer type", call,
+                           "convert them with int(...)", CodegenTypeError)
+        if len(args) == 1:
+            start, stop, step = ir.Const(0, it_t), args[0], ir.Const(1, it_t)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], ir.Const(1, it_t)
+        else:
+            start, stop, step = args
+        if isinstance(step, ir.Const) and step.value == 0:
+            raise self.err("range() step must not be zero", call, cls=CodegenTypeError)
+        if reverse:
+            if not isinstance(step, ir.Const):
+                raise self.err("reversed(range(...)) needs a constant step", call, cls=UnsupportedConstructError)
+            # reversed(range(a, b, s)) == range(last, a - sign(s), -s) with last = a + ((b - a - sign) // s) * s
+            start, stop, step = self.reversed_range(start, stop, step, call)
+        name = node.target.id  # type: ignore[union-attr]
+        var = self.locals.get(name)
+        if var is None:
+            var = self.new_local(name, it_t)
+            self.emit(ir.DeclLocal(self.loc(node), var))
+        elif var.type != it_t:
+            raise self.err(f"loop variable '{name}' already has type {type_str(var.type)}", node.target,
+                           cls=CodegenTypeError)
+        static_trips = None
+        if all(isinstance(x, ir.Const) for x in (start, stop, step)):
+            static_trips = len(range(start.value, stop.value, step.value))  # type: ignore[union-attr]
+        before = set(self.assigned)
+        body = ir.Block()
+        self.assigned.add(name)
+        self.loop_depth += 1
+        self.lower_body_into(body, lambda: self.block(node.body))
+        self.loop_depth -= 1
+        if not (static_trips and not _has_break(node.body)):
+            self.assigned = before | ({name} if static_trips else set())
+        self.emit(ir.ForRange(self.loc(node), var, start, stop, step, body))
+
+    def reversed_range(self, start: Any, stop: Any, step: Any, node: ast.AST) -> tuple[Any, Any, Any]:
+        from ..builtins import REGISTRY
+
+        s = step.value
+        sign = 1 if s > 0 else -1
+        t = start.type
+        sub, add, mul, div = (REGISTRY.builtins[n] for n in ("sub", "add", "mul", "div"))
+        span = self.call_builtin(sub, [self.call_builtin(sub, [stop, start], node), ir.Const(sign, t)], node)
+        count = self.call_builtin(div, [span, ir.Const(s, t)], node)
+        last = self.call_builtin(add, [start, self.call_builtin(mul, [count, ir.Const(s, t)], node)], node)
+        new_stop = self.call_builtin(sub, [start, ir.Const(sign, t)], node)
+        # An empty range must stay empty: if span has the wrong sign, start from the stop value.
+        from ..builtins.operators import CMPOP_NAMES
+
+        empty = self.call_builtin(REGISTRY.builtins[CMPOP_NAMES["LtE" if s > 0 else "GtE"]], [stop, start], node)
+        sel = REGISTRY.builtins["select"]
+        last = self.call_builtin(sel, [empty, last, new_stop], node)
+        return last, new_stop, ir.Const(-s, t)
+
+    def lower_component_loop(self, node: ast.For, seq: Any) -> None:
+        t = seq.type
+        n = t._shape_[0]
+        name = node.target.id  # type: ignore[union-attr]
+        idx = self.temp_local(scalars.int32)
+        elem_t = t._wp_row_type_ if getattr(t, "_wp_generic_type_str_", None) == "mat_t" else scalar_of(t)
+        var = self.locals.get(name) or self.new_local(name, elem_t)
+        if var.type != elem_t:
+            raise self.err(f"loop variable '{name}' already has type {type_str(var.type)}", node.target,
+                           cls=CodegenTypeError)
+        self.emit(ir.DeclLocal(self.loc(node), var))
+        body = ir.Block()
+
+        def lower() -> None:
+            i = self.new_value(scalars.int32)
+            self.emit(ir.LoadLocal(self.loc(node), i, idx))
+            e = self.new_value(elem_t)
+            self.emit(ir.Extract(self.loc(node), e, seq, [i]))
+            self.emit(ir.StoreLocal(self.loc(node), var, e))
+            self.assigned.add(name)
+            self.block(node.body)
+
+        before = set(self.assigned)
+        self.loop_depth += 1
+        self.lower_body_into(body, lower)
+        self.loop_depth -= 1
+        self.assigned = before | ({name} if n > 0 and not _has_break(node.body) else set())
+        self.emit(ir.ForRange(self.loc(node), idx, ir.Const(0, scalars.int32), ir.Const(n, scalars.int32),
+                              ir.Const(1, scalars.int32), body))
+
+    def stmt_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise self.err("while ... else is not supported in kernels", node, cls=UnsupportedConstructError)
+        cond_block = ir.Block()
+        conds: list[Any] = []
+        self.lower_body_into(cond_block, lambda: conds.append(self.truth(self.value(node.test), node.test)))
+        before = set(self.assigned)
+        body = ir.Block()
+        self.loop_depth += 1
+        self.lower_body_into(body, lambda: self.block(node.body))
+        self.loop_depth -= 1
+        self.assigned = before
+        self.emit(ir.While(self.loc(node), cond_block, conds[0], body))
+
+    def stmt_Break(self, node: ast.Break) -> None:
+        if self.loop_depth == 0:
+            raise self.err("'break' outside a loop", node)
+        self.emit(ir.Break(self.loc(node)))
+
+    def stmt_Continue(self, node: ast.Continue) -> None:
+        if self.loop_depth == 0:
+            raise self.err("'continue' outside a loop", node)
+        self.emit(ir.Continue(self.loc(node)))
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    """A copy of an assignment target usable as an expression."""
+    import copy
+
+    node = copy.deepcopy(target)
+    for n in ast.walk(node):
+        if hasattr(n, "ctx"):
+            n.ctx = ast.Load()  # type: ignore[attr-defined]
+    return node
+
+
+def _ends(stmts: list[ast.stmt]) -> bool:
+    """True if a block always leaves (return/break/continue as its last statement)."""
+    return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Break, ast.Continue))
+
+
+def _has_break(stmts: list[ast.stmt]) -> bool:
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, (ast.Break, ast.Return)):
+                return True
+    return False
+
+
+def lower_function(src: FuncSource, param_types: list[Any], *, is_kernel: bool, ctx: LowerContext,
+                   return_type: Any = None, infer_return: bool = False) -> tuple[ir.FuncIR, int]:
+    """Lower ``src`` for the given parameter types; returns the IR and the launch dimensionality used by tid()."""
+    low = Lowerer(src, param_types, is_kernel, ctx, return_type, infer_return)
+    f = low.lower()
+    ndim = getattr(low, "launch_ndim", 1)
+    f.launch_ndim = ndim
+    return f, ndim
+
+
+__all__ = ["LowerContext", "Lowerer", "lower_function", "is_int", "scalar_of"]

@@ -1,0 +1,386 @@
+"""The typed intermediate representation between the Python AST and C++.
+
+A function body is a :class:`Block` of statements. Expressions are lowered to SSA :class:`Value` s produced by
+instructions; Python variables live in mutable :class:`Local` slots. Control flow stays structured (``If``,
+``ForRange``, ``While``) so that the emitter can write readable C++ and the autodiff pass can build the reverse
+sweep per region. Every statement carries the :class:`~treadle._src.errors.SourceLoc` of the Python code it came
+from.
+
+Only the emitter turns this into text; :func:`format_block` prints it for ``TREADLE_DUMP=ir`` and for tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import SourceLoc
+from ..lang.typesys import type_str
+
+
+class Value:
+    """An SSA value: the result of exactly one instruction."""
+
+    __slots__ = ("id", "type", "hint")
+
+    def __init__(self, id: int, type: Any, hint: str = "") -> None:
+        self.id = id
+        self.type = type
+        self.hint = hint
+
+    def __repr__(self) -> str:
+        return f"%{self.id}"
+
+
+class Const:
+    """A compile-time constant operand.
+
+    ``weak`` marks untyped Python literals: they adapt to the scalar type of the other operand of a binary
+    operator (``x * 2.0`` with a float64 ``x`` stays float64).
+    """
+
+    __slots__ = ("value", "type", "weak")
+
+    def __init__(self, value: Any, type: Any, weak: bool = False) -> None:
+        self.value = value
+        self.type = type
+        self.weak = weak
+
+    def __repr__(self) -> str:
+        return f"{self.value!r}:{type_str(self.type)}"
+
+
+Operand = Value | Const
+
+
+class Local:
+    """A mutable variable slot (a Python variable of the kernel)."""
+
+    __slots__ = ("id", "name", "type")
+
+    def __init__(self, id: int, name: str, type: Any) -> None:
+        self.id = id
+        self.name = name
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"${self.name}"
+
+
+@dataclasses.dataclass(eq=False)
+class Stmt:
+    """Base of all statements."""
+
+    loc: SourceLoc | None
+
+
+@dataclasses.dataclass(eq=False)
+class Call(Stmt):
+    """Call a builtin overload (the registry decides the C++ symbol and adjoint)."""
+
+    result: Value | None
+    overload: Any
+    args: list[Operand]
+
+
+@dataclasses.dataclass(eq=False)
+class CallFunc(Stmt):
+    """Call a user ``@func`` instance."""
+
+    result: Value | None
+    func: Any
+    args: list[Operand]
+
+
+@dataclasses.dataclass(eq=False)
+class Construct(Stmt):
+    """Build a value of ``result.type`` (vector, matrix, struct, scalar conversion) from ``args``."""
+
+    result: Value
+    args: list[Operand]
+
+
+@dataclasses.dataclass(eq=False)
+class Extract(Stmt):
+    """Read a component: ``src[index...]`` for vectors/matrices/tuples, or field ``name`` of a struct."""
+
+    result: Value
+    src: Operand
+    index: list[Operand]
+    field: str | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class Insert(Stmt):
+    """A copy of ``src`` with one component (or struct field) replaced by ``value``."""
+
+    result: Value
+    src: Operand
+    index: list[Operand]
+    value: Operand
+    field: str | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class ArrayLoad(Stmt):
+    """``result = arr[indices]``."""
+
+    result: Value
+    array: Operand
+    indices: list[Operand]
+
+
+@dataclasses.dataclass(eq=False)
+class ArrayStore(Stmt):
+    """``arr[indices] = value``."""
+
+    array: Operand
+    indices: list[Operand]
+    value: Operand
+
+
+@dataclasses.dataclass(eq=False)
+class ArrayView(Stmt):
+    """``result = arr[indices]`` with fewer indices than dimensions: a sub-array."""
+
+    result: Value
+    array: Operand
+    indices: list[Operand]
+
+
+@dataclasses.dataclass(eq=False)
+class ArrayAtomic(Stmt):
+    """``result = atomic_<op>(arr, indices, value)`` returning the old value."""
+
+    result: Value | None
+    op: str
+    array: Operand
+    indices: list[Operand]
+    value: Operand
+    compare: Operand | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class DeclLocal(Stmt):
+    """Declare a local (zero-initialised)."""
+
+    local: Local
+
+
+@dataclasses.dataclass(eq=False)
+class LoadLocal(Stmt):
+    """``result = local``."""
+
+    result: Value
+    local: Local
+
+
+@dataclasses.dataclass(eq=False)
+class StoreLocal(Stmt):
+    """``local = value``."""
+
+    local: Local
+    value: Operand
+
+
+@dataclasses.dataclass(eq=False)
+class Tid(Stmt):
+    """The thread index: ``result`` is the index along launch dimension ``dim``."""
+
+    result: Value
+    dim: int
+
+
+@dataclasses.dataclass(eq=False)
+class Block:
+    """A sequence of statements."""
+
+    stmts: list[Stmt] = dataclasses.field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Stmt]:
+        return iter(self.stmts)
+
+
+@dataclasses.dataclass(eq=False)
+class If(Stmt):
+    """``if cond: then else: orelse``."""
+
+    cond: Operand
+    then: Block
+    orelse: Block
+
+
+@dataclasses.dataclass(eq=False)
+class ForRange(Stmt):
+    """``for var in range(start, stop, step): body`` (``step`` may be negative)."""
+
+    var: Local
+    start: Operand
+    stop: Operand
+    step: Operand
+    body: Block
+
+
+@dataclasses.dataclass(eq=False)
+class While(Stmt):
+    """``while True: cond_block; if not cond: break; body``."""
+
+    cond_block: Block
+    cond: Operand
+    body: Block
+
+
+@dataclasses.dataclass(eq=False)
+class Break(Stmt):
+    """Leave the innermost loop."""
+
+
+@dataclasses.dataclass(eq=False)
+class Continue(Stmt):
+    """Next iteration of the innermost loop."""
+
+
+@dataclasses.dataclass(eq=False)
+class Return(Stmt):
+    """Return from a function (``value`` is ``None`` in kernels and void functions)."""
+
+    value: Operand | None
+
+
+@dataclasses.dataclass(eq=False)
+class FuncIR:
+    """A lowered kernel or function: parameters, locals and the body."""
+
+    name: str
+    params: list[Local]
+    return_type: Any
+    body: Block
+    locals: list[Local]
+    is_kernel: bool
+    launch_ndim: int = 1
+    loc: SourceLoc | None = None
+
+
+def walk(block: Block) -> Iterator[Stmt]:
+    """Yield every statement of ``block`` and of its nested blocks, in program order."""
+    for s in block.stmts:
+        yield s
+        if isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+        elif isinstance(s, ForRange):
+            yield from walk(s.body)
+        elif isinstance(s, While):
+            yield from walk(s.cond_block)
+            yield from walk(s.body)
+
+
+def _fmt_stmt(s: Stmt, indent: str, out: list[str]) -> None:
+    def res(v: Value | None) -> str:
+        return f"{v!r}:{type_str(v.type)} = " if v is not None else ""
+
+    if isinstance(s, Call):
+        out.append(f"{indent}{res(s.result)}{s.overload.builtin.name}{tuple(s.args)!r}")
+    elif isinstance(s, CallFunc):
+        out.append(f"{indent}{res(s.result)}call {s.func.name}{tuple(s.args)!r}")
+    elif isinstance(s, Construct):
+        out.append(f"{indent}{res(s.result)}construct{tuple(s.args)!r}")
+    elif isinstance(s, Extract):
+        what = f".{s.field}" if s.field else f"{s.index!r}"
+        out.append(f"{indent}{res(s.result)}extract {s.src!r}{what}")
+    elif isinstance(s, Insert):
+        what = f".{s.field}" if s.field else f"{s.index!r}"
+        out.append(f"{indent}{res(s.result)}insert {s.src!r}{what} <- {s.value!r}")
+    elif isinstance(s, ArrayLoad):
+        out.append(f"{indent}{res(s.result)}load {s.array!r}{s.indices!r}")
+    elif isinstance(s, ArrayView):
+        out.append(f"{indent}{res(s.result)}view {s.array!r}{s.indices!r}")
+    elif isinstance(s, ArrayStore):
+        out.append(f"{indent}store {s.array!r}{s.indices!r} <- {s.value!r}")
+    elif isinstance(s, ArrayAtomic):
+        out.append(f"{indent}{res(s.result)}atomic_{s.op} {s.array!r}{s.indices!r} {s.value!r}")
+    elif isinstance(s, DeclLocal):
+        out.append(f"{indent}local {s.local!r}:{type_str(s.local.type)}")
+    elif isinstance(s, LoadLocal):
+        out.append(f"{indent}{res(s.result)}{s.local!r}")
+    elif isinstance(s, StoreLocal):
+        out.append(f"{indent}{s.local!r} <- {s.value!r}")
+    elif isinstance(s, Tid):
+        out.append(f"{indent}{res(s.result)}tid[{s.dim}]")
+    elif isinstance(s, If):
+        out.append(f"{indent}if {s.cond!r}:")
+        _fmt_block(s.then, indent + "  ", out)
+        if s.orelse.stmts:
+            out.append(f"{indent}else:")
+            _fmt_block(s.orelse, indent + "  ", out)
+    elif isinstance(s, ForRange):
+        out.append(f"{indent}for {s.var!r} in range({s.start!r}, {s.stop!r}, {s.step!r}):")
+        _fmt_block(s.body, indent + "  ", out)
+    elif isinstance(s, While):
+        out.append(f"{indent}while:")
+        _fmt_block(s.cond_block, indent + "  ", out)
+        out.append(f"{indent}  check {s.cond!r}")
+        _fmt_block(s.body, indent + "  ", out)
+    elif isinstance(s, Break):
+        out.append(f"{indent}break")
+    elif isinstance(s, Continue):
+        out.append(f"{indent}continue")
+    elif isinstance(s, Return):
+        out.append(f"{indent}return {s.value!r}")
+    else:  # pragma: no cover - new statement kinds must be added here
+        out.append(f"{indent}{s!r}")
+
+
+def _fmt_block(block: Block, indent: str, out: list[str]) -> None:
+    for s in block.stmts:
+        _fmt_stmt(s, indent, out)
+
+
+def format_func(f: FuncIR) -> str:
+    """Readable text of a lowered function (for dumps and tests)."""
+    params = ", ".join(f"{p.name}: {type_str(p.type)}" for p in f.params)
+    out = [f"{'kernel' if f.is_kernel else 'func'} {f.name}({params}) -> {type_str(f.return_type)}:"]
+    _fmt_block(f.body, "  ", out)
+    return "\n".join(out)
+
+
+def verify(f: FuncIR) -> None:
+    """Check structural invariants: each value defined once and before use, break/continue inside loops."""
+    defined: set[int] = set()
+
+    def use(op: Any) -> None:
+        if isinstance(op, Value) and op.id not in defined:
+            raise AssertionError(f"IR: {op!r} used before definition in {f.name}")
+
+    def define(v: Value | None) -> None:
+        if v is None:
+            return
+        if v.id in defined:
+            raise AssertionError(f"IR: {v!r} defined twice in {f.name}")
+        defined.add(v.id)
+
+    def check(block: Block, in_loop: bool) -> None:
+        for s in block.stmts:
+            for name in ("args", "index", "indices"):
+                for op in getattr(s, name, None) or []:
+                    use(op)
+            for name in ("src", "value", "array", "cond", "start", "stop", "step", "compare"):
+                if name == "cond" and isinstance(s, While):
+                    continue
+                use(getattr(s, name, None))
+            if isinstance(s, (Break, Continue)) and not in_loop:
+                raise AssertionError(f"IR: {type(s).__name__} outside a loop in {f.name}")
+            if isinstance(s, If):
+                define(None)
+                check(s.then, in_loop)
+                check(s.orelse, in_loop)
+            elif isinstance(s, ForRange):
+                check(s.body, True)
+            elif isinstance(s, While):
+                check(s.cond_block, True)
+                use(s.cond)
+                check(s.body, True)
+            define(getattr(s, "result", None))
+
+    check(f.body, False)

@@ -1,0 +1,404 @@
+"""Lowering of calls: builtins, user ``@func`` s, type constructors and conversions (a mixin of the Lowerer)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any
+
+from ..builtins import REGISTRY
+from ..builtins.registry import NOT_CONST, Builtin
+from ..errors import CodegenError, CodegenTypeError, UnsupportedConstructError
+from ..lang import scalars
+from ..lang.typesys import (
+    ArrayT,
+    TupleT,
+    is_composite,
+    is_float,
+    is_int,
+    is_matrix,
+    is_struct,
+    normalize_annotation,
+    scalar_of,
+    type_str,
+)
+from . import ir
+from .lower_expr import PY_BUILTIN_MAP, ExprMixin, PyObj, TupleVal, convert_const
+
+
+def _is_user_function(obj: Any) -> bool:
+    return getattr(obj, "_treadle_function_", False)
+
+
+def _is_kernel(obj: Any) -> bool:
+    return getattr(obj, "_treadle_kernel_", False)
+
+
+class CallMixin(ExprMixin):
+    """``expr_Call`` and everything it dispatches to."""
+
+    launch_tid_used: bool
+    is_kernel: bool
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        callee = self.expr(node.func)
+        if not isinstance(callee, PyObj):
+            raise self.err("this value is not callable", node.func, cls=CodegenTypeError)
+        obj = callee.obj
+        builtin_decl = getattr(obj, "_treadle_builtin_", None)
+        if isinstance(obj, Builtin):
+            builtin_decl = obj
+        if builtin_decl is None and obj in PY_BUILTIN_MAP.keys() if _hashable(obj) else False:
+            builtin_decl = REGISTRY.get(PY_BUILTIN_MAP[obj])
+        if builtin_decl is not None:
+            return self.call_declared(builtin_decl, node)
+        if _is_user_function(obj):
+            return self.call_user(obj, node)
+        if _is_kernel(obj):
+            raise self.err(f"kernel '{obj.key}' cannot be called from kernel code", node,
+                           "turn the shared code into a @wp.func and call that", CodegenTypeError)
+        if obj is builtins.range:
+            raise self.err("range() can only be used as the iterable of a for loop", node,
+                           cls=UnsupportedConstructError)
+        if obj in (builtins.int, builtins.float, builtins.bool) or isinstance(obj, type) and (
+            scalars.is_scalar_type(obj) or is_composite(obj)
+        ):
+            return self.construct(normalize_annotation(obj), node)
+        if is_struct(obj):
+            return self.construct_struct(obj, node)
+        if getattr(obj, "_treadle_type_factory_", None):
+            return self.call_type_factory(obj, node)
+        if obj is getattr(self.ctx, "static_fn", None):
+            raise self.err("wp.static() is not supported yet", node, cls=UnsupportedConstructError)
+        name = getattr(obj, "__name__", type(obj).__name__)
+        if callable(obj):
+            raise self.err(f"'{name}' is a Python function, not a @wp.func; kernels cannot call it", node,
+                           f"decorate '{name}' with @wp.func (and annotate its parameters)",
+                           UnsupportedConstructError)
+        raise self.err(f"'{name}' is not callable", node, cls=CodegenTypeError)
+
+    # Builtins --------------------------------------------------------------------------------------------------
+    def call_args(self, node: ast.Call, names: list[str] | None = None) -> list[Any]:
+        args = [self.expr(a) for a in node.args]
+        if node.keywords:
+            if names is None:
+                raise self.err("keyword arguments are not supported for this call", node, cls=CodegenTypeError)
+            by_name = {k.arg: self.expr(k.value) for k in node.keywords}
+            for n in names[len(args):]:
+                if n in by_name:
+                    args.append(by_name.pop(n))
+                else:
+                    break
+            if by_name:
+                raise self.err(f"unexpected keyword argument(s): {', '.join(by_name)}", node, cls=CodegenTypeError)
+        return args
+
+    def call_declared(self, b: Builtin, node: ast.Call) -> Any:
+        lowering = b.lowering
+        if lowering == "tid":
+            if node.args:
+                raise self.err("wp.tid() takes no arguments", node, cls=CodegenTypeError)
+            if not self.is_kernel:
+                raise self.err("wp.tid() can only be called in a @wp.kernel, not in a @wp.func", node,
+                               "pass the index to the function as an argument", CodegenError)
+            return PyObj(_TidRequest(node))
+        if lowering == "printf":
+            return self.lower_printf(node)
+        if lowering == "print":
+            return self.lower_print(node)
+        if lowering == "atomic":
+            return self.lower_atomic(b, node)
+        if lowering == "len":
+            (arg,) = self.call_args(node)
+            v = self.as_operand(arg, node)
+            if is_composite(v.type):
+                return ir.Const(v.type._shape_[0], scalars.int32)
+            if isinstance(v.type, TupleT):
+                return ir.Const(len(v.type.types), scalars.int32)
+            return self.call_builtin(b, [v], node)
+        if lowering == "expect_near":
+            args = [self.as_operand(a, node) for a in self.call_args(node, ["a", "b", "tolerance"])]
+            if len(args) == 2:
+                args.append(ir.Const(1e-6, scalars.float32, True))
+            return self.call_builtin(b, args, node)
+        raw = self.call_args(node, _param_names(b))
+        consts: list[Any] = []
+        ops: list[Any] = []
+        for a in raw:
+            if isinstance(a, PyObj):
+                consts.append(a.obj)
+                ops.append(ir.Const(0, None))
+            else:
+                v = self.as_operand(a, node)
+                consts.append(v.value if isinstance(v, ir.Const) else NOT_CONST)
+                ops.append(v)
+        if b.static_args:
+            for i in range(b.static_args):
+                ops[i] = ir.Const(consts[i], None)
+            return self.call_builtin(b, ops, node, consts)
+        if any(isinstance(a, PyObj) for a in raw):
+            bad = next(a for a in raw if isinstance(a, PyObj))
+            raise self.err(f"'{b.name}' does not take a {type(bad.obj).__name__} argument", node,
+                           f"valid forms: {b.signature}", CodegenTypeError)
+        return self.call_builtin(b, ops, node)
+
+    def lower_print(self, node: ast.Call) -> Any:
+        args = self.call_args(node)
+        if len(args) == 1 and not (isinstance(args[0], PyObj) and isinstance(args[0].obj, str)):
+            v = self.as_operand(args[0], node)
+            return self.call_builtin(REGISTRY.builtins["print"], [v], node)
+        fmt, vals = [], []
+        for a in args:
+            if isinstance(a, PyObj) and isinstance(a.obj, str):
+                fmt.append(a.obj.replace("%", "%%"))
+                continue
+            v = self.as_operand(a, node)
+            if not scalars.is_scalar_type(v.type):
+                raise self.err("print() with several arguments supports strings and scalars only", node,
+                               "print vectors and matrices with their own print() call", CodegenTypeError)
+            fmt.append(_printf_spec(v.type))
+            vals.append(v)
+        self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload(" ".join(fmt) + "\n"), vals))
+        return None
+
+    def lower_printf(self, node: ast.Call) -> Any:
+        args = self.call_args(node)
+        if not args or not (isinstance(args[0], PyObj) and isinstance(args[0].obj, str)):
+            raise self.err("printf() needs a format string as its first argument", node, cls=CodegenTypeError)
+        vals = [self.as_operand(a, node) for a in args[1:]]
+        for v in vals:
+            if not scalars.is_scalar_type(v.type):
+                raise self.err(f"printf() arguments must be scalars, got {type_str(v.type)}", node,
+                               "print components one by one (v[0], v[1], ...)", CodegenTypeError)
+        self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload(args[0].obj), vals))
+        return None
+
+    def lower_atomic(self, b: Builtin, node: ast.Call) -> Any:
+        args = [self.as_operand(a, node) for a in self.call_args(node)]
+        if not args or not isinstance(args[0].type, ArrayT):
+            raise self.err(f"the first argument of {b.name}() must be an array", node,
+                           f"valid forms: {b.signature}", CodegenTypeError)
+        arr_t: ArrayT = args[0].type
+        op = b.name[len("atomic_"):]
+        n_vals = 2 if op == "cas" else 1
+        idx = args[1:-n_vals]
+        vals = args[-n_vals:]
+        if len(idx) != arr_t.ndim:
+            raise self.err(f"{b.name}() on a {arr_t.ndim}-d array needs {arr_t.ndim} index argument(s), "
+                           f"got {len(idx)}", node, f"valid forms: {b.signature}", CodegenTypeError)
+        for i in idx:
+            if not is_int(i.type):
+                raise self.err(f"indices must be integers, got {type_str(i.type)}", node, cls=CodegenTypeError)
+        vals = [self.coerce(v, arr_t.dtype, node, f"{b.name}() value") for v in vals]
+        dt = scalar_of(arr_t.dtype)
+        if op in ("and", "or", "xor") and not is_int(dt):
+            raise self.err(f"{b.name}() needs an integer array", node, cls=CodegenTypeError)
+        if dt in (scalars.int8, scalars.uint8, scalars.int16, scalars.uint16, scalars.bool):
+            raise self.err(f"{b.name}() is not supported on {type_str(dt)} arrays", node,
+                           "use an int32, uint32, int64, uint64, float16, float32 or float64 array",
+                           CodegenTypeError)
+        r = self.new_value(arr_t.dtype, "old")
+        cmp = vals[0] if op == "cas" else None
+        self.emit(ir.ArrayAtomic(self.src.loc(node), r, op, args[0], idx, vals[-1], cmp))
+        return r
+
+    # Conversions and constructors -------------------------------------------------------------------------------
+    def coerce(self, v: Any, t: Any, node: ast.AST, what: str) -> Any:
+        """``v`` as type ``t``: weak literals are converted, everything else must match exactly."""
+        if v.type == t:
+            return v
+        if isinstance(v, ir.Const) and v.weak and scalars.is_scalar_type(t):
+            try:
+                return convert_const(v, t)
+            except ValueError:
+                pass
+        raise self.err(f"{what} must be {type_str(t)}, got {type_str(v.type)}", node,
+                       f"convert it explicitly, e.g. {type_str(t)}(...)", CodegenTypeError)
+
+    def construct(self, t: Any, node: ast.Call) -> Any:
+        raw = self.call_args(node)
+        loc = self.src.loc(node)
+        args = [self.as_operand(a, node) for a in raw]
+        if node.keywords:
+            raise self.err("keyword arguments are not supported in constructors", node, cls=CodegenTypeError)
+        if scalars.is_scalar_type(t):
+            if len(args) != 1:
+                raise self.err(f"{type_str(t)}() takes exactly one argument", node, cls=CodegenTypeError)
+            a = args[0]
+            if not scalars.is_scalar_type(a.type):
+                raise self.err(f"cannot convert {type_str(a.type)} to {type_str(t)}", node, cls=CodegenTypeError)
+            if isinstance(a, ir.Const):
+                try:
+                    return convert_const(ir.Const(_cast_value(a.value, t), a.type), t)
+                except ValueError:
+                    pass
+            if a.type == t:
+                return a
+            r = self.new_value(t)
+            self.emit(ir.Construct(loc, r, [a]))
+            return r
+        return self.construct_composite(t, args, node)
+
+    def construct_composite(self, t: Any, args: list[Any], node: ast.AST) -> Any:
+        loc = self.src.loc(node)
+        st = scalar_of(t)
+        n = t._length_
+        if len(args) == 1 and is_composite(args[0].type):
+            src_t = args[0].type
+            if src_t._length_ != n:
+                raise self.err(f"cannot build {type_str(t)} from {type_str(src_t)}", node, cls=CodegenTypeError)
+        elif len(args) == 0 or (len(args) == 1 and scalars.is_scalar_type(args[0].type)):
+            args = [self.coerce(a, st, node, f"{type_str(t)}() argument") for a in args]
+        elif is_matrix(t) and len(args) == t._shape_[0] and all(is_composite(a.type) for a in args):
+            row_t = t._wp_row_type_
+            for a in args:
+                if a.type._length_ != t._shape_[1]:
+                    raise self.err(f"rows of {type_str(t)} must have {t._shape_[1]} components", node,
+                                   cls=CodegenTypeError)
+            args = [a if a.type == row_t else self.convert_value(a, row_t, node) for a in args]
+        elif len(args) == n:
+            args = [self.coerce(a, st, node, f"{type_str(t)}() component") for a in args]
+        else:
+            raise self.err(f"{type_str(t)}() takes 0, 1 or {n} arguments, got {len(args)}", node,
+                           cls=CodegenTypeError)
+        r = self.new_value(t)
+        self.emit(ir.Construct(loc, r, list(args)))
+        return r
+
+    def convert_value(self, v: Any, t: Any, node: ast.AST) -> Any:
+        r = self.new_value(t)
+        self.emit(ir.Construct(self.src.loc(node), r, [v]))
+        return r
+
+    def construct_struct(self, st: Any, node: ast.Call) -> Any:
+        fields = list(st.vars)
+        raw = self.call_args(node, fields)
+        loc = self.src.loc(node)
+        r = self.new_value(st, "s")
+        self.emit(ir.Construct(loc, r, []))
+        cur: Any = r
+        for name, a in zip(fields, raw):
+            v = self.coerce(self.as_operand(a, node), normalize_annotation(st.vars[name]), node, f"field '{name}'")
+            nxt = self.new_value(st, "s")
+            self.emit(ir.Insert(loc, nxt, cur, [], v, field=name))
+            cur = nxt
+        return cur
+
+    def call_type_factory(self, fn: Any, node: ast.Call) -> Any:
+        """``wp.vector(a, b, c)`` / ``wp.vector(length=3, dtype=float)`` / ``wp.matrix(...)`` in kernels."""
+        kw = {k.arg: self.expr(k.value) for k in node.keywords}
+        args = [self.as_operand(self.expr(a), node) for a in node.args]
+        kind = fn._treadle_type_factory_
+        dtype = kw.pop("dtype", None)
+        dtype = normalize_annotation(dtype.obj) if isinstance(dtype, PyObj) else None
+        if kind == "vector":
+            length = kw.pop("length", None)
+            n = length.value if isinstance(length, ir.Const) else len(args)
+            if dtype is None:
+                dtype = scalar_of(args[0].type) if args else scalars.float32
+            from ..lang.vector import vector
+
+            return self.construct_composite(vector(n, dtype), args, node)
+        shape = kw.pop("shape", None)
+        from ..lang.matrix import matrix
+
+        if isinstance(shape, TupleVal):
+            dims = tuple(x.value for x in shape.items)
+        elif args and all(is_composite(a.type) for a in args):
+            dims = (len(args), args[0].type._length_)
+        else:
+            raise self.err("wp.matrix() in kernels needs shape=(rows, cols) or row vectors", node,
+                           cls=CodegenTypeError)
+        if dtype is None:
+            dtype = scalar_of(args[0].type) if args else scalars.float32
+        return self.construct_composite(matrix(dims, dtype), args, node)
+
+    # User functions ------------------------------------------------------------------------------------------
+    def call_user(self, fn: Any, node: ast.Call) -> Any:
+        raw = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        inst, ordered = fn.resolve_call(raw, kwargs, self, node)
+        loc = self.src.loc(node)
+        ret = inst.return_type
+        r = self.new_value(ret, fn.name) if ret is not None else None
+        self.emit(ir.CallFunc(loc, r, inst, ordered))
+        self.ctx.add_dependency(inst)
+        if isinstance(ret, TupleT):
+            return self.unpack_tuple_value(r, node)
+        return r
+
+    def unpack_tuple_value(self, v: Any, node: ast.AST) -> TupleVal:
+        items = []
+        for i, t in enumerate(v.type.types):
+            e = self.new_value(t)
+            self.emit(ir.Extract(self.src.loc(node), e, v, [ir.Const(i, scalars.int32)]))
+            items.append(e)
+        return TupleVal(items)
+
+
+class _TidRequest:
+    """``wp.tid()`` before it is known how many indices the caller unpacks."""
+
+    def __init__(self, node: ast.AST) -> None:
+        self.node = node
+
+
+class _PrintfOverload:
+    """A pseudo-overload for formatted printing (the emitter writes a printf call)."""
+
+    class _B:
+        name = "printf"
+        differentiable = False
+
+    builtin = _B()
+    cpp = "op:printf"
+    template = ""
+    differentiable = False
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.ret = None
+
+
+def _printf_spec(t: Any) -> str:
+    if is_float(t):
+        return "%g"
+    if t in (scalars.int64,):
+        return "%lld"
+    if t in (scalars.uint64,):
+        return "%llu"
+    if t in (scalars.uint32, scalars.uint16, scalars.uint8):
+        return "%u"
+    return "%d"
+
+
+def _cast_value(v: Any, t: Any) -> Any:
+    if isinstance(v, scalars.scalar_base):
+        v = v.value
+    if is_int(t):
+        return int(v)
+    if is_float(t):
+        return float(v)
+    return bool(v)
+
+
+def _param_names(b: Builtin) -> list[str] | None:
+    sig = b.signature
+    if "(" not in sig:
+        return None
+    inner = sig[sig.index("(") + 1 : sig.index(")")] if ")" in sig else ""
+    names = []
+    for part in inner.split(","):
+        part = part.strip().lstrip("*")
+        if not part:
+            continue
+        names.append(part.split(":")[0].split("=")[0].strip())
+    return names
+
+
+def _hashable(obj: Any) -> bool:
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False

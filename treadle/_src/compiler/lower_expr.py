@@ -1,0 +1,516 @@
+"""Lowering of Python expressions to typed IR (a mixin of :class:`~.frontend.Lowerer`)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import enum
+import math
+import types as pytypes
+from typing import Any
+
+import numpy as np
+
+from ..builtins import REGISTRY
+from ..builtins.operators import BINOP_NAMES, CMPOP_NAMES, UNARYOP_NAMES
+from ..builtins.registry import NOT_CONST, Builtin, NoMatch
+from ..errors import (
+    CodegenAttributeError,
+    CodegenError,
+    CodegenIndexError,
+    CodegenKeyError,
+    CodegenTypeError,
+    UnsupportedConstructError,
+)
+from ..lang import scalars
+from ..lang.typesys import (
+    ArrayT,
+    TupleT,
+    is_composite,
+    is_float,
+    is_int,
+    is_matrix,
+    is_struct,
+    is_vector_like,
+    normalize_annotation,
+    scalar_of,
+    type_str,
+)
+from . import ir
+from .source import MISSING
+
+
+class PyObj:
+    """A compile-time Python object met in kernel code (a module, a type, a function, ...)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+
+class TupleVal:
+    """A tuple of operands (``wp.tid()`` in 2-D, ``(a, b)`` literals, unpacked returns)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+
+#: Python builtins usable in kernels, mapped to Treadle builtins.
+PY_BUILTIN_MAP = {
+    builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtins.len: "len", builtins.print: "print",
+    builtins.round: "round", builtins.pow: "pow",
+}
+
+UNSUPPORTED_EXPR = {
+    ast.Lambda: ("lambda", "define a @wp.func instead"),
+    ast.ListComp: ("list comprehension", "write an explicit for loop"),
+    ast.SetComp: ("set comprehension", "write an explicit for loop"),
+    ast.DictComp: ("dict comprehension", "write an explicit for loop"),
+    ast.GeneratorExp: ("generator expression", "write an explicit for loop"),
+    ast.Await: ("await", "kernels cannot await"),
+    ast.Yield: ("yield", "kernels cannot be generators; write results to an array"),
+    ast.YieldFrom: ("yield from", "kernels cannot be generators; write results to an array"),
+    ast.List: ("list literal", "use a vector type (wp.vec3(...)) or a fixed-size local array"),
+    ast.Dict: ("dict literal", "kernels have no dictionaries; use a struct or arrays"),
+    ast.Set: ("set literal", "kernels have no sets"),
+    ast.JoinedStr: ("f-string", "use wp.printf('%d', x) with a format string"),
+    ast.Starred: ("starred expression", "pass the arguments one by one"),
+    ast.NamedExpr: ("walrus operator ':='", "assign in a separate statement"),
+}
+
+
+def const_type(value: Any) -> tuple[Any, bool]:
+    """The type of a Python constant and whether it is a weak (untyped) literal."""
+    if isinstance(value, (builtins.bool, np.bool_)):
+        return scalars.bool, False
+    if isinstance(value, enum.Enum) and isinstance(value.value, builtins.int):
+        return scalars.int32, False
+    if isinstance(value, builtins.int):
+        return scalars.int32, True
+    if isinstance(value, builtins.float):
+        return scalars.float32, True
+    if isinstance(value, scalars.scalar_base):
+        return type(value), False
+    if isinstance(value, np.generic):
+        t = scalars.scalar_from_numpy(value.dtype)
+        if t is not None:
+            return t, False
+    if is_composite(type(value)):
+        return type(value), False
+    return None, False
+
+
+def convert_const(c: ir.Const, t: Any) -> ir.Const:
+    """A constant converted to scalar type ``t`` (for weak literals meeting typed operands)."""
+    v = c.value
+    if isinstance(v, scalars.scalar_base):
+        v = v.value
+    if isinstance(v, enum.Enum):
+        v = v.value
+    if is_float(t):
+        return ir.Const(builtins.float(v), t)
+    if is_int(t):
+        if isinstance(v, builtins.float) and not v.is_integer():
+            raise ValueError(f"{v} is not an integer")
+        return ir.Const(builtins.int(v), t)
+    if t is scalars.bool:
+        return ir.Const(builtins.bool(v), t)
+    raise ValueError(f"cannot convert a constant to {type_str(t)}")
+
+
+class ExprMixin:
+    """Expression lowering; relies on the statement lowerer for emitting and locals."""
+
+    src: Any
+    ctx: Any
+
+    # Provided by the Lowerer -------------------------------------------------------------------------------
+    def emit(self, stmt: ir.Stmt) -> None: ...
+    def new_value(self, t: Any, hint: str = "") -> ir.Value: ...
+    def read_name(self, node: ast.Name) -> Any: ...
+    def err(self, msg: str, node: ast.AST | None, fix: str = "", cls: type = CodegenError) -> CodegenError: ...
+    def temp_local(self, t: Any) -> ir.Local: ...
+    def lower_body_into(self, block: ir.Block, fn: Any) -> None: ...
+
+    # --------------------------------------------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> Any:
+        """Lower an expression to an operand, a :class:`PyObj` or a :class:`TupleVal`."""
+        for cls, (what, fix) in UNSUPPORTED_EXPR.items():
+            if isinstance(node, cls):
+                raise self.err(f"{what} is not supported in kernels", node, fix, UnsupportedConstructError)
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.err(f"'{type(node).__name__}' expressions are not supported in kernels", node,
+                           cls=UnsupportedConstructError)
+        return method(node)
+
+    def value(self, node: ast.expr) -> ir.Value | ir.Const:
+        """Lower an expression that must produce a runtime value (not a type or module)."""
+        r = self.expr(node)
+        return self.as_operand(r, node)
+
+    def as_operand(self, r: Any, node: ast.AST) -> ir.Value | ir.Const:
+        if isinstance(r, (ir.Value, ir.Const)):
+            return r
+        if isinstance(r, PyObj):
+            c = self.py_constant(r.obj, node)
+            if c is not None:
+                return c
+            what = getattr(r.obj, "__name__", type(r.obj).__name__)
+            raise self.err(f"'{what}' is not a value that kernels can use here", node,
+                           "only numbers, vectors, matrices, structs and arrays are kernel values",
+                           CodegenTypeError)
+        if isinstance(r, TupleVal):
+            items = [self.as_operand(x, node) for x in r.items]
+            t = TupleT(tuple(x.type for x in items))
+            v = self.new_value(t, "tuple")
+            self.emit(ir.Construct(self.src.loc(node), v, list(items)))
+            return v
+        raise self.err("expected a value", node)
+
+    def py_constant(self, obj: Any, node: ast.AST) -> ir.Const | None:
+        t, weak = const_type(obj)
+        if t is None:
+            return None
+        if isinstance(obj, enum.Enum):
+            obj = obj.value
+        return ir.Const(obj, t, weak)
+
+    # Leaves --------------------------------------------------------------------------------------------------
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        if isinstance(node.value, str):
+            return PyObj(node.value)
+        if node.value is None:
+            return PyObj(None)
+        c = self.py_constant(node.value, node)
+        if c is None:
+            raise self.err(f"constant {node.value!r} is not supported in kernels", node, cls=CodegenTypeError)
+        return c
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        return self.read_name(node)
+
+    def resolve_global(self, name: str, node: ast.AST) -> Any:
+        obj = self.src.lookup(name)
+        if obj is MISSING:
+            raise self.err(f"name '{name}' is not defined", node,
+                           "define it before the kernel is first launched (as a module global, a @wp.func or "
+                           "a local assigned earlier in the kernel)", CodegenKeyError)
+        return self.wrap_python(obj, node)
+
+    def wrap_python(self, obj: Any, node: ast.AST) -> Any:
+        c = self.py_constant(obj, node)
+        if c is not None and not isinstance(obj, type):
+            return c
+        return PyObj(obj)
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, PyObj):
+            obj = base.obj
+            if isinstance(obj, pytypes.ModuleType) or isinstance(obj, type) or hasattr(obj, node.attr):
+                try:
+                    attr = getattr(obj, node.attr)
+                except AttributeError:
+                    attr = MISSING
+                if attr is MISSING:
+                    b = REGISTRY.get(node.attr) if getattr(obj, "__name__", "") in ("treadle", "warp") else None
+                    if b is not None:
+                        return PyObj(b)
+                    raise self.err(f"'{getattr(obj, '__name__', obj)}' has no attribute '{node.attr}'", node,
+                                   cls=CodegenAttributeError)
+                if obj is math and callable(attr) and REGISTRY.get(node.attr) is not None:
+                    return PyObj(REGISTRY.get(node.attr))
+                return self.wrap_python(attr, node)
+            raise self.err(f"'{type(obj).__name__}' object has no attribute '{node.attr}'", node,
+                           cls=CodegenAttributeError)
+        val = self.as_operand(base, node)
+        return self.component_by_name(val, node.attr, node)
+
+    def component_by_name(self, val: Any, name: str, node: ast.AST) -> Any:
+        t = val.type
+        if isinstance(t, ArrayT) and name == "shape":
+            dim = REGISTRY.builtins["_array_dim"]
+            return TupleVal([self.call_builtin(dim, [val, ir.Const(d, scalars.int32)], node) for d in range(t.ndim)])
+        if is_struct(t):
+            if name not in t.vars:
+                raise self.err(f"struct '{type_str(t)}' has no field '{name}'", node,
+                               f"fields are: {', '.join(t.vars)}", CodegenAttributeError)
+            ft = normalize_annotation(t.vars[name])
+            r = self.new_value(ft, name)
+            self.emit(ir.Extract(self.src.loc(node), r, val, [], field=name))
+            return r
+        idx = self.component_index(t, name, node)
+        if isinstance(idx, tuple):
+            return self.extract_path(val, list(idx), node)
+        r = self.new_value(scalar_of(t), name)
+        self.emit(ir.Extract(self.src.loc(node), r, val, [ir.Const(idx, scalars.int32)]))
+        return r
+
+    def component_index(self, t: Any, name: str, node: ast.AST) -> Any:
+        if isinstance(t, ArrayT):
+            raise self.err(f"arrays have no attribute '{name}' in kernels", node,
+                           "use arr.shape[i] for extents", CodegenAttributeError)
+        kind = getattr(t, "_wp_generic_type_str_", None)
+        if kind in ("vec_t", "quat_t") and name in "xyzw" and len(name) == 1:
+            i = "xyzw".index(name)
+            if i < t._length_:
+                return i
+        if kind == "transform_t" and name in ("p", "q"):
+            return ("p", name)
+        raise self.err(f"'{type_str(t)}' has no attribute '{name}'", node, cls=CodegenAttributeError)
+
+    def extract_path(self, val: Any, path: list[Any], node: ast.AST) -> Any:
+        raise self.err("transform .p/.q access is not supported yet; use transform_get_translation()", node)
+
+    def expr_Tuple(self, node: ast.Tuple) -> Any:
+        return TupleVal([self.expr(e) for e in node.elts])
+
+    # Operators -----------------------------------------------------------------------------------------------
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        name = BINOP_NAMES.get(type(node.op).__name__)
+        if name is None:  # pragma: no cover - all Python binary operators are mapped
+            raise self.err(f"operator {type(node.op).__name__} is not supported", node)
+        a = self.value(node.left)
+        b = self.value(node.right)
+        return self.call_builtin(REGISTRY.builtins[name], [a, b], node)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        name = UNARYOP_NAMES[type(node.op).__name__]
+        a = self.value(node.operand)
+        if isinstance(a, ir.Const) and name in ("neg", "pos") and not isinstance(a.value, (scalars.scalar_base,)):
+            if not is_composite(a.type):
+                return ir.Const(-a.value if name == "neg" else a.value, a.type, a.weak)
+        if name == "_not":
+            a = self.truth(a, node.operand)
+        return self.call_builtin(REGISTRY.builtins[name], [a], node)
+
+    def truth(self, v: Any, node: ast.AST) -> Any:
+        """Convert a scalar to bool for conditions (``if x:`` with an int or float)."""
+        if v.type is scalars.bool:
+            return v
+        if isinstance(v, ir.Const):
+            return ir.Const(builtins.bool(v.value), scalars.bool)
+        if is_int(v.type) or is_float(v.type):
+            zero = ir.Const(0, v.type)
+            return self.call_builtin(REGISTRY.builtins["_cmp_ne"], [v, zero], node)
+        raise self.err(f"a value of type {type_str(v.type)} cannot be used as a condition", node,
+                       "compare it explicitly, e.g. 'if length(v) > 0.0:'", CodegenTypeError)
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        left = self.value(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                raise self.err(f"'{type(op).__name__.lower()}' comparisons are not supported in kernels", node,
+                               "use == / != / < / <= / > / >=", UnsupportedConstructError)
+            right = self.value(right_node)
+            r = self.call_builtin(REGISTRY.builtins[CMPOP_NAMES[type(op).__name__]], [left, right], node)
+            result = r if result is None else self.call_builtin(REGISTRY.builtins["bit_and"], [result, r], node)
+            left = right
+        return result
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        # Short-circuit evaluation: `i < n and a[i] > 0` must not read a[i] when i >= n.
+        is_and = isinstance(node.op, ast.And)
+        out = self.temp_local(scalars.bool)
+        first = self.truth(self.value(node.values[0]), node.values[0])
+        self.emit(ir.StoreLocal(self.src.loc(node), out, first))
+        rest = node.values[1:]
+
+        def build(values: list[ast.expr]) -> None:
+            cur = self.new_value(scalars.bool)
+            self.emit(ir.LoadLocal(self.src.loc(node), cur, out))
+            then, orelse = ir.Block(), ir.Block()
+            inner = then if is_and else orelse
+
+            def body() -> None:
+                v = self.truth(self.value(values[0]), values[0])
+                self.emit(ir.StoreLocal(self.src.loc(node), out, v))
+                if len(values) > 1:
+                    build(values[1:])
+
+            self.lower_body_into(inner, body)
+            self.emit(ir.If(self.src.loc(node), cur, then, orelse))
+
+        build(rest)
+        r = self.new_value(scalars.bool)
+        self.emit(ir.LoadLocal(self.src.loc(node), r, out))
+        return r
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.truth(self.value(node.test), node.test)
+        if isinstance(cond, ir.Const):
+            return self.expr(node.body if cond.value else node.orelse)
+        then, orelse = ir.Block(), ir.Block()
+        results: list[Any] = []
+        self.lower_body_into(then, lambda: results.append(self.value(node.body)))
+        self.lower_body_into(orelse, lambda: results.append(self.value(node.orelse)))
+        a, b = results
+        t = a.type
+        if a.type != b.type:
+            if isinstance(b, ir.Const) and b.weak:
+                b = convert_const(b, scalar_of(a.type))
+            elif isinstance(a, ir.Const) and a.weak:
+                a = convert_const(a, scalar_of(b.type))
+                t = b.type
+            else:
+                raise self.err(f"both branches of 'x if c else y' must have the same type, got "
+                               f"{type_str(a.type)} and {type_str(b.type)}", node, cls=CodegenTypeError)
+        out = self.temp_local(t)
+        then.stmts.append(ir.StoreLocal(self.src.loc(node), out, a))
+        orelse.stmts.append(ir.StoreLocal(self.src.loc(node), out, b))
+        self.emit(ir.If(self.src.loc(node), cond, then, orelse))
+        r = self.new_value(t)
+        self.emit(ir.LoadLocal(self.src.loc(node), r, out))
+        return r
+
+    # Subscripts ----------------------------------------------------------------------------------------------
+    def index_operands(self, node: ast.expr) -> list[Any]:
+        if isinstance(node, ast.Tuple):
+            items = [self.value(e) for e in node.elts]
+        elif isinstance(node, ast.Slice):
+            raise self.err("slices are not supported in kernels", node, "index single elements", CodegenIndexError)
+        else:
+            items = [self.value(node)]
+        out = []
+        for it, n in zip(items, node.elts if isinstance(node, ast.Tuple) else [node]):
+            if not (is_int(it.type) or (isinstance(it, ir.Const) and it.type is scalars.int32)):
+                raise self.err(f"indices must be integers, got {type_str(it.type)}", n,
+                               "convert with int(...)", CodegenIndexError)
+            out.append(it)
+        return out
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, PyObj):
+            return self.subscript_python(base, node)
+        if isinstance(base, TupleVal):
+            idx = self.index_operands(node.slice)
+            if len(idx) != 1 or not isinstance(idx[0], ir.Const):
+                raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
+            return base.items[idx[0].value]
+        val = self.as_operand(base, node)
+        idx = self.index_operands(node.slice)
+        return self.subscript_value(val, idx, node)
+
+    def subscript_python(self, base: PyObj, node: ast.Subscript) -> Any:
+        obj = base.obj
+        try:
+            key = ast.literal_eval(node.slice)
+        except ValueError:
+            key = MISSING
+        if key is not MISSING:
+            try:
+                return self.wrap_python(obj[key], node)
+            except Exception:
+                pass
+        raise self.err("cannot index this Python object inside a kernel", node, cls=CodegenIndexError)
+
+    def subscript_value(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
+        t = val.type
+        loc = self.src.loc(node)
+        if isinstance(t, ArrayT):
+            if len(idx) > t.ndim:
+                raise self.err(f"too many indices ({len(idx)}) for a {t.ndim}-d array", node, cls=CodegenIndexError)
+            if len(idx) < t.ndim:
+                r = self.new_value(ArrayT(t.dtype, t.ndim - len(idx)), "view")
+                self.emit(ir.ArrayView(loc, r, val, idx))
+                return r
+            r = self.new_value(t.dtype, "elem")
+            self.emit(ir.ArrayLoad(loc, r, val, idx))
+            return r
+        if isinstance(t, TupleT):
+            if len(idx) != 1 or not isinstance(idx[0], ir.Const):
+                raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
+            r = self.new_value(t.types[idx[0].value])
+            self.emit(ir.Extract(loc, r, val, idx))
+            return r
+        if is_matrix(t):
+            rows, cols = t._shape_
+            self.check_const_index(idx[0], rows, node)
+            if len(idx) == 1:
+                r = self.new_value(t._wp_row_type_, "row")
+            elif len(idx) == 2:
+                self.check_const_index(idx[1], cols, node)
+                r = self.new_value(scalar_of(t))
+            else:
+                raise self.err("matrices take one or two indices", node, cls=CodegenIndexError)
+            self.emit(ir.Extract(loc, r, val, idx))
+            return r
+        if is_vector_like(t):
+            if len(idx) != 1:
+                raise self.err(f"{type_str(t)} takes one index", node, cls=CodegenIndexError)
+            self.check_const_index(idx[0], t._length_, node)
+            r = self.new_value(scalar_of(t))
+            self.emit(ir.Extract(loc, r, val, idx))
+            return r
+        raise self.err(f"a value of type {type_str(t)} cannot be indexed", node, cls=CodegenIndexError)
+
+    def check_const_index(self, i: Any, n: int, node: ast.AST) -> None:
+        if isinstance(i, ir.Const) and not (-n <= i.value < n):
+            raise self.err(f"index {i.value} is out of range for {n} components", node, cls=CodegenIndexError)
+        if isinstance(i, ir.Const) and i.value < 0:
+            i.value += n
+
+    # Calls ---------------------------------------------------------------------------------------------------
+    def call_builtin(self, b: Builtin, args: list[Any], node: ast.AST, consts: list[Any] | None = None) -> Any:
+        """Resolve ``b`` for the operand types (adapting weak literals) and emit the call."""
+        types = [a.type for a in args]
+        try:
+            ov = b.resolve(types, consts)
+        except NoMatch as first:
+            args = self.adapt_weak(args)
+            try:
+                ov = b.resolve([a.type for a in args], consts)
+            except NoMatch:
+                sig = ", ".join(type_str(t) for t in types)
+                raise self.err(f"no overload of '{b.name}' accepts ({sig}): {first}", node,
+                               f"valid forms: {b.signature}", CodegenTypeError) from None
+        args = args[b.static_args:]
+        if ov.ret is None:
+            self.emit(ir.Call(self.src.loc(node), None, ov, args))
+            return None
+        if all(isinstance(a, ir.Const) for a in args) and args and b.host is not None and not ov.template:
+            folded = self.fold(b, args, ov)
+            if folded is not None:
+                return folded
+        r = self.new_value(ov.ret)
+        self.emit(ir.Call(self.src.loc(node), r, ov, args))
+        return r
+
+    def fold(self, b: Builtin, args: list[ir.Const], ov: Any) -> ir.Const | None:
+        """Constant-fold scalar builtins on literals, keeping weak typing (``2 * 3`` stays a weak int)."""
+        if not all(scalars.is_scalar_type(a.type) for a in args) or not scalars.is_scalar_type(ov.ret):
+            return None
+        try:
+            with np.errstate(all="ignore"):
+                v = b.host_call(*[a.type(a.value) if not a.weak else a.value for a in args])
+        except Exception:
+            return None
+        weak = all(a.weak for a in args) and ov.ret in (scalars.int32, scalars.float32)
+        if isinstance(v, builtins.float) and not math.isfinite(v) and is_int(ov.ret):
+            return None
+        return ir.Const(v, ov.ret, weak)
+
+    def adapt_weak(self, args: list[Any]) -> list[Any]:
+        """Give weak literals the scalar type of the strongly typed operands."""
+        strong = [a for a in args if not (isinstance(a, ir.Const) and a.weak)]
+        if not strong or len(strong) == len(args):
+            return args
+        target = scalar_of(strong[0].type)
+        if not scalars.is_scalar_type(target):
+            return args
+        out = []
+        for a in args:
+            if isinstance(a, ir.Const) and a.weak and scalars.is_scalar_type(a.type):
+                if is_int(target) and isinstance(a.value, builtins.float):
+                    out.append(a)
+                    continue
+                out.append(convert_const(a, target))
+            else:
+                out.append(a)
+        return out

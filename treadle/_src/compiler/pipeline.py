@@ -1,0 +1,146 @@
+"""The compilation pipeline as named stages: lower -> emit -> hash -> compile (batched, cached) -> load.
+
+``TREADLE_DUMP=ir,cpp`` (``config.dump``) writes the output of those stages to ``config.dump_dir``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ... import config
+from ..backends.cpu import CompileOptions, get_cpu_backend
+from ..runtime.cache import get_cache
+from . import ir
+from .emit_cpp import Emitter
+
+PRELUDE = '#include "treadle.h"\n#include "kernel_support.h"\n'
+
+_header_hash: str | None = None
+
+
+def header_hash() -> str:
+    """SHA-256 over the native headers (part of every kernel key)."""
+    global _header_hash
+    if _header_hash is None:
+        from ..backends.cpu import NATIVE_DIR
+
+        h = hashlib.sha256()
+        for p in sorted(NATIVE_DIR.glob("*.h")):
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
+        _header_hash = h.hexdigest()
+    return _header_hash
+
+
+def dump(stage: str, name: str, text: str) -> None:
+    """Write one pipeline stage's output when ``config.dump`` asks for it."""
+    if stage in config.dump:
+        d = Path(config.dump_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{name}.{stage}").write_text(text)
+
+
+def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:
+    """C++ for one kernel (with its functions), wrapped in a namespace named by its content hash.
+
+    Returns ``(block, symbol)``.
+    """
+    em = Emitter(line_directives=config.line_directives)
+    func_text = [em.function(fi.ir, fi.cname) for fi in funcs]
+    args_struct, body = em.kernel(kernel_ir, "@SYMBOL@")
+    inner = "\n\n".join([*em.type_defs, *func_text, args_struct, body])
+    digest = hashlib.sha256(inner.encode()).hexdigest()
+    symbol = f"tk_{digest[:24]}"
+    block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
+    return block, symbol
+
+
+def ordered_deps(roots: list[Any]) -> list[Any]:
+    """All function instances reachable from ``roots``, callees before callers."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    def visit(fi: Any) -> None:
+        if id(fi) in seen:
+            return
+        seen.add(id(fi))
+        for d in fi.deps:
+            visit(d)
+        out.append(fi)
+
+    for r in roots:
+        visit(r)
+    return out
+
+
+class Built:
+    """A kernel instance ready to compile: its C++ block, symbol and cache key."""
+
+    def __init__(self, block: str, symbol: str, key: str) -> None:
+        self.block = block
+        self.symbol = symbol
+        self.key = key
+        self.lib_path: Path | None = None
+
+
+def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
+    """Emit and hash one kernel."""
+    dump("ir", name, "\n\n".join([ir.format_func(fi.ir) for fi in ordered_deps(deps)] + [ir.format_func(kernel_ir)]))
+    block, symbol = emit_kernel_block(kernel_ir, ordered_deps(deps))
+    dump("cpp", name, PRELUDE + block)
+    backend = get_cpu_backend()
+    key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])
+    key = hashlib.sha256(key_src.encode()).hexdigest()
+    return Built(block, symbol, key)
+
+
+def compile_batch(items: list[Built], options: CompileOptions) -> None:
+    """Make sure every item has a library: cache hits are found, misses are compiled together in one TU."""
+    cache = get_cache()
+    missing = []
+    for it in items:
+        it.lib_path = cache.lookup(it.key) if config.cache_kernels else None
+        if it.lib_path is None:
+            missing.append(it)
+    if not missing:
+        return
+    batch_key = hashlib.sha256("".join(sorted(it.key for it in missing)).encode()).hexdigest()
+    with cache.lock(batch_key):
+        still = [it for it in missing if (cache.lookup(it.key) if config.cache_kernels else None) is None]
+        for it in missing:
+            if it not in still:
+                it.lib_path = cache.lookup(it.key)
+        if not still:
+            return
+        source = PRELUDE + "\n".join(it.block for it in still)
+        tmp = cache.tmp_dir()
+        out = tmp / f"b_{batch_key}.so"
+        get_cpu_backend().compile(source, out, options)  # on failure the source stays for the error report
+        lib = cache.publish(out, batch_key, [it.key for it in still])
+        _rmtree(tmp)
+        for it in still:
+            it.lib_path = lib
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_libs: dict[str, Any] = {}
+
+
+def load_symbol(path: Path, symbol: str) -> Any:
+    """The entry point ``<symbol>_cpu_forward`` from a cached library (libraries are loaded once)."""
+    lib = _libs.get(str(path))
+    if lib is None:
+        lib = get_cpu_backend().load(path)
+        _libs[str(path)] = lib
+    return getattr(lib, f"{symbol}_cpu_forward")
+
+
+__all__ = ["Built", "prepare", "compile_batch", "load_symbol", "os"]

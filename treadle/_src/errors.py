@@ -1,0 +1,153 @@
+"""Error classes and source-location formatting.
+
+Every diagnostic Treadle raises about user code carries a :class:`SourceLoc` and renders as::
+
+    file.py:12:9: error: <message>
+        y = foo(x)
+            ^^^
+    fix: <how to fix it>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLoc:
+    """A position in user source code (1-based line, 0-based column, as in :mod:`ast`)."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+    func: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+    def source_line(self) -> str:
+        """Return the line of source this location points at (without the newline), or ``""``."""
+        return linecache.getline(self.file, self.line).rstrip("\n")
+
+    def render(self) -> str:
+        """Return the source line with a caret underline, indented for display."""
+        text = self.source_line()
+        if not text:
+            return ""
+        stripped = text.lstrip()
+        indent = len(text) - len(stripped)
+        col = max(self.col - indent, 0)
+        width = 1
+        if self.end_col is not None and self.end_col > self.col:
+            width = self.end_col - self.col
+        return f"    {stripped}\n    {' ' * col}{'^' * width}"
+
+
+class TreadleError(Exception):
+    """Base class of all Treadle errors."""
+
+
+class CodegenError(TreadleError):
+    """An error in a kernel or function definition, reported at the user's source line.
+
+    Attributes:
+        loc: where in the user's code the problem is (may be ``None`` when unknown).
+        msg: the plain message.
+        fix: a short suggestion of how to fix it (may be empty).
+    """
+
+    def __init__(self, msg: str, loc: SourceLoc | None = None, fix: str = "") -> None:
+        self.msg = msg
+        self.loc = loc
+        self.fix = fix
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        parts = []
+        if self.loc is not None:
+            where = str(self.loc)
+            if self.loc.func:
+                where += f" (in '{self.loc.func}')"
+            parts.append(f"{where}: error: {self.msg}")
+            shown = self.loc.render()
+            if shown:
+                parts.append(shown)
+        else:
+            parts.append(self.msg)
+        if self.fix:
+            parts.append(f"fix: {self.fix}")
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self._format()
+
+
+class CodegenTypeError(CodegenError, TypeError):
+    """A type error in kernel code."""
+
+
+class CodegenValueError(CodegenError, ValueError):
+    """A value error in kernel code."""
+
+
+class CodegenAttributeError(CodegenError, AttributeError):
+    """An unknown attribute used in kernel code."""
+
+
+class CodegenIndexError(CodegenError, IndexError):
+    """A bad index in kernel code."""
+
+
+class CodegenKeyError(CodegenError, KeyError):
+    """An unknown name in kernel code."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message otherwise
+        return self._format()
+
+
+class UnsupportedConstructError(CodegenError, NotImplementedError):
+    """A Python construct that kernels cannot use (lambda, try, comprehension, ...)."""
+
+
+class CompileError(TreadleError):
+    """The native compiler failed on generated code.
+
+    The message leads with the Python location recovered from ``#line`` directives; the raw
+    compiler output is kept in :attr:`output`.
+    """
+
+    def __init__(self, msg: str, output: str = "", loc: SourceLoc | None = None) -> None:
+        self.output = output
+        self.loc = loc
+        text = msg
+        if loc is not None:
+            text = f"{loc}: {msg}"
+            shown = loc.render()
+            if shown:
+                text += "\n" + shown
+        if output:
+            text += "\n\n--- compiler output ---\n" + output
+        super().__init__(text)
+
+
+class ToolchainError(TreadleError):
+    """No usable native compiler was found."""
+
+
+class LaunchError(TreadleError, ValueError):
+    """A launch was given wrong arguments (count, type, shape or device)."""
+
+
+class CheckedModeError(TreadleError, RuntimeError):
+    """A runtime check in debug mode failed (out-of-bounds index, division by zero, NaN store)."""
+
+
+# Names the reference API exposes for its code generation errors.
+WarpCodegenError = CodegenError
+WarpCodegenTypeError = CodegenTypeError
+WarpCodegenValueError = CodegenValueError
+WarpCodegenAttributeError = CodegenAttributeError
+WarpCodegenIndexError = CodegenIndexError
+WarpCodegenKeyError = CodegenKeyError

@@ -1,0 +1,42 @@
+"""Binary layouts shared by Python (ctypes) and the native headers (``treadle/native``).
+
+These ctypes structures must match the C++ definitions byte for byte:
+
+- :class:`ArrayDesc` is ``treadle::array_t<T>`` (``native/array.h``);
+- :class:`LaunchBounds` is ``treadle::launch_bounds_t`` (``native/core.h``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+#: Maximum number of array dimensions (and launch dimensions).
+MAX_DIMS = 4
+
+
+class ArrayDesc(ctypes.Structure):
+    """Descriptor of an array passed to native code: pointers, shape and byte strides."""
+
+    _fields_ = [
+        ("data", ctypes.c_uint64),
+        ("grad", ctypes.c_uint64),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+        ("ndim", ctypes.c_int32),
+        ("flags", ctypes.c_int32),
+    ]
+
+
+class LaunchBounds(ctypes.Structure):
+    """The launch grid: shape of the launch in up to 4 dimensions and the total thread count."""
+
+    _fields_ = [
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("ndim", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+        ("size", ctypes.c_int64),
+    ]
+
+
+assert ctypes.sizeof(ArrayDesc) == 88
+assert ctypes.sizeof(LaunchBounds) == 48

@@ -1,0 +1,1036 @@
+"""``array``: typed, strided, multi-dimensional arrays on a device (and array type annotations).
+
+An :class:`array` is either
+
+- a **concrete array**: ``ptr`` (int address, ``None`` when empty), ``shape``, ``strides`` (bytes), ``dtype``,
+  ``device``, optional ``grad``; passed to native code as :class:`~treadle._src.lang.abi.ArrayDesc` via
+  :meth:`array.__ctype__`; or
+- an **annotation** (``wp.array(dtype=float)``, ``wp.array2d(dtype=wp.vec3)``, ``wp.array[float]``): only
+  ``dtype`` and ``ndim``; recognised with :func:`is_array_annotation`.
+
+Element types: scalar classes (``scalars.py``), vector/matrix/quaternion/transform classes (ctypes arrays with
+``_shape_`` and ``_wp_scalar_type_``) and structs (objects with ``numpy_dtype()`` and ``ctype``). A composite
+element appears in NumPy as extra trailing dimensions; a struct element as one structured record.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import operator
+import typing
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..runtime import device as _device
+from . import abi, scalars
+
+MAX_DIMS = abi.MAX_DIMS
+
+# ---------------------------------------------------------------------------------------------------------------
+# dtype helpers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def is_composite_type(t: Any) -> bool:
+    """True for vector, matrix, quaternion and transform types."""
+    return isinstance(t, type) and getattr(t, "_shape_", None) is not None and hasattr(t, "_wp_scalar_type_")
+
+
+def is_struct_type(t: Any) -> bool:
+    """True for struct types (objects with ``numpy_dtype()`` and ``ctype``)."""
+    return hasattr(t, "numpy_dtype") and hasattr(t, "ctype")
+
+
+def _is_generic(t: Any) -> bool:
+    # Placeholders that only make sense in annotations (typing.Any, TypeVars, Treadle's generic Float/Int ...).
+    if t is Any or isinstance(t, typing.TypeVar):
+        return True
+    return str(getattr(t, "__module__", "")).startswith("treadle")
+
+
+def normalize_dtype(dtype: Any, annotation: bool = False) -> Any:
+    """The Treadle element type for ``dtype``: Python ``float``/``int``/``bool`` and NumPy dtypes map to scalars.
+
+    Raises:
+        TypeError: ``dtype`` is not an element type (generic placeholders are accepted for annotations only).
+    """
+    if dtype is Any or dtype is None:  # None: infer from the data, as Any does
+        return Any
+    dtype = scalars.scalar_from_python(dtype)
+    if scalars.is_scalar_type(dtype) or is_composite_type(dtype) or is_struct_type(dtype):
+        return dtype
+    if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        found = scalars.scalar_from_numpy(dtype)
+        if found is not None:
+            return found
+    if annotation and _is_generic(dtype):
+        return dtype
+    raise TypeError(
+        f"Invalid data type: {dtype!r}. Use a scalar type (wp.float32, wp.int32, ..., or float/int/bool), "
+        "a vector/matrix type (wp.vec3, wp.mat33, wp.quat, wp.transform, ...) or a @wp.struct class"
+    )
+
+
+def type_name(dtype: Any) -> str:
+    """Short display name of an element type (``float32``, ``vec3f``, ``module.MyStruct``)."""
+    if dtype is Any:
+        return "Any"
+    if is_struct_type(dtype):
+        cls = getattr(dtype, "cls", None)
+        if cls is not None:
+            return f"{cls.__module__}.{cls.__qualname__}"
+        return str(getattr(dtype, "key", None) or getattr(dtype, "__name__", None) or dtype)
+    return str(getattr(dtype, "__name__", dtype))
+
+
+def elem_size(dtype: Any) -> int:
+    """Size in bytes of one element of ``dtype``."""
+    if is_struct_type(dtype):
+        return ctypes.sizeof(dtype.ctype)
+    if is_composite_type(dtype):
+        return math.prod(dtype._shape_) * ctypes.sizeof(dtype._wp_scalar_type_._type_)
+    if scalars.is_scalar_type(dtype):
+        return ctypes.sizeof(dtype._type_)
+    raise TypeError(
+        f"A concrete type is required, got dtype={type_name(dtype)}; pass dtype=wp.float32 (or another type)"
+    )
+
+
+def inner_shape(dtype: Any) -> tuple[int, ...]:
+    """Extra trailing NumPy dimensions of one element: ``_shape_`` for vectors/matrices, ``()`` otherwise."""
+    return tuple(dtype._shape_) if is_composite_type(dtype) else ()
+
+
+def numpy_scalar_dtype(dtype: Any) -> np.dtype:
+    """NumPy dtype of the stored values: the scalar dtype (composites), or the structured dtype (structs)."""
+    if is_struct_type(dtype):
+        return np.dtype(dtype.numpy_dtype())
+    if is_composite_type(dtype):
+        return np.dtype(dtype._wp_scalar_type_._np_)
+    return np.dtype(dtype._np_)
+
+
+def types_equal(a: Any, b: Any) -> bool:
+    """True if two element types have the same layout and meaning."""
+    if a is b:
+        return True
+    if is_composite_type(a) and is_composite_type(b):
+        return (
+            tuple(a._shape_) == tuple(b._shape_)
+            and a._wp_scalar_type_ is b._wp_scalar_type_
+            and getattr(a, "_wp_generic_type_str_", None) == getattr(b, "_wp_generic_type_str_", None)
+        )
+    return False
+
+
+def dtype_from_numpy(numpy_dtype: Any) -> Any:
+    """The scalar type for a NumPy dtype (``np.float32`` -> ``wp.float32``)."""
+    found = scalars.scalar_from_numpy(numpy_dtype)
+    if found is None:
+        raise TypeError(
+            f"Cannot convert {numpy_dtype} to a Treadle type: supported are bool, (u)int8..64, float16/32/64"
+        )
+    return found
+
+
+def dtype_to_numpy(dtype: Any) -> Any:
+    """The NumPy scalar type for a scalar type (``wp.float16`` -> ``np.float16``)."""
+    t = scalars.scalar_from_python(dtype)
+    if not scalars.is_scalar_type(t):
+        raise TypeError(f"Cannot convert {type_name(dtype)} to a NumPy type: only scalar types have one")
+    return t._np_.type
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# value conversion
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _composite_numpy(value: Any) -> np.ndarray:
+    t = type(value)
+    return np.frombuffer(bytes(value), dtype=t._wp_scalar_type_._np_).reshape(t._shape_).copy()
+
+
+def _first_leaf(value: Any) -> Any:
+    while isinstance(value, (list, tuple)) and len(value) > 0:
+        value = value[0]
+    return value
+
+
+def to_numpy(data: Any) -> np.ndarray:
+    """Convert arrays, lists (also of vectors/matrices/scalar objects) and buffers to a NumPy array."""
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, array):
+        return data.numpy()
+    if is_composite_type(type(data)):
+        return _composite_numpy(data)
+    if isinstance(data, scalars.scalar_base):
+        return np.asarray(data.value, dtype=type(data)._np_)
+    if isinstance(data, (list, tuple)):
+        leaf = _first_leaf(data)
+        if is_composite_type(type(leaf)) or isinstance(leaf, (scalars.scalar_base, array, np.ndarray)):
+            try:
+                return np.stack([to_numpy(v) for v in data]) if len(data) else np.zeros(0)
+            except ValueError as e:
+                raise ValueError(f"Failed to convert the input data to an array: {e}") from None
+    try:
+        result = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"Failed to convert the input data to an array (ragged nested lists?): {e}") from None
+    if result.dtype == object:
+        raise TypeError(f"Unsupported input data: cannot convert {type(data).__name__} of mixed objects to an array")
+    return result
+
+
+def _struct_records(data: Any, dtype: Any) -> np.ndarray:
+    """Structured NumPy array from (nested lists of) struct instances or a structured NumPy array."""
+    npdt = numpy_scalar_dtype(dtype)
+    if isinstance(data, np.ndarray):
+        if data.dtype.itemsize != npdt.itemsize or data.dtype.kind != "V":
+            raise TypeError(f"Cannot make an array of struct {type_name(dtype)} from NumPy data of dtype {data.dtype}")
+        return data.view(npdt)
+    if isinstance(data, array):
+        return _struct_records(data.numpy(), dtype)
+    shape: list[int] = []
+    level = data
+    while isinstance(level, (list, tuple)):
+        shape.append(len(level))
+        level = level[0] if len(level) else None
+    flat: list[Any] = []
+
+    def walk(x: Any, depth: int) -> None:
+        if depth == len(shape):
+            flat.append(struct_value_bytes(x, dtype))
+            return
+        if not isinstance(x, (list, tuple)) or len(x) != shape[depth]:
+            raise ValueError("Ragged nested lists cannot be converted to an array of structs")
+        for y in x:
+            walk(y, depth + 1)
+
+    walk(data, 0)
+    if not shape:
+        raise TypeError(f"Data must be a sequence or array of {type_name(dtype)} instances")
+    return np.frombuffer(b"".join(flat), dtype=npdt).reshape(shape)
+
+
+def struct_value_bytes(value: Any, dtype: Any) -> bytes:
+    """The raw bytes of struct instance ``value`` (checked to be of type ``dtype``)."""
+    get = getattr(value, "__ctype__", None)
+    c = get() if get is not None else None
+    if c is None or type(c) is not dtype.ctype:
+        raise ValueError(
+            f"Failed to convert the value to the array data type: expected an instance of struct "
+            f"{type_name(dtype)}, got {type(value).__name__}"
+        )
+    return bytes(c)
+
+
+def _fit_inner(arr: np.ndarray, dtype: Any) -> np.ndarray:
+    """Reshape ``arr`` so that its trailing dimensions are the element shape of a composite ``dtype``."""
+    ishape = inner_shape(dtype)
+    if not ishape:
+        return arr
+    k = len(ishape)
+    s = arr.shape
+    if len(s) >= k and s[len(s) - k :] == ishape:
+        return arr if len(s) > k else arr.reshape((1, *ishape))
+    while len(s) > 1 and s[-1] == 1:  # tolerate trailing unit dimensions, e.g. (N, 3, 1)
+        s = s[:-1]
+    if len(s) >= k and s[len(s) - k :] == ishape:
+        return arr.reshape(s if len(s) > k else (1, *s))
+    n = math.prod(ishape)
+    if len(s) >= 1 and s[-1] % n == 0:
+        count = s[-1] // n  # a last dimension of exactly one element's values is consumed, e.g. (N, 4) -> N mat22
+        outer = (*s[:-1], count) if count != 1 or len(s) == 1 else s[:-1]
+        return arr.reshape((*outer, *ishape))
+    kind = "matrix" if k == 2 else "vector"
+    raise ValueError(
+        f"The inner dimensions of the input data (shape {arr.shape}) are not compatible with the requested {kind} "
+        f"type {type_name(dtype)}: expected trailing dimensions {ishape} or a last dimension that is a multiple of {n}"
+    )
+
+
+def value_bytes(value: Any, dtype: Any) -> np.ndarray:
+    """One element of type ``dtype`` made from ``value``, as a NumPy array of the stored values.
+
+    Scalars give a 0-d array, composites an array of shape ``_shape_``, structs a 1-element structured array.
+    """
+    name = type_name(dtype)
+    if is_struct_type(dtype):
+        return np.frombuffer(struct_value_bytes(value, dtype), dtype=numpy_scalar_dtype(dtype))
+    npdt = numpy_scalar_dtype(dtype)
+    if isinstance(value, scalars.scalar_base):
+        value = value.value
+    if scalars.is_scalar_type(dtype):
+        if isinstance(value, np.ndarray) and value.size == 1:
+            value = value.reshape(()).item()
+        ok_int = isinstance(value, (int, np.integer, np.bool_))
+        ok = ok_int or (isinstance(value, (float, np.floating)) and not dtype._is_int_ and dtype is not scalars.bool)
+        if not ok:
+            raise ValueError(
+                f"Failed to convert the value to the array data type {name}: expected "
+                f"{'an integer' if dtype._is_int_ else 'a number'}, got {type(value).__name__}"
+            )
+        return np.asarray(np.array(value).astype(npdt))
+    ishape = inner_shape(dtype)
+    if isinstance(value, (int, float, np.number, np.bool_)):
+        return np.full(ishape, value).astype(npdt)
+    try:
+        arr = to_numpy(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"Failed to convert the value to the array data type {name}: {e}") from None
+    if arr.dtype.kind not in "biuf" or arr.size != math.prod(ishape):
+        raise ValueError(
+            f"Failed to convert the value to the array data type {name}: expected {math.prod(ishape)} numbers "
+            f"(shape {ishape}), got {arr.dtype} data of shape {arr.shape}"
+        )
+    return arr.reshape(ishape).astype(npdt)
+
+
+def normalize_shape(shape: Any, allow_infer: bool = False) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, checked (1 to 4 dimensions, non-negative; ``-1`` if ``allow_infer``)."""
+    if isinstance(shape, (int, np.integer)):
+        dims: tuple[int, ...] = (operator.index(shape),)
+    else:
+        try:
+            dims = tuple(operator.index(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    if len(dims) > MAX_DIMS:
+        raise ValueError(f"Failed to create array with shape {dims}: the maximum number of dimensions is {MAX_DIMS}")
+    if len(dims) == 0:
+        raise ValueError("Arrays need at least one dimension; use shape=(1,) for a single element")
+    for i, d in enumerate(dims):
+        if d < 0 and not (allow_infer and d == -1):
+            raise ValueError(f"Array shapes must be non-negative, got {d} in dimension {i}")
+    return dims
+
+
+def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """C-order byte strides for ``shape``."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    expected = itemsize
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n == 0:
+            return True
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
+    if math.prod(shape) == 0:
+        return 0
+    return sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + itemsize
+
+
+class _HostView:
+    """Carries an ``__array_interface__`` and keeps the array alive while NumPy views of it exist."""
+
+    def __init__(self, owner: array, interface: dict[str, Any]) -> None:
+        self.owner = owner
+        self.__array_interface__ = interface
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# array
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class array:
+    """A multi-dimensional array of ``dtype`` elements on a device, or an array type annotation.
+
+    ``wp.array(dtype=float)`` (no data, shape or ptr) is an annotation for kernel signatures; with ``data``
+    (NumPy array, list, array), ``shape`` (allocate) or ``ptr`` (wrap external memory) it is a concrete array.
+    """
+
+    #: ndim of the annotation made by ``array[dtype]`` (``array2d[dtype]`` ... set 2..4).
+    _default_ndim = 1
+
+    def __init__(
+        self,
+        data: Any = None,
+        dtype: Any = Any,
+        shape: Any = None,
+        strides: tuple[int, ...] | None = None,
+        ptr: int | None = None,
+        capacity: int | None = None,
+        device: Any = None,
+        pinned: bool = False,
+        copy: bool = True,
+        deleter: Any = None,
+        ndim: int | None = None,
+        grad: array | None = None,
+        requires_grad: bool = False,
+        retain_grad: bool = False,
+    ) -> None:
+        self._reset_fields()
+        self.retain_grad = retain_grad
+        self.deleter = deleter
+        if data is None and shape is None and ptr is None:
+            self._init_annotation(normalize_dtype(dtype, annotation=True), ndim)
+            return
+        dtype = normalize_dtype(dtype)
+        dev = _device.get_device(device)
+        if data is not None:
+            self._init_from_data(data, dtype, shape, dev, pinned, copy)
+        elif ptr is not None:
+            self._init_from_ptr(ptr, dtype, shape, strides, capacity, dev, deleter)
+        else:
+            if dtype is Any:
+                raise TypeError(
+                    "A concrete type is required to allocate an array: pass dtype=wp.float32 (or another type)"
+                )
+            self._init_alloc(normalize_shape(shape), dtype, dev, pinned)
+        if grad is not None:
+            self.grad = grad
+        elif requires_grad:
+            self._alloc_grad()
+
+    # -- construction -------------------------------------------------------------------------------------------
+
+    def _reset_fields(self) -> None:
+        self.dtype: Any = Any
+        self.ndim = 0
+        self.shape: tuple[int, ...] = ()
+        self.strides: tuple[int, ...] = ()
+        self.size = 0
+        self.capacity = 0
+        self.ptr: int | None = None
+        self.device: Any = None
+        self.pinned = False
+        self.deleter = None
+        self.retain_grad = False
+        self._is_annotation = False
+        self._owner: Any = None
+        self._grad: array | None = None
+        self._requires_grad = False
+        self._ctype: abi.ArrayDesc | None = None
+        self._host_iface: tuple[dict[str, Any], np.dtype | None] | None = None
+
+    def _init_annotation(self, dtype: Any, ndim: int | None) -> None:
+        ndim = self._default_ndim if ndim is None else int(ndim)
+        if not 1 <= ndim <= MAX_DIMS:
+            raise ValueError(f"Array annotations need 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
+        self._is_annotation = True
+        self.dtype = dtype
+        self.ndim = ndim
+        self.shape = (0,) * ndim
+        self.strides = (0,) * ndim
+
+    def _set_layout(self, dtype: Any, shape: tuple[int, ...], strides: tuple[int, ...], ptr: int | None) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self.strides = strides
+        self.ndim = len(shape)
+        self.size = math.prod(shape)
+        self.ptr = ptr
+
+    def _init_alloc(self, shape: tuple[int, ...], dtype: Any, dev: Any, pinned: bool) -> None:
+        itemsize = elem_size(dtype)
+        nbytes = math.prod(shape) * itemsize
+        ptr = None
+        if nbytes > 0:
+            alloc = dev.get_allocator(pinned).alloc(nbytes)
+            self._owner = alloc
+            ptr = alloc.ptr
+        self._set_layout(dtype, shape, contiguous_strides(shape, itemsize), ptr)
+        self.capacity = nbytes
+        self.device = dev
+        self.pinned = bool(pinned) and dev.get_allocator(True) is not dev.allocator
+
+    def _init_from_ptr(
+        self, ptr: int, dtype: Any, shape: Any, strides: Any, capacity: Any, dev: Any, deleter: Any
+    ) -> None:
+        if shape is None:
+            raise TypeError("shape is required when creating an array from ptr=...")
+        if dtype is Any:
+            raise TypeError("A concrete type is required when creating an array from ptr=...: pass dtype=...")
+        shape = normalize_shape(shape)
+        itemsize = elem_size(dtype)
+        strides = contiguous_strides(shape, itemsize) if strides is None else tuple(int(s) for s in strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"strides {strides} must have one entry per dimension of shape {shape}")
+        self._set_layout(dtype, shape, strides, int(ptr) if ptr else None)
+        self.capacity = _extent(shape, strides, itemsize) if capacity is None else int(capacity)
+        self.device = dev
+        if deleter is not None and ptr:
+            weakref.finalize(self, deleter, int(ptr), self.capacity)
+
+    def _init_from_data(self, data: Any, dtype: Any, shape: Any, dev: Any, pinned: bool, copy: bool) -> None:
+        if isinstance(data, array) and not data._is_annotation:
+            if not copy and data.device == dev and (dtype is Any or types_equal(dtype, data.dtype)) and shape is None:
+                self._set_layout(data.dtype, data.shape, data.strides, data.ptr)
+                self.capacity, self.device, self.pinned, self._owner = data.capacity, dev, data.pinned, data
+                return
+            if dtype is Any:
+                dtype = data.dtype
+        if dtype is not Any and is_struct_type(dtype):
+            arr = _struct_records(data, dtype)
+        else:
+            arr = to_numpy(data)
+            if arr.ndim == 0:
+                raise TypeError(
+                    f"Data must be a sequence or array, got scalar {data!r}; use wp.full(shape, value) to fill an array"
+                )
+            if dtype is Any:
+                found = scalars.scalar_from_numpy(arr.dtype)
+                if found is None:
+                    raise TypeError(f"Unsupported input data dtype {arr.dtype}: pass dtype=... or convert the data")
+                dtype = found
+            if arr.dtype.kind not in "biuf":
+                raise TypeError(f"Failed to convert input data of dtype {arr.dtype} to an array of {type_name(dtype)}")
+        ishape = inner_shape(dtype)
+        if shape is not None:
+            outer = normalize_shape(shape)
+            try:
+                arr = arr.reshape(outer + ishape)
+            except ValueError as e:
+                raise ValueError(
+                    f"Failed to reshape the input data to the given shape {outer} and type {type_name(dtype)}: {e}"
+                ) from None
+        else:
+            arr = _fit_inner(arr, dtype)
+        outer = normalize_shape(arr.shape[: arr.ndim - len(ishape)])
+        npdt = numpy_scalar_dtype(dtype)
+        itemsize = elem_size(dtype)
+        if not copy and dev.is_cpu and self._can_alias(arr, npdt, ishape, itemsize):
+            self._set_layout(dtype, outer, tuple(arr.strides[: len(outer)]), arr.ctypes.data if arr.size else None)
+            self.capacity = _extent(outer, self.strides, itemsize)
+            self.device = dev
+            self._owner = arr
+            return
+        self._init_alloc(outer, dtype, dev, pinned)
+        if self.size == 0:
+            return
+        if dev.allocator.host_accessible:
+            self._host_numpy()[...] = arr
+        else:
+            host = np.ascontiguousarray(arr, dtype=npdt)
+            dev.allocator.copy_from_host(self.ptr, host.ctypes.data, self.capacity)
+
+    @staticmethod
+    def _can_alias(arr: np.ndarray, npdt: np.dtype, ishape: tuple[int, ...], itemsize: int) -> bool:
+        if arr.dtype != npdt or any(s < 0 for s in arr.strides):
+            return False
+        k = len(ishape)
+        if k and tuple(arr.strides[arr.ndim - k :]) != contiguous_strides(ishape, npdt.itemsize):
+            return False
+        return arr.ctypes.data % npdt.alignment == 0 and all(s % npdt.alignment == 0 for s in arr.strides)
+
+    def _make_view(self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: Any = None) -> array:
+        v = array.__new__(array)
+        v._reset_fields()
+        ptr = self.ptr + offset if self.ptr is not None else None
+        v._set_layout(self.dtype if dtype is None else dtype, shape, strides, ptr)
+        v.capacity = _extent(shape, strides, elem_size(v.dtype))
+        v.device, v.pinned, v._owner = self.device, self.pinned, self
+        if dtype is None and self._grad is not None:
+            v._grad = self._grad._make_view(offset, shape, strides)
+            v._requires_grad = self._requires_grad
+        return v
+
+    # -- gradients ----------------------------------------------------------------------------------------------
+
+    def _alloc_grad(self) -> None:
+        # The gradient has the same byte strides as the data: native code indexes both with one set of strides.
+        itemsize = elem_size(self.dtype)
+        g = array.__new__(array)
+        g._reset_fields()
+        if self.is_contiguous:
+            g._init_alloc(self.shape, self.dtype, self.device, self.pinned)
+            g.zero_()
+        else:
+            span = -(-_extent(self.shape, self.strides, itemsize) // itemsize)
+            g._init_alloc((span,), self.dtype, self.device, self.pinned)
+            g.zero_()
+            g = g._make_view(0, self.shape, self.strides)
+        self._grad = g
+        self._requires_grad = True
+        self._ctype = None
+
+    @property
+    def grad(self) -> array | None:
+        """The gradient array (same shape, dtype and strides), or ``None``."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            self._grad = None
+            self._requires_grad = False
+        else:
+            if not isinstance(value, array):
+                value = array(value, dtype=self.dtype, device=self.device)
+            if value.shape != self.shape:
+                raise ValueError(
+                    f"The given gradient array is incompatible: expected shape {self.shape}, got {value.shape}"
+                )
+            if not types_equal(value.dtype, self.dtype):
+                raise ValueError(
+                    f"The given gradient array is incompatible: expected dtype {type_name(self.dtype)}, "
+                    f"got {type_name(value.dtype)}"
+                )
+            if value.device != self.device:
+                raise ValueError(f"The given gradient array is on device {value.device}, expected {self.device}")
+            if value.size and value.strides != self.strides:
+                raise ValueError(
+                    f"The given gradient array has strides {value.strides}, but the array has strides {self.strides}; "
+                    "gradients must have the same memory layout (use a contiguous array for both)"
+                )
+            self._grad = value
+            self._requires_grad = True
+        self._ctype = None
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether this array has a gradient; setting ``True`` allocates a zero gradient, ``False`` drops it."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and self._grad is None:
+            self._alloc_grad()
+        elif not value:
+            self._grad = None
+            self._requires_grad = False
+            self._ctype = None
+
+    # -- properties ---------------------------------------------------------------------------------------------
+
+    @property
+    def is_contiguous(self) -> bool:
+        """True if elements are laid out densely in C order."""
+        if self._is_annotation:
+            return False
+        return _is_contiguous(self.shape, self.strides, elem_size(self.dtype))
+
+    @property
+    def vars(self) -> dict[str, Any]:
+        """Not supported: struct-of-arrays access (accepted name of the reference API)."""
+        raise AttributeError("array.vars is not supported")
+
+    def __ctype__(self) -> abi.ArrayDesc:
+        """The native descriptor (cached; rebuilt when ``grad`` changes)."""
+        desc = self._ctype
+        if desc is None:
+            if self._is_annotation:
+                raise TypeError("An array annotation (wp.array(dtype=...)) has no storage; pass a concrete array")
+            desc = abi.ArrayDesc()
+            desc.data = self.ptr or 0
+            desc.grad = (self._grad.ptr or 0) if self._grad is not None else 0
+            for i in range(self.ndim):
+                desc.shape[i] = self.shape[i]
+                desc.strides[i] = self.strides[i]
+            desc.ndim = self.ndim
+            desc.flags = 0
+            self._ctype = desc
+        return desc
+
+    def mark_init(self) -> None:
+        """Accepted for compatibility (access-mode tracking); does nothing."""
+
+    def mark_read(self) -> None:
+        """Accepted for compatibility (access-mode tracking); does nothing."""
+
+    def mark_write(self, **kwargs: Any) -> None:
+        """Accepted for compatibility (access-mode tracking); does nothing."""
+
+    # -- host access --------------------------------------------------------------------------------------------
+
+    def _check_concrete(self, what: str) -> None:
+        if self._is_annotation:
+            raise TypeError(f"{what} needs a concrete array, not an array annotation (wp.array(dtype=...))")
+
+    def _interface(self, void: bool = False) -> dict[str, Any]:
+        npdt = numpy_scalar_dtype(self.dtype)
+        ishape = inner_shape(self.dtype)
+        desc: dict[str, Any] = {
+            "data": (self.ptr or 0, False),
+            "shape": self.shape + ishape,
+            "strides": self.strides + contiguous_strides(ishape, npdt.itemsize),
+            "typestr": f"|V{npdt.itemsize}" if void or npdt.names else npdt.str,
+            "version": 3,
+        }
+        if npdt.names and not void:
+            desc["descr"] = npdt.descr
+        return desc
+
+    def _host_numpy(self) -> np.ndarray:
+        """A NumPy view of host-accessible memory (structs: a structured view)."""
+        cached = self._host_iface
+        if cached is None:  # the layout never changes: build the interface once (no reference back to self)
+            npdt = numpy_scalar_dtype(self.dtype)
+            cached = self._host_iface = (self._interface(void=bool(npdt.names)), npdt if npdt.names else None)
+        view = np.asarray(_HostView(self, cached[0]))
+        return view if cached[1] is None else view.view(cached[1])
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy's array interface (host memory only)."""
+        if self._is_annotation or not self.device.allocator.host_accessible:
+            raise AttributeError("__array_interface__ is only available for CPU arrays; use .numpy() to copy to host")
+        return self._interface()
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy view of the data (zero-copy on the CPU; a host copy for device memory).
+
+        Vector/matrix elements give extra trailing dimensions, structs a structured array.
+        """
+        if self._is_annotation:
+            return np.empty((0,), dtype=numpy_scalar_dtype(self.dtype) if self.dtype is not Any else np.float32)
+        if self.device.allocator.host_accessible:
+            return self._host_numpy()
+        src = self if self.is_contiguous else self.contiguous()
+        npdt = numpy_scalar_dtype(self.dtype)
+        host = np.empty(self.shape + inner_shape(self.dtype), dtype=npdt)
+        if self.size:
+            self.device.allocator.copy_to_host(host.ctypes.data, src.ptr, host.nbytes)
+        return host
+
+    def _elements(self, raw: np.ndarray) -> list[Any]:
+        """Python values of the elements in ``raw`` (a NumPy array of stored values, outer dims flattened)."""
+        dtype = self.dtype
+        if is_struct_type(dtype):
+            return [dtype.from_numpy_value(v) for v in raw.reshape(-1)]
+        if is_composite_type(dtype):
+            n = math.prod(dtype._shape_)
+            flat = np.ascontiguousarray(raw).reshape(-1, n)
+            make = getattr(dtype, "from_buffer_copy", None)
+            if make is not None:
+                return [make(row) for row in flat]
+            return [dtype(*row.tolist()) for row in flat]
+        return raw.reshape(-1).tolist()  # type: ignore[no-any-return]
+
+    def list(self) -> list[Any]:
+        """All elements as a flat list of Python values (numbers, vector/matrix instances, struct instances)."""
+        self._check_concrete("list()")
+        return self._elements(self.numpy())
+
+    # -- element and slice access -------------------------------------------------------------------------------
+
+    def _parse_index(self, key: Any) -> tuple[int, tuple[int, ...], tuple[int, ...], bool]:
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            at = next(i for i, k in enumerate(key) if k is Ellipsis)
+            fill = (slice(None),) * (self.ndim - len(key) + 1)
+            key = key[:at] + fill + key[at + 1 :]
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices for array: array has {self.ndim} dimension(s), got {len(key)} indices")
+        offset = 0
+        shape: list[int] = []
+        strides: list[int] = []
+        for dim, k in enumerate(key):
+            n, st = self.shape[dim], self.strides[dim]
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step <= 0:
+                    raise ValueError("Negative slice steps are not supported; reverse with NumPy (a.numpy()[::-1])")
+                count = len(range(start, stop, step))
+                offset += start * st if count else 0
+                shape.append(count)
+                strides.append(st * step)
+            else:
+                try:
+                    i = operator.index(k)
+                except TypeError:
+                    raise TypeError(f"Invalid index {k!r}: arrays accept ints, slices and ... (Ellipsis)") from None
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
+                offset += (i + n if i < 0 else i) * st
+        full = len(shape) == 0 and len(key) == self.ndim
+        shape.extend(self.shape[len(key) :])
+        strides.extend(self.strides[len(key) :])
+        return offset, tuple(shape), tuple(strides), full
+
+    def __getitem__(self, key: Any) -> Any:
+        self._check_concrete("Indexing")
+        offset, shape, strides, full = self._parse_index(key)
+        if not full:
+            return self._make_view(offset, shape, strides)
+        itemsize = elem_size(self.dtype)
+        raw = np.empty(itemsize, dtype=np.uint8)
+        assert self.ptr is not None
+        self.device.allocator.copy_to_host(raw.ctypes.data, self.ptr + offset, itemsize)
+        values = raw.view(numpy_scalar_dtype(self.dtype))
+        return self._elements(values)[0]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._check_concrete("Item assignment")
+        offset, shape, strides, full = self._parse_index(key)
+        if full:
+            shape, strides = (1,), (elem_size(self.dtype),)
+        target = self._make_view(offset, shape, strides)
+        if isinstance(value, array) or (not full and self._is_many(value)):
+            target.assign(value)
+        else:
+            target.fill_(value)
+
+    def _is_many(self, value: Any) -> bool:
+        if is_struct_type(self.dtype):
+            return isinstance(value, (list, tuple, np.ndarray))
+        if is_composite_type(type(value)) or isinstance(value, scalars.scalar_base):
+            return False
+        return bool(np.ndim(value) > len(inner_shape(self.dtype)))
+
+    def __len__(self) -> int:
+        return self.shape[0] if not self._is_annotation else 0
+
+    # -- filling and copying ------------------------------------------------------------------------------------
+
+    def zero_(self) -> None:
+        """Set all elements to zero."""
+        self._check_concrete("zero_()")
+        if self.size == 0:
+            return
+        if self.is_contiguous:
+            self.device.allocator.memset(self.ptr, 0, self.size * elem_size(self.dtype))
+        else:
+            self._fill_raw(np.zeros(elem_size(self.dtype), dtype=np.uint8))
+
+    def fill_(self, value: Any) -> None:
+        """Set every element to ``value`` (a number, a vector/matrix or sequence, or a struct instance)."""
+        self._check_concrete("fill_()")
+        elem = value_bytes(value, self.dtype)
+        if self.size == 0:
+            return
+        if self.device.allocator.host_accessible:
+            self._host_numpy()[...] = elem
+        else:
+            self._fill_raw(np.frombuffer(elem.tobytes(), dtype=np.uint8))
+
+    def _fill_raw(self, raw: np.ndarray) -> None:
+        if self.device.allocator.host_accessible:
+            itemsize = elem_size(self.dtype)
+            iface = {
+                "data": (self.ptr, False),
+                "shape": (*self.shape, itemsize),
+                "strides": (*self.strides, 1),
+                "typestr": "|u1",
+                "version": 3,
+            }
+            np.asarray(_HostView(self, iface))[...] = raw
+            return
+        if not self.is_contiguous:
+            raise NotImplementedError(f"Filling non-contiguous arrays on device {self.device} is not supported yet")
+        host = np.tile(raw, self.size)
+        self.device.allocator.copy_from_host(self.ptr, host.ctypes.data, host.nbytes)
+
+    def assign(self, src: Any) -> None:
+        """Copy ``src`` (an array, NumPy array or list) into this array; shapes (or sizes) must match."""
+        self._check_concrete("assign()")
+        if not isinstance(src, array):
+            src = array(src, dtype=self.dtype, device="cpu", copy=False)
+        if src.shape != self.shape and src.size != self.size:
+            raise ValueError(f"assign(): shape mismatch: destination shape {self.shape}, source shape {src.shape}")
+        copy_array(self, src)
+
+    # -- views --------------------------------------------------------------------------------------------------
+
+    def reshape(self, shape: Any) -> array:
+        """A view with a new shape (``-1`` infers one dimension); the array must be contiguous."""
+        self._check_concrete("reshape()")
+        dims = list(normalize_shape(shape, allow_infer=True))
+        if dims.count(-1) > 1:
+            raise ValueError("Cannot infer shape if more than one index is -1")
+        if -1 in dims:
+            known = math.prod(d for d in dims if d != -1)
+            if known == 0 or self.size % known:
+                raise ValueError(
+                    f"cannot reshape array of shape {self.shape} (size {self.size}) into shape {tuple(dims)}"
+                )
+            dims[dims.index(-1)] = self.size // known
+        new = tuple(dims)
+        if math.prod(new) != self.size:
+            raise ValueError(
+                f"cannot reshape array of shape {self.shape} (size {self.size}) into shape {new} "
+                f"(size {math.prod(new)})"
+            )
+        if not self.is_contiguous:
+            raise ValueError("Reshaping non-contiguous arrays is unsupported; call .contiguous() first")
+        return self._make_view(0, new, contiguous_strides(new, elem_size(self.dtype)))
+
+    def flatten(self) -> array:
+        """A 1-D view of a contiguous array."""
+        self._check_concrete("flatten()")
+        if not self.is_contiguous:
+            raise ValueError("Flattening non-contiguous arrays is unsupported; call .contiguous() first")
+        return self.reshape(-1)
+
+    def view(self, dtype: Any) -> array:
+        """The same memory reinterpreted as ``dtype`` (which must have the same size in bytes)."""
+        self._check_concrete("view()")
+        dtype = normalize_dtype(dtype)
+        if elem_size(dtype) != elem_size(self.dtype):
+            raise TypeError(
+                f"cannot create an array view with dtype {type_name(dtype)} from source dtype "
+                f"{type_name(self.dtype)}: source dtype has size {elem_size(self.dtype)} bytes, but target dtype "
+                f"has size {elem_size(dtype)} bytes"
+            )
+        return self._make_view(0, self.shape, self.strides, dtype=dtype)
+
+    def transpose(self, axes: Any = None) -> array:
+        """A view with permuted dimensions (reversed by default)."""
+        self._check_concrete("transpose()")
+        order = tuple(reversed(range(self.ndim))) if axes is None else tuple(operator.index(a) for a in axes)
+        if sorted(order) != list(range(self.ndim)):
+            raise ValueError(f"axes {order} must be a permutation of the {self.ndim} dimensions of the array")
+        return self._make_view(0, tuple(self.shape[a] for a in order), tuple(self.strides[a] for a in order))
+
+    def contiguous(self) -> array:
+        """This array if it is contiguous, else a contiguous copy."""
+        self._check_concrete("contiguous()")
+        if self.is_contiguous:
+            return self
+        out = array(shape=self.shape, dtype=self.dtype, device=self.device, requires_grad=self.requires_grad)
+        copy_array(out, self)
+        return out
+
+    def to(self, device: Any, requires_grad: bool | None = None) -> array:
+        """This array on ``device`` (itself if already there, else a copy)."""
+        self._check_concrete("to()")
+        dev = _device.get_device(device)
+        if dev == self.device:
+            return self
+        rg = self.requires_grad if requires_grad is None else requires_grad
+        out = array(shape=self.shape, dtype=self.dtype, device=dev, requires_grad=rg)
+        copy_array(out, self.contiguous() if self.device.allocator.host_accessible else self)
+        return out
+
+    def ipc_handle(self) -> bytes:
+        """CUDA IPC handle of the allocation (CUDA arrays only)."""
+        self._check_concrete("ipc_handle()")
+        get = getattr(self.device.allocator, "ipc_handle", None)
+        if self.device.is_cpu or get is None:
+            raise RuntimeError(f"IPC requires a CUDA device; this array is on '{self.device}'")
+        return get(self)  # type: ignore[no-any-return]
+
+    def cptr(self) -> Any:
+        """A ctypes pointer to the first element (the scalar type for vectors/matrices)."""
+        self._check_concrete("cptr()")
+        if is_struct_type(self.dtype):
+            ctype = self.dtype.ctype
+        elif is_composite_type(self.dtype):
+            ctype = self.dtype._wp_scalar_type_._type_
+        else:
+            ctype = self.dtype._type_
+        return ctypes.cast(self.ptr or 0, ctypes.POINTER(ctype))
+
+    # -- display ------------------------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        if self._is_annotation:
+            return f"array(ndim={self.ndim}, dtype={type_name(self.dtype)})"
+        return f"array(shape={self.shape}, dtype={type_name(self.dtype)})"
+
+    def __str__(self) -> str:
+        if self._is_annotation:
+            return repr(self)
+        return str(self.numpy())
+
+    def __class_getitem__(cls, dtype: Any) -> array:
+        """``wp.array[float]``: an annotation of a 1-D array (``array2d[...]``: 2-D, ...)."""
+        return array(dtype=dtype, ndim=cls._default_ndim)
+
+
+def _fixed_ndim_array(n: int) -> type:
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> array:  # noqa: N807
+        if len(args) <= 10 and "ndim" not in kwargs:  # ndim is the 11th positional parameter
+            kwargs["ndim"] = n
+        return array(*args, **kwargs)
+
+    doc = f"A {n}-D array: ``array{n}d(dtype=...)`` is an annotation, ``array{n}d(data, dtype=...)`` an array."
+    return type(f"array{n}d", (array,), {"__new__": __new__, "_default_ndim": n, "__doc__": doc})
+
+
+array1d = _fixed_ndim_array(1)
+array2d = _fixed_ndim_array(2)
+array3d = _fixed_ndim_array(3)
+array4d = _fixed_ndim_array(4)
+
+
+def is_array(x: Any) -> bool:
+    """True for a concrete array (not an annotation)."""
+    return isinstance(x, array) and not x._is_annotation
+
+
+def is_array_annotation(x: Any) -> bool:
+    """True for an array type annotation such as ``wp.array(dtype=float)`` or ``wp.array2d[wp.vec3]``."""
+    return isinstance(x, array) and x._is_annotation
+
+
+def from_ptr(ptr: int, length: int, dtype: Any = None, shape: Any = None, device: Any = None) -> array:
+    """Wrap ``length`` elements of external memory at address ``ptr`` (no copy, no ownership)."""
+    dtype = scalars.float32 if dtype is None else dtype
+    return array(ptr=ptr, dtype=dtype, shape=(length,) if shape is None else shape, device=device)
+
+
+def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
+    """Copy elements from ``src`` to ``dest`` (see :func:`treadle._src.lang.creation.copy`)."""
+    for a, name in ((dest, "dest"), (src, "src")):
+        if not is_array(a):
+            raise TypeError(f"copy(): {name} must be an array, got {type(a).__name__}")
+    if not types_equal(dest.dtype, src.dtype):
+        raise TypeError(
+            f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source dtype="
+            f"{type_name(src.dtype)}; convert first (wp.array(src.numpy(), dtype=...)) or reinterpret with src.view()"
+        )
+    itemsize = elem_size(dest.dtype)
+    if count == 0 and dest_offset == 0 and src_offset == 0 and dest.shape == src.shape:
+        if dest.size == 0:
+            return
+        if dest.is_contiguous and src.is_contiguous:
+            _copy_bytes(dest, dest.ptr, src, src.ptr, dest.size * itemsize)  # type: ignore[arg-type]
+            return
+        if dest.device.allocator.host_accessible and src.device.allocator.host_accessible:
+            dest._host_numpy()[...] = src._host_numpy()
+            return
+        raise NotImplementedError(
+            f"Copying non-contiguous arrays between {src.device} and {dest.device} is not supported yet"
+        )
+    if not (dest.is_contiguous and src.is_contiguous):
+        raise ValueError(
+            f"copy(): arrays of different shapes ({src.shape} -> {dest.shape}) or copies with offsets/count "
+            "need contiguous arrays; call .contiguous() first"
+        )
+    if count == 0:
+        count = src.size - src_offset
+    if min(count, dest_offset, src_offset) < 0:
+        raise ValueError("copy(): offsets and count must be non-negative")
+    if src_offset + count > src.size:
+        raise ValueError(
+            f"copy(): source range [{src_offset}, {src_offset + count}) is out of bounds for a source of "
+            f"{src.size} elements"
+        )
+    if dest_offset + count > dest.size:
+        raise ValueError(
+            f"copy(): copying {count} elements to offset {dest_offset} exceeds the destination size {dest.size}"
+        )
+    if count:
+        _copy_bytes(dest, dest.ptr + dest_offset * itemsize, src, src.ptr + src_offset * itemsize, count * itemsize)  # type: ignore[operator]
+
+
+def _copy_bytes(dest: array, dst: int, src: array, srcp: int, nbytes: int) -> None:
+    da, sa = dest.device.allocator, src.device.allocator
+    if sa.host_accessible and not da.host_accessible:
+        da.copy_from_host(dst, srcp, nbytes)
+    elif da.host_accessible and not sa.host_accessible:
+        sa.copy_to_host(dst, srcp, nbytes)
+    elif da.host_accessible or da is sa:
+        da.memcpy(dst, srcp, nbytes)
+    else:
+        raise NotImplementedError(f"Copying between devices {src.device} and {dest.device} is not supported yet")

@@ -1,0 +1,252 @@
+"""User functions (``@func``): overloads, generic instantiation and call resolution."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CodegenError, CodegenTypeError
+from . import scalars
+from .typesys import TupleT, contains_any, normalize_annotation, type_str
+
+AnyT = Any
+
+
+class FuncDef:
+    """One overload of a user function: its source and declared parameter types (``Any`` for generic ones)."""
+
+    def __init__(self, fn: Callable[..., Any], owner: Function) -> None:
+        from ..compiler.source import MISSING, FuncSource
+
+        self.fn = fn
+        self.owner = owner
+        self.src = FuncSource(fn)
+        self.param_names: list[str] = []
+        self.param_types: list[Any] = []
+        self.defaults: dict[str, Any] = {}
+        args = self.src.tree.args.args
+        for p, node in zip(self.src.signature.parameters.values(), args):
+            self.param_names.append(p.name)
+            ann = self.src.eval_annotation(node.annotation, p.annotation)
+            if ann is MISSING:
+                raise CodegenError(
+                    f"parameter '{p.name}' of '{self.src.qualname}' has no type annotation",
+                    self.src.loc(node),
+                    f"annotate it, e.g. '{p.name}: float' (or '{p.name}: typing.Any' for a generic function)",
+                )
+            self.param_types.append(normalize_annotation(ann))
+            if p.default is not inspect.Parameter.empty:
+                self.defaults[p.name] = p.default
+        ret = self.src.signature.return_annotation
+        self.return_annotation = (
+            MISSING if ret is inspect.Signature.empty else self.src.eval_annotation(self.src.tree.returns, ret)
+        )
+        self.instances: dict[tuple[Any, ...], FuncInstance] = {}
+        self.is_generic = any(contains_any(t) for t in self.param_types)
+
+    def declared_return(self) -> tuple[Any, bool]:
+        """(return type, infer?) from the annotation."""
+        from ..compiler.source import MISSING
+
+        r = self.return_annotation
+        if r is MISSING:
+            return None, True
+        if r is None:
+            return None, False
+        if isinstance(r, tuple):
+            return TupleT(tuple(normalize_annotation(x) for x in r)), False
+        origin = getattr(r, "__origin__", None)
+        if origin is tuple:
+            return TupleT(tuple(normalize_annotation(x) for x in r.__args__)), False
+        return normalize_annotation(r), False
+
+    def instance(self, types: tuple[Any, ...]) -> FuncInstance:
+        inst = self.instances.get(types)
+        if inst is None:
+            inst = FuncInstance(self, types)
+            self.instances[types] = inst
+        return inst
+
+
+class FuncInstance:
+    """A function overload lowered for concrete parameter types."""
+
+    def __init__(self, fdef: FuncDef, types: tuple[Any, ...]) -> None:
+        self.fdef = fdef
+        self.types = types
+        self.name = fdef.src.qualname
+        self._ir: Any = None
+        self._lowering = False
+        self.deps: list[FuncInstance] = []
+        self.return_type: Any = None
+        ident = "|".join(type_str(t) for t in types)
+        digest = hashlib.sha256(f"{fdef.owner.key}|{fdef.src.source_hash}|{ident}".encode()).hexdigest()[:12]
+        self.cname = f"fn_{_c_ident(fdef.src.name)}_{digest}"
+        self.lower()
+
+    def lower(self) -> Any:
+        """Lower (once); recursion is reported as an error at the recursive call."""
+        if self._ir is not None:
+            return self._ir
+        if self._lowering:
+            raise CodegenError(f"'{self.name}' calls itself (directly or indirectly); recursion is not supported "
+                               "in kernels", self.fdef.src.loc(self.fdef.src.tree),
+                               "rewrite it with a loop")
+        from ... import config
+        from ..compiler.frontend import LowerContext, lower_function
+
+        self._lowering = True
+        try:
+            ret, infer = self.fdef.declared_return()
+            ctx = LowerContext(max_unroll=config.max_unroll)
+            f, _ = lower_function(self.fdef.src, list(self.types), is_kernel=False, ctx=ctx, return_type=ret,
+                                  infer_return=infer)
+        finally:
+            self._lowering = False
+        self._ir = f
+        self.return_type = f.return_type
+        self.deps = list(ctx.deps)
+        return f
+
+    @property
+    def ir(self) -> Any:
+        return self.lower()
+
+
+def _c_ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+class Function:
+    """A user function decorated with ``@func``; calling it from Python runs the Python body."""
+
+    _treadle_function_ = True
+
+    def __init__(self, fn: Callable[..., Any], key: str, module: str) -> None:
+        self.key = key
+        self.name = fn.__name__
+        self.module = module
+        self.func = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = module
+        self.overloads: list[FuncDef] = []
+        self._pending: list[Callable[..., Any]] = [fn]
+        self.custom_grad: Any = None
+        self.custom_replay: Any = None
+        self.native_snippet: Any = None
+
+    def add_overload(self, fn: Callable[..., Any]) -> None:
+        self._pending.append(fn)
+
+    def defs(self) -> list[FuncDef]:
+        """Overloads, parsed on first use (so annotations may name things defined later in the module)."""
+        while self._pending:
+            fn = self._pending.pop(0)
+            fdef = FuncDef(fn, self)
+            self.overloads = [o for o in self.overloads if o.param_types != fdef.param_types] + [fdef]
+        return self.overloads
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<treadle function {self.key}>"
+
+    # Kernel-side call resolution ------------------------------------------------------------------------------
+    def resolve_call(self, raw: list[Any], kwargs: dict[str, Any], low: Any, node: ast.AST) -> tuple[Any, list[Any]]:
+        """Pick the overload for a call from kernel code; returns the instance and the ordered operands."""
+        from ..compiler.lower_expr import convert_const
+
+        candidates: list[tuple[int, FuncDef, list[Any], tuple[Any, ...]]] = []
+        errors: list[str] = []
+        for fdef in self.defs():
+            try:
+                ops = self._bind(fdef, raw, kwargs, low, node)
+            except _BindError as e:
+                errors.append(str(e))
+                continue
+            score = 0
+            types: list[Any] = []
+            ok = True
+            for op, pt in zip(ops, fdef.param_types):
+                if contains_any(pt):
+                    if pt is AnyT or _array_generic_match(pt, op.type):
+                        types.append(op.type)
+                        score += 1
+                        continue
+                    ok = False
+                    break
+                if op.type == pt:
+                    types.append(pt)
+                    continue
+                if getattr(op, "weak", False) and scalars.is_scalar_type(pt):
+                    try:
+                        convert_const(op, pt)
+                    except ValueError:
+                        ok = False
+                        break
+                    types.append(pt)
+                    score += 2
+                    continue
+                ok = False
+                errors.append(f"({', '.join(type_str(t) for t in fdef.param_types)}): argument of type "
+                              f"{type_str(op.type)} does not match {type_str(pt)}")
+                break
+            if ok:
+                candidates.append((score, fdef, ops, tuple(types)))
+        if not candidates:
+            given = ", ".join(type_str(getattr(o, "type", None)) for o in raw)
+            detail = "; ".join(errors) if errors else ""
+            raise CodegenTypeError(
+                f"no overload of function '{self.name}' accepts ({given})" + (f": {detail}" if detail else ""),
+                low.src.loc(node),
+                "check the argument types against the function's annotations",
+            )
+        candidates.sort(key=lambda c: c[0])
+        _, fdef, ops, types = candidates[0]
+        ops = [convert_const(o, t) if getattr(o, "weak", False) and o.type != t and scalars.is_scalar_type(t) else o
+               for o, t in zip(ops, types)]
+        return fdef.instance(types), ops
+
+    def _bind(self, fdef: FuncDef, raw: list[Any], kwargs: dict[str, Any], low: Any, node: ast.AST) -> list[Any]:
+        from ..compiler.lower_expr import PyObj
+
+        names = fdef.param_names
+        if len(raw) > len(names):
+            raise _BindError(f"takes {len(names)} argument(s) but {len(raw)} were given")
+        bound: dict[str, Any] = dict(zip(names, raw))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise _BindError(f"has no parameter named '{k}'")
+            if k in bound:
+                raise _BindError(f"got multiple values for '{k}'")
+            bound[k] = v
+        ops = []
+        for n in names:
+            if n in bound:
+                v = bound[n]
+            elif n in fdef.defaults:
+                v = low.wrap_python(fdef.defaults[n], node)
+            else:
+                raise _BindError(f"missing argument '{n}'")
+            if isinstance(v, PyObj):
+                v = low.as_operand(v, node)
+            else:
+                v = low.as_operand(v, node)
+            ops.append(v)
+        return ops
+
+
+class _BindError(Exception):
+    pass
+
+
+def _array_generic_match(pt: Any, at: Any) -> bool:
+    from .typesys import ArrayT
+
+    return isinstance(pt, ArrayT) and isinstance(at, ArrayT) and pt.ndim == at.ndim and pt.dtype is AnyT

@@ -1,0 +1,330 @@
+"""Kernels, modules and the ``@kernel`` / ``@func`` / ``constant`` decorators."""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ... import config
+from ..errors import CodegenError, TreadleError
+from . import scalars
+from .function import Function
+from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
+
+AnyT = Any
+
+
+class Module:
+    """The kernels and functions of one Python module (or a ``module="unique"`` kernel); the unit of loading."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.kernels: list[Kernel] = []
+        self.functions: dict[str, Function] = {}
+        self.options: dict[str, Any] = {}
+        self.lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<treadle module {self.name!r}>"
+
+    def option(self, name: str, default: Any) -> Any:
+        return self.options.get(name, default)
+
+    def load(self, device: Any = None) -> None:
+        """Compile (or fetch from the cache) every non-generic kernel of this module in one batch."""
+        with self.lock:
+            pending = []
+            for k in self.kernels:
+                if k.is_generic:
+                    pending.extend(inst for inst in k.instances.values() if inst.entry is None)
+                    continue
+                try:
+                    inst = k.get_instance(None)
+                except TreadleError:
+                    continue  # reported when that kernel is launched
+                if inst.entry is None:
+                    pending.append(inst)
+            ready = []
+            for inst in pending:
+                try:
+                    inst.prepare()
+                    ready.append(inst)
+                except TreadleError:
+                    continue
+            if ready:
+                load_instances(ready)
+
+
+class ModuleRegistry:
+    """All modules by name (one registry per process; ``reset`` for tests)."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, Module] = {}
+
+    def get(self, name: str) -> Module:
+        m = self.modules.get(name)
+        if m is None:
+            m = Module(name)
+            self.modules[name] = m
+        return m
+
+
+_registry: ModuleRegistry | None = None
+
+
+def modules() -> ModuleRegistry:
+    """The process-wide module registry (created lazily)."""
+    global _registry
+    if _registry is None:
+        _registry = ModuleRegistry()
+    return _registry
+
+
+def get_module(name: Any) -> Module:
+    """The :class:`Module` with this name (a string or a Python module object)."""
+    if not isinstance(name, str):
+        name = getattr(name, "__name__", str(name))
+    return modules().get(name)
+
+
+def load_instances(insts: list[KernelInstance]) -> None:
+    """Compile what the cache lacks, in one translation unit per compile options, then bind entry points."""
+    from ..compiler.pipeline import compile_batch
+
+    by_opts: dict[str, list[KernelInstance]] = {}
+    for inst in insts:
+        by_opts.setdefault(inst.options.key(), []).append(inst)
+    for group in by_opts.values():
+        builts = [inst.built for inst in group]
+        compile_batch(builts, group[0].options)
+        for inst in group:
+            inst.bind()
+
+
+class KernelInstance:
+    """A kernel specialised for concrete parameter types: IR, C++ block, cache key, and once loaded, its entry."""
+
+    def __init__(self, kernel: Kernel, types: tuple[Any, ...]) -> None:
+        self.kernel = kernel
+        self.types = types
+        self.ir: Any = None
+        self.deps: list[Any] = []
+        self.built: Any = None
+        self.entry: Any = None
+        self.args_type: type[ctypes.Structure] | None = None
+        self.launch_ndim = 1
+        self.options = kernel.compile_options()
+        self.lower()
+
+    def lower(self) -> None:
+        from ..compiler.frontend import LowerContext, lower_function
+
+        ctx = LowerContext(max_unroll=self.kernel.module.option("max_unroll", config.max_unroll))
+        f, ndim = lower_function(self.kernel.src, list(self.types), is_kernel=True, ctx=ctx)
+        self.ir = f
+        self.deps = ctx.deps
+        self.launch_ndim = ndim
+        self.args_type = make_args_struct(self.kernel.param_names, self.types)
+
+    def prepare(self) -> None:
+        """Emit C++ and compute the cache key (once)."""
+        if self.built is None:
+            from ..compiler.pipeline import prepare
+
+            self.built = prepare(self.ir, self.deps, self.options, self.kernel.key)
+
+    def bind(self) -> None:
+        from ..compiler.pipeline import load_symbol
+
+        try:
+            fn = load_symbol(self.built.lib_path, self.built.symbol)
+        except (OSError, AttributeError) as e:
+            # A damaged cache entry: drop it and build again, once.
+            from ..compiler.pipeline import compile_batch
+            from ..runtime.cache import get_cache
+
+            cache = get_cache()
+            cache._discard(cache.root / "ref" / f"k_{self.built.key}.ref")
+            compile_batch([self.built], self.options)
+            try:
+                fn = load_symbol(self.built.lib_path, self.built.symbol)
+            except (OSError, AttributeError):
+                raise TreadleError(f"cannot load the compiled kernel '{self.kernel.key}': {e}") from None
+        fn.restype = None
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
+        self.entry = fn
+
+    def ensure_loaded(self) -> None:
+        if self.entry is None:
+            self.prepare()
+            if self.kernel.is_generic:
+                load_instances([self])
+            else:
+                self.kernel.module.load()
+                if self.entry is None:
+                    load_instances([self])
+
+
+def make_args_struct(names: list[str], types: tuple[Any, ...]) -> type[ctypes.Structure]:
+    """The ctypes mirror of the C++ ``Args`` struct of a kernel."""
+    fields = [(n, ctype_of(t)) for n, t in zip(names, types)]
+    fields.append(("_treadle_pad", ctypes.c_char))
+    return type("Args", (ctypes.Structure,), {"_fields_": fields})
+
+
+def ctype_of(t: Any) -> Any:
+    """The ctypes type that mirrors a kernel value type."""
+    from .abi import ArrayDesc
+
+    if isinstance(t, ArrayT):
+        return ArrayDesc
+    if scalars.is_scalar_type(t):
+        return t._type_
+    if is_composite(t):
+        return t
+    if is_struct(t):
+        return t.ctype
+    raise TypeError(f"type {type_str(t)} cannot be a kernel argument")
+
+
+class Kernel:
+    """A function decorated with ``@kernel``."""
+
+    _treadle_kernel_ = True
+
+    def __init__(self, fn: Callable[..., Any], key: str, module: Module, options: dict[str, Any],
+                 enable_backward: bool | None = None) -> None:
+        from ..compiler.source import MISSING, FuncSource
+
+        self.func = fn
+        self.key = key
+        self.module = module
+        self.options = dict(options)
+        if enable_backward is not None:
+            self.options["enable_backward"] = enable_backward
+        self.src = FuncSource(fn)
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = getattr(fn, "__module__", None)
+        self.param_names: list[str] = []
+        self.param_types: list[Any] = []
+        self.defaults: dict[str, Any] = {}
+        self.instances: dict[Any, KernelInstance] = {}
+        self._error: Exception | None = None
+        for p, node in zip(self.src.signature.parameters.values(), self.src.tree.args.args):
+            self.param_names.append(p.name)
+            ann = self.src.eval_annotation(node.annotation, p.annotation)
+            if ann is MISSING:
+                raise CodegenError(f"parameter '{p.name}' of kernel '{self.key}' has no type annotation",
+                                   self.src.loc(node), f"annotate it, e.g. '{p.name}: wp.array(dtype=float)'")
+            self.param_types.append(normalize_annotation(ann))
+            if p.default is not inspect.Parameter.empty:
+                self.defaults[p.name] = p.default
+        self.is_generic = any(contains_any(t) for t in self.param_types)
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    @property
+    def enable_backward(self) -> bool:
+        return bool(self.options.get("enable_backward", self.module.option("enable_backward",
+                                                                            config.enable_backward)))
+
+    def compile_options(self) -> Any:
+        from ..backends.cpu import CompileOptions
+
+        mode = self.options.get("mode", self.module.option("mode", config.mode))
+        return CompileOptions(mode=mode, opt_level=self.module.option("optimization_level",
+                                                                      config.optimization_level),
+                              extra=list(config.cpu_compiler_flags))
+
+    def get_instance(self, types: tuple[Any, ...] | None) -> KernelInstance:
+        """The instance for concrete types (``None``: the declared types of a non-generic kernel)."""
+        key_types = tuple(self.param_types) if types is None else types
+        mode_key = (key_types, self.options.get("mode", self.module.option("mode", config.mode)))
+        inst = self.instances.get(mode_key)
+        if inst is None:
+            inst = KernelInstance(self, key_types)
+            self.instances[mode_key] = inst
+        return inst
+
+    def add_overload(self, types: list[Any]) -> KernelInstance:
+        """Instantiate a generic kernel for explicit types (``wp.overload``)."""
+        return self.get_instance(tuple(normalize_annotation(t) for t in types))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"kernel '{self.key}' cannot be called directly; launch it with wp.launch({self.__name__}, "
+                        "dim, inputs=[...])")
+
+    def __repr__(self) -> str:
+        return f"<treadle kernel {self.key}>"
+
+
+_unique_counter = [0]
+
+
+def _module_name(fn: Callable[..., Any], module: Any) -> str:
+    if module is None:
+        return getattr(fn, "__module__", "__main__") or "__main__"
+    if module == "unique":
+        _unique_counter[0] += 1
+        return f"{getattr(fn, '__module__', '__main__')}.{fn.__qualname__}.unique{_unique_counter[0]}"
+    if isinstance(module, str):
+        return module
+    return getattr(module, "__name__", str(module))
+
+
+def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None = None, module: Any = None,
+           name: str | None = None, launch_bounds: Any = None, module_options: dict[str, Any] | None = None,
+           **options: Any) -> Any:
+    """Decorate a Python function as a kernel launched over a grid of threads with :func:`launch`.
+
+    Parameters must be annotated (``a: wp.array(dtype=float)``, ``x: float``). ``module="unique"`` gives the
+    kernel a module of its own; ``enable_backward`` controls adjoint generation.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Kernel:
+        mod = get_module(_module_name(fn, module))
+        if module_options:
+            mod.options.update(module_options)
+        key = name or getattr(fn, "__qualname__", fn.__name__)
+        k = Kernel(fn, key, mod, options, enable_backward)
+        mod.kernels = [x for x in mod.kernels if x.key != key] + [k]
+        return k
+
+    return wrap if f is None else wrap(f)
+
+
+def func(f: Callable[..., Any] | None = None, *, name: str | None = None, module: Any = None) -> Any:
+    """Decorate a Python function as a function callable from kernels (and from Python, which runs it as is).
+
+    Defining another ``@func`` with the same name in the same module adds an overload selected by argument types.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Function:
+        mod = get_module(_module_name(fn, module))
+        key = name or getattr(fn, "__qualname__", fn.__name__)
+        existing = mod.functions.get(key)
+        if existing is not None and isinstance(existing, Function) and "<locals>" not in key:
+            existing.add_overload(fn)
+            return existing
+        f_obj = Function(fn, key, mod.name)
+        mod.functions[key] = f_obj
+        return f_obj
+
+    return wrap if f is None else wrap(f)
+
+
+def constant(x: Any) -> Any:
+    """Mark a module-level value as a kernel constant (its value is compiled into kernels that use it)."""
+    if not (isinstance(x, (int, float, bool)) or isinstance(x, scalars.scalar_base) or is_composite(type(x))):
+        raise TypeError(f"wp.constant() supports numbers, vectors and matrices, got {type(x).__name__}")
+    return x
+
+
+__all__ = ["Kernel", "KernelInstance", "Module", "kernel", "func", "constant", "get_module", "AnyT"]

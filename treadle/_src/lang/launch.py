@@ -1,0 +1,241 @@
+"""``launch``: argument checking and packing, and the call into the compiled entry point."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ... import config
+from ..errors import LaunchError
+from . import scalars
+from .abi import MAX_DIMS, LaunchBounds
+from .kernel import Kernel, KernelInstance
+from .typesys import ArrayT, contains_any, is_composite, is_struct, type_str
+
+#: Launches with fewer threads than this run on the calling thread (no parallel region).
+SERIAL_THRESHOLD = 2048
+
+
+def launch_bounds(dim: Any) -> LaunchBounds:
+    """The launch grid for ``dim`` (an int or a tuple of up to 4 ints)."""
+    if isinstance(dim, (int, np.integer)):
+        shape: tuple[int, ...] = (int(dim),)
+    else:
+        try:
+            shape = tuple(int(d) for d in dim)
+        except TypeError:
+            raise LaunchError(f"launch dim must be an int or a tuple of ints, got {dim!r}") from None
+    if not 1 <= len(shape) <= MAX_DIMS:
+        raise LaunchError(f"launch dim must have 1 to {MAX_DIMS} dimensions, got {len(shape)}")
+    if any(s < 0 for s in shape):
+        raise LaunchError(f"launch dim must not be negative, got {shape}")
+    b = LaunchBounds()
+    size = 1
+    for i, s in enumerate(shape):
+        b.shape[i] = s
+        size *= s
+    for i in range(len(shape), MAX_DIMS):
+        b.shape[i] = 1
+    b.ndim = len(shape)
+    b.size = size
+    return b
+
+
+def _num_threads() -> int:
+    n = config.num_threads or os.cpu_count() or 1
+    return max(1, int(n))
+
+
+def value_type(v: Any, declared: Any) -> Any:
+    """The kernel type of a launch argument (for generic kernels)."""
+    from .array import array
+
+    if isinstance(declared, ArrayT):
+        if isinstance(v, array):
+            return ArrayT(v.dtype, v.ndim)
+        if isinstance(v, np.ndarray):
+            from .scalars import scalar_from_numpy
+
+            dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
+            return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
+        return declared
+    if declared is Any:
+        if isinstance(v, bool):
+            return scalars.bool
+        if isinstance(v, int):
+            return scalars.int32
+        if isinstance(v, float):
+            return scalars.float32
+        if isinstance(v, scalars.scalar_base):
+            return type(v)
+        if is_composite(type(v)):
+            return type(v)
+        st = getattr(v, "_struct_type_", None)
+        if st is not None:
+            return st
+        if isinstance(v, array):
+            return ArrayT(v.dtype, v.ndim)
+        raise LaunchError(f"cannot infer a kernel type for a {type(v).__name__} argument")
+    return declared
+
+
+def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
+    """Convert one Python argument to its ctypes value, with a clear error if it does not fit."""
+    from .array import array
+
+    if isinstance(t, ArrayT):
+        if v is None:
+            from .abi import ArrayDesc
+
+            return ArrayDesc()
+        if not isinstance(v, array):
+            if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
+                v = _wrap_numpy(v, t, name, kernel)
+            else:
+                raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
+                                  f"{type(v).__name__}")
+        if v.ndim != t.ndim:
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {t.ndim}-d array, got a "
+                              f"{v.ndim}-d array of shape {v.shape}")
+        if not contains_any(t.dtype) and v.dtype != t.dtype:
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array of {type_str(t.dtype)}, "
+                              f"got an array of {type_str(v.dtype)}")
+        if device is not None and v.device != device:
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' is on device '{v.device}' but the launch "
+                              f"is on '{device}'; move it with arr.to('{device}')")
+        return v.__ctype__()
+    if scalars.is_scalar_type(t):
+        if isinstance(v, scalars.scalar_base):
+            v = v.value
+        elif isinstance(v, np.generic):
+            v = v.item()
+        if t is scalars.bool:
+            return bool(v)
+        if scalars.is_int_type(t):
+            if isinstance(v, float) or not isinstance(v, (int, bool)):
+                raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)}, got "
+                                  f"{type(v).__name__} {v!r}")
+            return int(v)
+        if not isinstance(v, (int, float)):
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)}, got "
+                              f"{type(v).__name__}")
+        if t is scalars.float16:
+            return int(np.float16(v).view(np.uint16))
+        return float(v)
+    if is_composite(t):
+        if isinstance(v, t):
+            return v
+        try:
+            return t(*v) if not isinstance(v, np.ndarray) else t(v)
+        except Exception:
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)}, got "
+                              f"{type(v).__name__} {v!r}") from None
+    if is_struct(t):
+        st = getattr(v, "_struct_type_", None)
+        if st is not t:
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {type_str(t)} struct, got "
+                              f"{type(v).__name__}")
+        return v.__ctype__()
+    raise LaunchError(f"kernel '{kernel.key}' argument '{name}' has an unsupported type {type_str(t)}")
+
+
+def _wrap_numpy(v: Any, t: ArrayT, name: str, kernel: Kernel) -> Any:
+    from .array import array
+
+    try:
+        return array(v, dtype=t.dtype if not contains_any(t.dtype) else None, copy=False)
+    except Exception as e:
+        raise LaunchError(f"kernel '{kernel.key}' argument '{name}': cannot use this NumPy array as "
+                          f"{t}: {e}") from None
+
+
+class Launch:
+    """A recorded launch (``launch(..., record_cmd=True)``) that can be replayed cheaply."""
+
+    def __init__(self, inst: KernelInstance, bounds: LaunchBounds, args: ctypes.Structure, device: Any,
+                 keep: list[Any]) -> None:
+        self.kernel = inst.kernel
+        self.instance = inst
+        self.bounds = bounds
+        self.args = args
+        self.device = device
+        self._keep = keep
+        self.nthreads = 1 if bounds.size < SERIAL_THRESHOLD or config.deterministic else _num_threads()
+
+    def set_dim(self, dim: Any) -> None:
+        """Change the launch grid."""
+        self.bounds = launch_bounds(dim)
+
+    def set_param_at_index(self, index: int, value: Any) -> None:
+        """Replace one argument by position."""
+        name = self.kernel.param_names[index]
+        setattr(self.args, name, pack_arg(name, self.instance.types[index], value, self.device, self.kernel))
+        self._keep[index] = value
+
+    def set_param_by_name(self, name: str, value: Any) -> None:
+        """Replace one argument by name."""
+        self.set_param_at_index(self.kernel.param_names.index(name), value)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        """Replace all arguments."""
+        for i, v in enumerate(values):
+            self.set_param_at_index(i, v)
+
+    def launch(self, stream: Any = None) -> None:
+        """Run the recorded launch again."""
+        self.instance.entry(ctypes.addressof(self.bounds), ctypes.addressof(self.args), self.nthreads)
+
+
+def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
+           adj_inputs: Sequence[Any] = (), adj_outputs: Sequence[Any] = (), device: Any = None, stream: Any = None,
+           adjoint: bool = False, record_tape: bool = True, record_cmd: bool = False, max_blocks: int = 0,
+           block_dim: int = 256) -> Launch | None:
+    """Launch ``kernel`` over a grid of ``dim`` threads with ``inputs`` followed by ``outputs`` as arguments."""
+    from ..runtime.device import get_device
+
+    if not getattr(kernel, "_treadle_kernel_", False):
+        raise LaunchError(f"wp.launch() expects a @wp.kernel, got {type(kernel).__name__}")
+    dev = get_device(device)
+    if not dev.is_cpu:
+        raise LaunchError(f"device '{dev}' has no backend in this build; launch on 'cpu'")
+    args = list(inputs) + list(outputs)
+    names = kernel.param_names
+    if len(args) != len(names):
+        if len(args) < len(names) and all(n in kernel.defaults for n in names[len(args):]):
+            args += [kernel.defaults[n] for n in names[len(args):]]
+        else:
+            raise LaunchError(
+                f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
+                f"{len(args)} (inputs + outputs)"
+            )
+    bounds = launch_bounds(dim)
+    if kernel.is_generic:
+        types = tuple(value_type(v, t) for v, t in zip(args, kernel.param_types))
+        inst = kernel.get_instance(types)
+    else:
+        inst = kernel.get_instance(None)
+    inst.ensure_loaded()
+    packed = inst.args_type()  # type: ignore[misc]
+    for name, t, v in zip(names, inst.types, args):
+        setattr(packed, name, pack_arg(name, t, v, dev, kernel))
+    if adjoint:
+        raise LaunchError("adjoint launches need the autodiff backend, which this build does not have yet")
+    from ..autodiff.state import active_tape
+
+    tape = active_tape()
+    if tape is not None and record_tape:
+        tape.record_launch(kernel, dim, inputs, outputs, dev)
+    if config.print_launches:
+        import sys
+
+        print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])}", file=sys.stderr)
+    cmd = Launch(inst, bounds, packed, dev, args)
+    if record_cmd:
+        return cmd
+    if bounds.size > 0:
+        inst.entry(ctypes.addressof(bounds), ctypes.addressof(packed), cmd.nthreads)
+    return None

@@ -1,0 +1,155 @@
+"""Types as the compiler sees them.
+
+Kernel values have one of these types:
+
+- a scalar class (``float32`` ...), from :mod:`treadle._src.lang.scalars`;
+- a composite class (vector, matrix, quaternion, transform), from :mod:`treadle._src.lang.vector` and friends;
+- a ``Struct`` (from ``@struct``);
+- :class:`ArrayT` (an array argument or view: dtype and number of dimensions);
+- :class:`TupleT` (multiple return values);
+- ``None`` for "no value".
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import typing
+from typing import Any
+
+from . import scalars
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayT:
+    """An array type: element type and number of dimensions (1-4)."""
+
+    dtype: Any
+    ndim: int = 1
+
+    def __str__(self) -> str:
+        return f"array(ndim={self.ndim}, dtype={type_str(self.dtype)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleT:
+    """The type of a tuple of values (``return a, b``)."""
+
+    types: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        return "tuple(" + ", ".join(type_str(t) for t in self.types) + ")"
+
+
+AnyT = typing.Any
+
+
+def is_scalar(t: Any) -> bool:
+    """True for scalar types (``bool`` included)."""
+    return scalars.is_scalar_type(t)
+
+
+def is_float(t: Any) -> bool:
+    """True for float scalar types."""
+    return scalars.is_float_type(t)
+
+
+def is_int(t: Any) -> bool:
+    """True for integer scalar types (not ``bool``)."""
+    return scalars.is_int_type(t)
+
+
+def generic_kind(t: Any) -> str | None:
+    """``"vec_t"``, ``"mat_t"``, ``"quat_t"``, ``"transform_t"`` for composite types, else ``None``."""
+    return getattr(t, "_wp_generic_type_str_", None) if isinstance(t, type) else None
+
+
+def is_vector_like(t: Any) -> bool:
+    """Vectors, quaternions and transforms: one index, ``_length_`` components."""
+    return generic_kind(t) in ("vec_t", "quat_t", "transform_t")
+
+
+def is_vector(t: Any) -> bool:
+    """Plain vectors (``vec_t``)."""
+    return generic_kind(t) == "vec_t"
+
+
+def is_matrix(t: Any) -> bool:
+    """Matrices (``mat_t``)."""
+    return generic_kind(t) == "mat_t"
+
+
+def is_composite(t: Any) -> bool:
+    """Any vector-like or matrix type."""
+    return generic_kind(t) is not None
+
+
+def is_struct(t: Any) -> bool:
+    """``@struct`` types."""
+    return hasattr(t, "vars") and hasattr(t, "native_name") and hasattr(t, "ctype")
+
+
+def scalar_of(t: Any) -> Any:
+    """The scalar type of a composite, or ``t`` itself."""
+    if is_composite(t):
+        return t._wp_scalar_type_
+    return t
+
+
+def length_of(t: Any) -> int:
+    """Number of components of a vector-like type."""
+    return int(t._length_)
+
+
+def shape_of(t: Any) -> tuple[int, ...]:
+    """``(n,)`` for vectors, ``(rows, cols)`` for matrices."""
+    return tuple(t._shape_)
+
+
+def type_str(t: Any) -> str:
+    """A short readable name for a type (used in messages and IR dumps)."""
+    if t is None:
+        return "None"
+    if t is AnyT:
+        return "Any"
+    if isinstance(t, (ArrayT, TupleT)):
+        return str(t)
+    if is_struct(t):
+        return str(getattr(t, "key", t))
+    if isinstance(t, type):
+        return t.__name__
+    return repr(t)
+
+
+def normalize_annotation(t: Any) -> Any:
+    """Turn an annotation into a compiler type (``float`` -> ``float32``, array annotations -> :class:`ArrayT`)."""
+    if t in (builtins.int, builtins.float, builtins.bool):
+        return scalars.scalar_from_python(t)
+    if is_array_annotation(t):
+        return ArrayT(normalize_annotation(t.dtype), int(t.ndim))
+    return t
+
+
+def is_array_annotation(t: Any) -> bool:
+    """True for ``wp.array(dtype=..., ndim=...)`` objects (annotations or real arrays)."""
+    from . import array as array_mod
+
+    return isinstance(t, array_mod.array)
+
+
+def types_match(expected: Any, actual: Any) -> bool:
+    """True if a value of type ``actual`` may be passed where ``expected`` is declared (``Any`` matches all)."""
+    if expected is AnyT:
+        return True
+    if isinstance(expected, ArrayT) and isinstance(actual, ArrayT):
+        return expected.ndim == actual.ndim and types_match(expected.dtype, actual.dtype)
+    return bool(expected == actual)
+
+
+def contains_any(t: Any) -> bool:
+    """True if the type is generic (``Any`` somewhere inside)."""
+    if t is AnyT:
+        return True
+    if isinstance(t, ArrayT):
+        return contains_any(t.dtype)
+    return False

@@ -1,0 +1,94 @@
+"""Global configuration (``treadle.config`` / ``wp.config``).
+
+This module is the one place that reads environment variables. Settings are plain attributes, as in the
+reference API (``wp.config.mode = "debug"``); :func:`override` changes some of them for a ``with`` block.
+
+Environment variables read once at import:
+
+- ``TREADLE_CACHE_PATH`` (or ``WARP_CACHE_PATH``): kernel cache directory.
+- ``TREADLE_CXX`` (or ``CXX``): the C++ compiler for the CPU backend.
+- ``TREADLE_NUM_THREADS``: worker threads for CPU launches (default: all cores).
+- ``TREADLE_DUMP``: comma-separated pipeline stages to dump (``ast,ir,cpp``) into ``dump_dir``.
+- ``TREADLE_MODE``: ``release`` or ``debug``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+version: str = "0.1.0"
+
+_env = os.environ
+
+#: "release", or "debug" (checked mode: bounds checks, division-by-zero and NaN checks).
+mode: str = _env.get("TREADLE_MODE", "release")
+#: Report NaN/Inf stores in checked mode.
+verify_fp: bool = False
+#: Verify CUDA calls (accepted for compatibility).
+verify_cuda: bool = False
+#: Print each launch to stderr.
+print_launches: bool = False
+#: Keep compiled kernels on disk between processes.
+cache_kernels: bool = True
+#: Kernel cache directory; ``None`` means the per-user default.
+kernel_cache_dir: str | None = _env.get("TREADLE_CACHE_PATH") or _env.get("WARP_CACHE_PATH") or None
+#: Generate adjoint code for kernels (can be overridden per module/kernel).
+enable_backward: bool = True
+#: Loops over compile-time constant ranges with at most this many iterations are unrolled.
+max_unroll: int = 16
+#: Optimization level for the native compiler (``None``: 3 in release, 0 in debug... see backend).
+optimization_level: int | None = None
+#: Emit ``#line`` directives mapping generated C++ back to Python lines.
+line_directives: bool = True
+#: Quiet mode (accepted for compatibility).
+quiet: bool = False
+#: Verbose diagnostics on stderr.
+verbose: bool = False
+#: Log level (accepted for compatibility).
+log_level: int = 30
+#: Extra flags passed to the C++ compiler.
+cpu_compiler_flags: list[str] = []
+#: The C++ compiler to use for the CPU backend (``None``: find clang++ or g++).
+cxx: str | None = _env.get("TREADLE_CXX") or _env.get("CXX") or None
+#: Number of worker threads for CPU launches (0: all cores).
+num_threads: int = int(_env.get("TREADLE_NUM_THREADS", "0") or 0)
+#: Bit-identical results run to run (serial order for float atomics).
+deterministic: bool = False
+#: Pipeline stages to dump (``ast``, ``ir``, ``cpp``).
+dump: list[str] = [s for s in _env.get("TREADLE_DUMP", "").split(",") if s]
+#: Where dumps are written.
+dump_dir: str = _env.get("TREADLE_DUMP_DIR", "treadle_dump")
+#: Accepted for compatibility with the reference API.
+use_precompiled_headers: bool = True
+cuda_output: str | None = None
+ptx_target_arch: int | None = None
+lineinfo: bool = False
+enable_vector_component_overwrites: bool = False
+verify_autograd_array_access: bool = True
+enable_mempools_at_init: bool = False
+enable_graph_capture_module_load_by_default: bool = True
+max_graph_tape_size: int = 0
+legacy_scalar_return_types: bool = False
+track_memory: bool = False
+launch_array_access_mode: str = "default"
+
+
+@contextlib.contextmanager
+def override(**settings: Any) -> Iterator[None]:
+    """Temporarily change configuration settings inside a ``with`` block."""
+    mod = sys.modules[__name__]
+    old = {}
+    for key, value in settings.items():
+        if not hasattr(mod, key):
+            raise AttributeError(f"treadle.config has no setting '{key}'")
+        old[key] = getattr(mod, key)
+        setattr(mod, key, value)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            setattr(mod, key, value)
