@@ -43,7 +43,7 @@ class Overload:
     arg_types: tuple[Any, ...]
     ret: Any
     cpp: str
-    template: str = ""
+    template: tuple[Any, ...] = ()
 
     @property
     def differentiable(self) -> bool:
@@ -65,7 +65,7 @@ class Builtin:
     host: Callable[..., Any] | None = None
     kernel_only: bool = False
     lowering: str = "call"
-    template: Callable[[Sequence[Any], Any], str] | None = None
+    template: Callable[[Sequence[Any], Any], Sequence[Any]] | None = None
     static_args: int = 0
     _cache: dict[tuple[Any, ...], Overload] = dataclasses.field(default_factory=dict)
 
@@ -81,7 +81,7 @@ class Builtin:
         else:
             cacheable = False
         ret = self.rule(list(types), list(consts))
-        template = self.template(list(types), ret) if self.template else ""
+        template = tuple(self.template(list(types), ret)) if self.template else ()
         ov = Overload(self, key, ret, self.cpp, template)
         if cacheable:
             self._cache[key] = ov
@@ -142,7 +142,7 @@ def builtin(
     host: Callable[..., Any] | None = None,
     kernel_only: bool = False,
     lowering: str = "call",
-    template: Callable[[Sequence[Any], Any], str] | None = None,
+    template: Callable[[Sequence[Any], Any], Sequence[Any]] | None = None,
     static_args: int = 0,
 ) -> Builtin:
     """Declare a builtin (the only way builtins come into existence)."""

@@ -167,8 +167,8 @@ def _from_rows(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return _mat(len(types), t._length_, scalar_of(t))
 
 
-def _mat_template(types: Sequence[Any], ret: Any) -> str:
-    return f"{ret._shape_[0]},{scalar_of(ret)._cname_}"
+def _mat_template(types: Sequence[Any], ret: Any) -> tuple[Any, ...]:
+    return (ret._shape_[0], scalar_of(ret))
 
 
 def _np_normalize(v: Any) -> Any:

@@ -320,7 +320,9 @@ class Emitter:
             return f"({args[0]} {sym} {args[1]})"
         if cpp.startswith("op1:"):
             return f"({cpp[4:]}{args[0]})"
-        tmpl = f"<{ov.template}>" if ov.template else ""
+        tmpl = ""
+        if ov.template:
+            tmpl = "<" + ",".join(str(x) if isinstance(x, int) else cpp_type(x) for x in ov.template) + ">"
         return f"treadle::{cpp}{tmpl}({', '.join(args)})"
 
     def printf_arg(self, a: Any) -> str:

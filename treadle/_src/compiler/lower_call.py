@@ -352,7 +352,7 @@ class _PrintfOverload:
 
     builtin = _B()
     cpp = "op:printf"
-    template = ""
+    template = ()
     differentiable = False
 
     def __init__(self, fmt: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ... import config
 from ..backends.cpu import CompileOptions, get_cpu_backend
+from ..errors import CompileError
 from ..runtime.cache import get_cache
 from . import ir
 from .emit_cpp import Emitter
@@ -84,6 +85,7 @@ class Built:
         self.symbol = symbol
         self.key = key
         self.lib_path: Path | None = None
+        self.error: Exception | None = None
 
 
 def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
@@ -115,14 +117,30 @@ def compile_batch(items: list[Built], options: CompileOptions) -> None:
                 it.lib_path = cache.lookup(it.key)
         if not still:
             return
-        source = PRELUDE + "\n".join(it.block for it in still)
-        tmp = cache.tmp_dir()
-        out = tmp / f"b_{batch_key}.so"
-        get_cpu_backend().compile(source, out, options)  # on failure the source stays for the error report
-        lib = cache.publish(out, batch_key, [it.key for it in still])
-        _rmtree(tmp)
-        for it in still:
-            it.lib_path = lib
+        try:
+            _compile_publish(still, batch_key, options)
+        except CompileError as e:
+            if len(still) == 1:
+                still[0].error = e
+                return
+            # One bad kernel must not take its siblings down: build them one by one.
+            for it in still:
+                try:
+                    _compile_publish([it], it.key, options)
+                except CompileError as e1:
+                    it.error = e1
+
+
+def _compile_publish(items: list[Built], batch_key: str, options: CompileOptions) -> None:
+    cache = get_cache()
+    source = PRELUDE + "\n".join(it.block for it in items)
+    tmp = cache.tmp_dir()
+    out = tmp / f"b_{batch_key}.so"
+    get_cpu_backend().compile(source, out, options)  # on failure the source stays for the error report
+    lib = cache.publish(out, batch_key, [it.key for it in items])
+    _rmtree(tmp)
+    for it in items:
+        it.lib_path = lib
 
 
 def _rmtree(path: Path) -> None:

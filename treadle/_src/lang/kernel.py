@@ -101,7 +101,8 @@ def load_instances(insts: list[KernelInstance]) -> None:
         builts = [inst.built for inst in group]
         compile_batch(builts, group[0].options)
         for inst in group:
-            inst.bind()
+            if inst.built.error is None:
+                inst.bind()
 
 
 class KernelInstance:
@@ -160,12 +161,16 @@ class KernelInstance:
     def ensure_loaded(self) -> None:
         if self.entry is None:
             self.prepare()
+            if self.built.error is not None:
+                raise self.built.error
             if self.kernel.is_generic:
                 load_instances([self])
             else:
                 self.kernel.module.load()
-                if self.entry is None:
+                if self.entry is None and self.built.error is None:
                     load_instances([self])
+            if self.built.error is not None:
+                raise self.built.error
 
 
 def make_args_struct(names: list[str], types: tuple[Any, ...]) -> type[ctypes.Structure]:
