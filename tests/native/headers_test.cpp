@@ -7,12 +7,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
-using namespace treadle;
+// Inside namespace treadle so that unqualified calls find treadle::sin and not ::sin from <cmath>.
+namespace treadle {
+namespace tests {
 
 static int g_failures = 0;
 static int g_checks = 0;
@@ -167,9 +171,11 @@ static void test_scalar_values() {
         }
     }
     for (double z = 1e-300; z < 2.0; z *= 3.7) {
+        // erfc is steep in the tail: allow 4 ulp of y propagated through |erfc'(y)|, plus 4 ulp of z
         const double y = erfcinv(z);
+        const double tol = 1.1283791670955126 * std::exp(-y * y) * 4 * 2.2e-16 * std::fabs(y) + 4 * 2.2e-16 * z;
         ++g_checks;
-        if (!(std::fabs(std::erfc(y) - z) <= 1e-14 * z)) {
+        if (!(std::fabs(std::erfc(y) - z) <= tol)) {
             ++g_failures;
             std::printf("FAIL erfcinv(%.17g) = %.17g: erfc gives %.17g\n", z, y, std::erfc(y));
         }
@@ -195,9 +201,10 @@ static void test_scalar_values() {
     double adj_d = 0;
     adj_cast<float>(1.0, adj_d, 2.0f);
     int32 adj_i = 0;
-    adj_cast<int32>(1.0f, *(float*)&adj_d, 5);  // float -> int: no gradient
-    adj_cast<float>(3, adj_i, 2.0f);              // int -> float: no gradient to the int
-    CHECK(adj_d == 2.0 && adj_i == 0);
+    float adj_f = 0.0f;
+    adj_cast<int32>(1.0f, adj_f, 5);  // float -> int: no gradient
+    adj_cast<float>(3, adj_i, 2.0f);  // int -> float: no gradient to the int
+    CHECK(adj_d == 2.0 && adj_i == 0 && adj_f == 0.0f);
 }
 
 // ------------------------------------------------------------------------------------------------ vec / mat values
@@ -294,14 +301,13 @@ static void test_adjoints() {
         GRAD(log10, x + 1.0);
         GRAD(sqrt, x + 1.0);
         GRAD(pow, x + 1.5, x * 3.0);
-        GRAD(pow, x, 3.0);
         GRAD(atan2, x, 0.4);
         GRAD(atan2, 0.3, x);
         GRAD(add, x, 0.3);
         GRAD(sub, x, 0.3);
         GRAD(mul, x, 0.3);
         GRAD(div, x, 0.3);
-        GRAD(mod, x * 5.0, 0.7);
+        GRAD(mod, x * 5.0, 0.65);
         GRAD(min, x, 0.1);
         GRAD(max, x, 0.1);
         GRAD(copysign, x, -0.5);
@@ -401,6 +407,10 @@ static void test_adjoints() {
     m33d sing(1, 2, 3, 2, 4, 6, 1, 0, 1), adj_sing;
     adj_determinant(sing, adj_sing, 1.0);
     CHECK(isfinite(adj_sing) && adj_sing.data[2][2] == 0.0 && adj_sing.data[0][0] == 4.0);
+    double px = 0, py = 0;
+    adj_pow(-0.5, 3.0, px, py, 1.0);  // negative base: gradient to x only
+    CHECK_NEAR(px, 0.75, 1e-15);
+    CHECK(py == 0.0);
     // gradients are accumulated, not assigned
     double ax = 1.0;
     adj_sin(0.0, ax, 1.0);
@@ -754,11 +764,23 @@ static int print_mode() {
     return 0;
 }
 
+}  // namespace tests
+}  // namespace treadle
+
 int main(int argc, char** argv) {
+    using namespace treadle::tests;
     if (argc > 1 && std::strcmp(argv[1], "print") == 0)
         return print_mode();
     if (argc > 3 && std::strcmp(argv[1], "half") == 0)
         return half_dump(argv[2], argv[3]);
+    if (argc > 1 && std::strcmp(argv[1], "erf") == 0) {  // erfinv and erfcinv of each argument, float64 and float32
+        for (int k = 2; k < argc; ++k) {
+            const double v = std::strtod(argv[k], nullptr);
+            std::printf("%.17g %.17g %.9g %.9g\n", treadle::erfinv(v), treadle::erfcinv(v),
+                        (double)treadle::erfinv((float)v), (double)treadle::erfcinv((float)v));
+        }
+        return 0;
+    }
     test_scalar_values();
     test_vec_mat_values();
     test_adjoints();

@@ -81,6 +81,10 @@ TREADLE_DECLARE_INT(int64)
 TREADLE_DECLARE_INT(uint64)
 #undef TREADLE_DECLARE_INT
 
+template <typename T> struct is_scalar {
+    static constexpr bool value = is_int<T>::value || is_float<T>::value || is_same<T, bool>::value;
+};
+
 // The scalar type of a scalar, vector or matrix (vec.h and mat.h add their specialisations).
 template <typename T> struct scalar_of { typedef T type; };
 

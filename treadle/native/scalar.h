@@ -19,11 +19,18 @@ namespace treadle {
     TREADLE_FUNC float64 name(float64 x) { return TREADLE_LIBM(fd)(x); }              \
     TREADLE_FUNC half name(half x) { return half(TREADLE_LIBM(ff)(float32(x))); }
 
+// Adjoint templates of scalar functions accept scalar types only, so that they never compete in overload resolution
+// with the vector and matrix adjoints of vec.h and mat.h.
+#define TREADLE_SCALAR_ADJ \
+    template <typename T, typename detail::enable_if<detail::is_scalar<T>::value, int>::type = 0> TREADLE_FUNC
+
 // Adjoint that contributes nothing (piecewise-constant or non-differentiable functions).
 #define TREADLE_ADJ_NONE_1(name)                                                          \
-    template <typename T, typename R> TREADLE_FUNC void adj_##name(T, T&, const R&) {}
+    template <typename T, typename R, typename detail::enable_if<detail::is_scalar<T>::value, int>::type = 0> \
+    TREADLE_FUNC void adj_##name(T, T&, const R&) {}
 #define TREADLE_ADJ_NONE_2(name)                                                          \
-    template <typename T, typename R> TREADLE_FUNC void adj_##name(T, T, T&, T&, const R&) {}
+    template <typename T, typename R, typename detail::enable_if<detail::is_scalar<T>::value, int>::type = 0> \
+    TREADLE_FUNC void adj_##name(T, T, T&, T&, const R&) {}
 
 // ------------------------------------------------------------------------------------------------ operators
 #define TREADLE_X(T)                                                           \
@@ -44,13 +51,13 @@ template <typename T> TREADLE_FUNC void adj_sub(T, T, T& adj_a, T& adj_b, const 
     adj_a += adj_ret;
     adj_b -= adj_ret;
 }
-template <typename T> TREADLE_FUNC void adj_mul(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_mul(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
     if constexpr (detail::is_float<T>::value) {
         adj_a += b * adj_ret;
         adj_b += a * adj_ret;
     }
 }
-template <typename T> TREADLE_FUNC void adj_div(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_div(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
     if constexpr (detail::is_float<T>::value) {
         adj_a += adj_ret / b;
         adj_b -= adj_ret * a / (b * b);
@@ -68,7 +75,7 @@ TREADLE_UNARY_LIBM(trunc, truncf, trunc)  // needed by adj_mod and frac
 TREADLE_FUNC float32 mod(float32 a, float32 b) { return TREADLE_LIBM(fmodf)(a, b); }
 TREADLE_FUNC float64 mod(float64 a, float64 b) { return TREADLE_LIBM(fmod)(a, b); }
 TREADLE_FUNC half mod(half a, half b) { return half(TREADLE_LIBM(fmodf)(float32(a), float32(b))); }
-template <typename T> TREADLE_FUNC void adj_mod(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_mod(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
     if constexpr (detail::is_float<T>::value) {  // a - b * trunc(a / b)
         adj_a += adj_ret;
         adj_b -= adj_ret * trunc(a / b);
@@ -124,20 +131,19 @@ TREADLE_ADJ_NONE_1(invert)
     TREADLE_FUNC T clamp(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }
 TREADLE_ALL_TYPES(TREADLE_X)
 #undef TREADLE_X
-template <typename T> TREADLE_FUNC void adj_min(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_min(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
     if (a < b)
         adj_a += adj_ret;
     else
         adj_b += adj_ret;
 }
-template <typename T> TREADLE_FUNC void adj_max(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_max(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
     if (a > b)
         adj_a += adj_ret;
     else
         adj_b += adj_ret;
 }
-template <typename T>
-TREADLE_FUNC void adj_clamp(T x, T lo, T hi, T& adj_x, T& adj_lo, T& adj_hi, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_clamp(T x, T lo, T hi, T& adj_x, T& adj_lo, T& adj_hi, const T& adj_ret) {
     if (x < lo)
         adj_lo += adj_ret;
     else if (x < hi)
@@ -166,7 +172,7 @@ TREADLE_UNSIGNED_TYPES(TREADLE_X)
     TREADLE_FUNC T nonzero(T x) { return x != T(0) ? T(1) : T(0); }
 TREADLE_ALL_TYPES(TREADLE_X)
 #undef TREADLE_X
-template <typename T> TREADLE_FUNC void adj_abs(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_abs(T x, T& adj_x, const T& adj_ret) {
     if constexpr (detail::is_float<T>::value) {  // d|x|/dx taken as 1 at 0, like the reference
         if (x < T(0))
             adj_x -= adj_ret;
@@ -222,40 +228,40 @@ TREADLE_ADJ_NONE_1(trunc)
     TREADLE_FUNC T frac(T x) { return T(x - trunc(x)); }
 TREADLE_FLOAT_TYPES(TREADLE_X)
 #undef TREADLE_X
-template <typename T> TREADLE_FUNC void adj_frac(T, T& adj_x, const T& adj_ret) { adj_x += adj_ret; }
+TREADLE_SCALAR_ADJ void adj_frac(T, T& adj_x, const T& adj_ret) { adj_x += adj_ret; }
 
 // ------------------------------------------------------------------------------------------------ powers and logs
 TREADLE_UNARY_LIBM(sqrt, sqrtf, sqrt)
-template <typename T> TREADLE_FUNC void adj_sqrt(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_sqrt(T x, T& adj_x, const T& adj_ret) {
     adj_x += adj_ret / (T(2) * sqrt(x));
 }
 
 TREADLE_UNARY_LIBM(cbrt, cbrtf, cbrt)
-template <typename T> TREADLE_FUNC void adj_cbrt(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_cbrt(T x, T& adj_x, const T& adj_ret) {
     const T c = cbrt(x);
     adj_x += adj_ret / (T(3) * c * c);
 }
 
 TREADLE_UNARY_LIBM(exp, expf, exp)
-template <typename T> TREADLE_FUNC void adj_exp(T x, T& adj_x, const T& adj_ret) { adj_x += exp(x) * adj_ret; }
+TREADLE_SCALAR_ADJ void adj_exp(T x, T& adj_x, const T& adj_ret) { adj_x += exp(x) * adj_ret; }
 
 TREADLE_UNARY_LIBM(log, logf, log)
-template <typename T> TREADLE_FUNC void adj_log(T x, T& adj_x, const T& adj_ret) { adj_x += adj_ret / x; }
+TREADLE_SCALAR_ADJ void adj_log(T x, T& adj_x, const T& adj_ret) { adj_x += adj_ret / x; }
 
 TREADLE_UNARY_LIBM(log2, log2f, log2)
-template <typename T> TREADLE_FUNC void adj_log2(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_log2(T x, T& adj_x, const T& adj_ret) {
     adj_x += adj_ret / (x * T(0.693147180559945309417));
 }
 
 TREADLE_UNARY_LIBM(log10, log10f, log10)
-template <typename T> TREADLE_FUNC void adj_log10(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_log10(T x, T& adj_x, const T& adj_ret) {
     adj_x += adj_ret / (x * T(2.30258509299404568402));
 }
 
 TREADLE_FUNC float32 pow(float32 x, float32 y) { return TREADLE_LIBM(powf)(x, y); }
 TREADLE_FUNC float64 pow(float64 x, float64 y) { return TREADLE_LIBM(pow)(x, y); }
 TREADLE_FUNC half pow(half x, half y) { return half(TREADLE_LIBM(powf)(float32(x), float32(y))); }
-template <typename T> TREADLE_FUNC void adj_pow(T x, T y, T& adj_x, T& adj_y, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_pow(T x, T y, T& adj_x, T& adj_y, const T& adj_ret) {
     adj_x += y * pow(x, T(y - T(1))) * adj_ret;
     if (x > T(0))  // d/dy x^y = log(x) x^y, undefined for x <= 0
         adj_y += log(x) * pow(x, y) * adj_ret;
@@ -265,9 +271,9 @@ template <typename T> TREADLE_FUNC void adj_pow(T x, T y, T& adj_x, T& adj_y, co
 TREADLE_UNARY_LIBM(sin, sinf, sin)
 TREADLE_UNARY_LIBM(cos, cosf, cos)
 TREADLE_UNARY_LIBM(tan, tanf, tan)
-template <typename T> TREADLE_FUNC void adj_sin(T x, T& adj_x, const T& adj_ret) { adj_x += cos(x) * adj_ret; }
-template <typename T> TREADLE_FUNC void adj_cos(T x, T& adj_x, const T& adj_ret) { adj_x -= sin(x) * adj_ret; }
-template <typename T> TREADLE_FUNC void adj_tan(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_sin(T x, T& adj_x, const T& adj_ret) { adj_x += cos(x) * adj_ret; }
+TREADLE_SCALAR_ADJ void adj_cos(T x, T& adj_x, const T& adj_ret) { adj_x -= sin(x) * adj_ret; }
+TREADLE_SCALAR_ADJ void adj_tan(T x, T& adj_x, const T& adj_ret) {
     const T c = cos(x);
     adj_x += adj_ret / (c * c);
 }
@@ -279,26 +285,26 @@ TREADLE_FUNC float32 asin(float32 x) { return TREADLE_LIBM(asinf)(clamp(x, -1.0f
 TREADLE_FUNC float32 acos(float32 x) { return TREADLE_LIBM(acosf)(clamp(x, -1.0f, 1.0f)); }
 TREADLE_FUNC half asin(half x) { return half(asin(float32(x))); }
 TREADLE_FUNC half acos(half x) { return half(acos(float32(x))); }
-template <typename T> TREADLE_FUNC void adj_asin(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_asin(T x, T& adj_x, const T& adj_ret) {
     const T d = T(1) - x * x;
     if (d > T(0))
         adj_x += adj_ret / sqrt(d);
 }
-template <typename T> TREADLE_FUNC void adj_acos(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_acos(T x, T& adj_x, const T& adj_ret) {
     const T d = T(1) - x * x;
     if (d > T(0))
         adj_x -= adj_ret / sqrt(d);
 }
 
 TREADLE_UNARY_LIBM(atan, atanf, atan)
-template <typename T> TREADLE_FUNC void adj_atan(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_atan(T x, T& adj_x, const T& adj_ret) {
     adj_x += adj_ret / (T(1) + x * x);
 }
 
 TREADLE_FUNC float32 atan2(float32 y, float32 x) { return TREADLE_LIBM(atan2f)(y, x); }
 TREADLE_FUNC float64 atan2(float64 y, float64 x) { return TREADLE_LIBM(atan2)(y, x); }
 TREADLE_FUNC half atan2(half y, half x) { return half(TREADLE_LIBM(atan2f)(float32(y), float32(x))); }
-template <typename T> TREADLE_FUNC void adj_atan2(T y, T x, T& adj_y, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_atan2(T y, T x, T& adj_y, T& adj_x, const T& adj_ret) {
     const T r2 = x * x + y * y;
     if (r2 > T(0)) {
         adj_y += x * adj_ret / r2;
@@ -308,11 +314,11 @@ template <typename T> TREADLE_FUNC void adj_atan2(T y, T x, T& adj_y, T& adj_x, 
 
 TREADLE_UNARY_LIBM(sinh, sinhf, sinh)
 TREADLE_UNARY_LIBM(cosh, coshf, cosh)
-template <typename T> TREADLE_FUNC void adj_sinh(T x, T& adj_x, const T& adj_ret) { adj_x += cosh(x) * adj_ret; }
-template <typename T> TREADLE_FUNC void adj_cosh(T x, T& adj_x, const T& adj_ret) { adj_x += sinh(x) * adj_ret; }
+TREADLE_SCALAR_ADJ void adj_sinh(T x, T& adj_x, const T& adj_ret) { adj_x += cosh(x) * adj_ret; }
+TREADLE_SCALAR_ADJ void adj_cosh(T x, T& adj_x, const T& adj_ret) { adj_x += sinh(x) * adj_ret; }
 
 TREADLE_UNARY_LIBM(tanh, tanhf, tanh)
-template <typename T> TREADLE_FUNC void adj_tanh(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_tanh(T x, T& adj_x, const T& adj_ret) {
     const T t = tanh(x);
     adj_x += (T(1) - t * t) * adj_ret;
 }
@@ -322,10 +328,10 @@ template <typename T> TREADLE_FUNC void adj_tanh(T x, T& adj_x, const T& adj_ret
     TREADLE_FUNC T radians(T x) { return T(x * T(0.01745329251994329576924)); }
 TREADLE_FLOAT_TYPES(TREADLE_X)
 #undef TREADLE_X
-template <typename T> TREADLE_FUNC void adj_degrees(T, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_degrees(T, T& adj_x, const T& adj_ret) {
     adj_x += adj_ret * T(57.29577951308232087680);
 }
-template <typename T> TREADLE_FUNC void adj_radians(T, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_radians(T, T& adj_x, const T& adj_ret) {
     adj_x += adj_ret * T(0.01745329251994329576924);
 }
 
@@ -333,7 +339,7 @@ template <typename T> TREADLE_FUNC void adj_radians(T, T& adj_x, const T& adj_re
 TREADLE_FUNC float32 copysign(float32 x, float32 y) { return TREADLE_LIBM(copysignf)(x, y); }
 TREADLE_FUNC float64 copysign(float64 x, float64 y) { return TREADLE_LIBM(copysign)(x, y); }
 TREADLE_FUNC half copysign(half x, half y) { return half::from_bits((uint16)((x.u & 0x7fffu) | (y.u & 0x8000u))); }
-template <typename T> TREADLE_FUNC void adj_copysign(T x, T y, T& adj_x, T&, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_copysign(T x, T y, T& adj_x, T&, const T& adj_ret) {
     // d/dx = +1 when x already has y's sign, else -1; no gradient to y.
     if ((copysign(T(1), x) < T(0)) == (copysign(T(1), y) < T(0)))
         adj_x += adj_ret;
@@ -350,13 +356,12 @@ template <typename T> TREADLE_FUNC void adj_copysign(T x, T y, T& adj_x, T&, con
     }
 TREADLE_FLOAT_TYPES(TREADLE_X)
 #undef TREADLE_X
-template <typename T> TREADLE_FUNC void adj_lerp(T a, T b, T t, T& adj_a, T& adj_b, T& adj_t, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_lerp(T a, T b, T t, T& adj_a, T& adj_b, T& adj_t, const T& adj_ret) {
     adj_a += adj_ret * (T(1) - t);
     adj_b += adj_ret * t;
     adj_t += adj_ret * (b - a);
 }
-template <typename T>
-TREADLE_FUNC void adj_smoothstep(T a, T b, T x, T& adj_a, T& adj_b, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_smoothstep(T a, T b, T x, T& adj_a, T& adj_b, T& adj_x, const T& adj_ret) {
     const T w = b - a;
     const T t = (x - a) / w;
     if (!(t > T(0) && t < T(1)))
@@ -370,10 +375,10 @@ TREADLE_FUNC void adj_smoothstep(T a, T b, T x, T& adj_a, T& adj_b, T& adj_x, co
 // ------------------------------------------------------------------------------------------------ error functions
 TREADLE_UNARY_LIBM(erf, erff, erf)
 TREADLE_UNARY_LIBM(erfc, erfcf, erfc)
-template <typename T> TREADLE_FUNC void adj_erf(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_erf(T x, T& adj_x, const T& adj_ret) {
     adj_x += T(1.12837916709551257390) * exp(T(-x * x)) * adj_ret;  // 2/sqrt(pi) e^{-x^2}
 }
-template <typename T> TREADLE_FUNC void adj_erfc(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_erfc(T x, T& adj_x, const T& adj_ret) {
     adj_x -= T(1.12837916709551257390) * exp(T(-x * x)) * adj_ret;
 }
 
@@ -446,11 +451,11 @@ inline float32 erfcinv(float32 x) { return (float32)erfcinv((float64)x); }
 #endif
 TREADLE_FUNC half erfinv(half x) { return half(erfinv(float32(x))); }
 TREADLE_FUNC half erfcinv(half x) { return half(erfcinv(float32(x))); }
-template <typename T> TREADLE_FUNC void adj_erfinv(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_erfinv(T x, T& adj_x, const T& adj_ret) {
     const T y = erfinv(x);  // dy/dx = sqrt(pi)/2 e^{y^2}
     adj_x += T(0.88622692545275801365) * exp(T(y * y)) * adj_ret;
 }
-template <typename T> TREADLE_FUNC void adj_erfcinv(T x, T& adj_x, const T& adj_ret) {
+TREADLE_SCALAR_ADJ void adj_erfcinv(T x, T& adj_x, const T& adj_ret) {
     const T y = erfcinv(x);
     adj_x -= T(0.88622692545275801365) * exp(T(y * y)) * adj_ret;
 }

@@ -279,8 +279,9 @@ class Lowerer(CallMixin):
                     val = self.coerce(v, base.type.dtype, node, "the stored value")
                     self.emit(ir.ArrayStore(self.loc(node), base, idx, val))
                     return
-                raise self.err(f"assigning to a {base.type.ndim}-d array needs {base.type.ndim} indices", target,
-                               cls=CodegenTypeError)
+                raise self.err(f"too many or too few indices ({len(idx)}) for a {base.type.ndim}-d array", target,
+                               f"index all {base.type.ndim} dimension(s): a[i{', j' * (base.type.ndim - 1)}] = ...",
+                               CodegenTypeError)
             container = self.as_operand(base, node)
             idx = self.index_operands(target.slice)
             new = self.insert_component(container, idx, None, v, target)

@@ -71,6 +71,8 @@ class CallMixin(ExprMixin):
         if obj is getattr(self.ctx, "static_fn", None):
             raise self.err("wp.static() is not supported yet", node, cls=UnsupportedConstructError)
         name = getattr(obj, "__name__", type(obj).__name__)
+        for a in node.args:  # report unsupported constructs in the arguments first
+            self.expr(a)
         if callable(obj):
             raise self.err(f"'{name}' is a Python function, not a @wp.func; kernels cannot call it", node,
                            f"decorate '{name}' with @wp.func (and annotate its parameters)",

@@ -68,6 +68,13 @@ class FuncDef:
         if inst is None:
             inst = FuncInstance(self, types)
             self.instances[types] = inst
+            try:
+                inst.lower()
+            except BaseException:
+                del self.instances[types]
+                raise
+        else:
+            inst.lower()  # raises the recursion error when called while being lowered
         return inst
 
 
@@ -85,7 +92,6 @@ class FuncInstance:
         ident = "|".join(type_str(t) for t in types)
         digest = hashlib.sha256(f"{fdef.owner.key}|{fdef.src.source_hash}|{ident}".encode()).hexdigest()[:12]
         self.cname = f"fn_{_c_ident(fdef.src.name)}_{digest}"
-        self.lower()
 
     def lower(self) -> Any:
         """Lower (once); recursion is reported as an error at the recursive call."""
@@ -211,6 +217,10 @@ class Function:
         _, fdef, ops, types = candidates[0]
         ops = [convert_const(o, t) if getattr(o, "weak", False) and o.type != t and scalars.is_scalar_type(t) else o
                for o, t in zip(ops, types)]
+        pending = fdef.instances.get(types)
+        if pending is not None and pending._lowering:
+            raise CodegenError(f"'{self.name}' calls itself (directly or indirectly); recursion is not supported "
+                               "in kernels", low.src.loc(node), "rewrite the recursion as a loop")
         return fdef.instance(types), ops
 
     def _bind(self, fdef: FuncDef, raw: list[Any], kwargs: dict[str, Any], low: Any, node: ast.AST) -> list[Any]:

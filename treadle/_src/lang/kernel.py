@@ -43,8 +43,8 @@ class Module:
                     continue
                 try:
                     inst = k.get_instance(None)
-                except TreadleError:
-                    continue  # reported when that kernel is launched
+                except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
+                    continue
                 if inst.entry is None:
                     pending.append(inst)
             ready = []
@@ -52,7 +52,7 @@ class Module:
                 try:
                     inst.prepare()
                     ready.append(inst)
-                except TreadleError:
+                except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
                     continue
             if ready:
                 load_instances(ready)
