@@ -1,0 +1,95 @@
+"""The kernel cache: shared between processes, safe under concurrency, self-healing when damaged."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import treadle as wp
+    from treadle._src.backends.cpu import get_cpu_backend
+
+    SCALE = {scale}
+
+    @wp.kernel
+    def scale(a: wp.array(dtype=float)):
+        i = wp.tid()
+        a[i] = a[i] * SCALE + float(i)
+
+    a = wp.ones(1000, dtype=float)
+    wp.launch(scale, dim=1000, inputs=[a])
+    ok = np.allclose(a.numpy(), SCALE + np.arange(1000))
+    print("compiles", get_cpu_backend().compile_count, "ok", ok)
+""")
+
+
+def _run(tmp_path: Path, cache: Path, scale: float, tag: str = "") -> subprocess.Popen:
+    script = tmp_path / f"k_{str(scale).replace('.', '_')}.py"  # same file: #line paths are in the key
+    script.write_text(SCRIPT.format(scale=scale))
+    env = dict(os.environ, TREADLE_CACHE_PATH=str(cache))
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def _result(p: subprocess.Popen) -> tuple[int, bool]:
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    words = out.split()
+    return int(words[1]), words[3] == "True"
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    assert _result(_run(tmp_path, cache, 3.0)) == (1, True)
+    assert _result(_run(tmp_path, cache, 3.0)) == (0, True)
+    # a different constant is a different binary
+    assert _result(_run(tmp_path, cache, 4.0)) == (1, True)
+
+
+def test_four_processes_compile_the_same_kernel_concurrently(tmp_path):
+    cache = tmp_path / "cache"
+    procs = [_run(tmp_path, cache, 5.0) for _ in range(4)]
+    results = [_result(p) for p in procs]
+    assert all(ok for _, ok in results)
+    # the lock makes the others wait and reuse the first build
+    assert sum(c for c, _ in results) == 1
+    libs = list((cache / "lib").glob("*.so"))
+    assert len(libs) == 1
+    assert not list((cache / "tmp").glob("*/*.so"))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete_lib", "garbage_ref"])
+def test_damaged_cache_entries_are_rebuilt(tmp_path, damage):
+    cache = tmp_path / "cache"
+    assert _result(_run(tmp_path, cache, 6.0)) == (1, True)
+    lib = next((cache / "lib").glob("*.so"))
+    ref = next((cache / "ref").glob("*.ref"))
+    if damage == "truncate":
+        lib.write_bytes(lib.read_bytes()[:100])
+    elif damage == "delete_lib":
+        lib.unlink()
+    else:
+        ref.write_text("nonsense")
+    assert _result(_run(tmp_path, cache, 6.0)) == (1, True)
+    assert _result(_run(tmp_path, cache, 6.0)) == (0, True)
+
+
+def test_clear_kernel_cache(tmp_path):
+    import treadle as wp
+
+    old = wp.config.kernel_cache_dir
+    wp.config.kernel_cache_dir = str(tmp_path / "c2")
+    try:
+        (tmp_path / "c2" / "lib").mkdir(parents=True)
+        (tmp_path / "c2" / "lib" / "x.so").write_bytes(b"x")
+        wp.clear_kernel_cache()
+        assert not (tmp_path / "c2" / "lib" / "x.so").exists()
+    finally:
+        wp.config.kernel_cache_dir = old
