@@ -21,3 +21,9 @@ def test_no_file_over_1500_lines() -> None:
 def test_ruff_clean() -> None:
     r = subprocess.run(["ruff", "check", "treadle", "tests"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(shutil.which("mypy") is None, reason="mypy not installed")
+def test_mypy_clean() -> None:
+    r = subprocess.run(["mypy"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

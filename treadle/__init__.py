@@ -27,6 +27,8 @@ from ._src.lang.array import array1d as array1d
 from ._src.lang.array import array2d as array2d
 from ._src.lang.array import array3d as array3d
 from ._src.lang.array import array4d as array4d
+from ._src.lang.array import dtype_from_numpy as dtype_from_numpy
+from ._src.lang.array import dtype_to_numpy as dtype_to_numpy
 from ._src.lang.array import from_ptr as from_ptr
 from ._src.lang.creation import clone as clone
 from ._src.lang.creation import copy as copy
@@ -39,18 +41,17 @@ from ._src.lang.creation import ones as ones
 from ._src.lang.creation import ones_like as ones_like
 from ._src.lang.creation import zeros as zeros
 from ._src.lang.creation import zeros_like as zeros_like
-from ._src.lang.array import dtype_from_numpy as dtype_from_numpy
-from ._src.lang.array import dtype_to_numpy as dtype_to_numpy
 from ._src.lang.function import Function as Function
 from ._src.lang.kernel import Kernel as Kernel
 from ._src.lang.kernel import Module as Module
+from ._src.lang.kernel import ModuleBuildOptions as ModuleBuildOptions
+from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import constant as constant
 from ._src.lang.kernel import func as func
 from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
-from ._src.lang.matrix import matrix as matrix
 from ._src.lang.matrix import mat22 as mat22
 from ._src.lang.matrix import mat22d as mat22d
 from ._src.lang.matrix import mat22f as mat22f
@@ -63,6 +64,11 @@ from ._src.lang.matrix import mat44 as mat44
 from ._src.lang.matrix import mat44d as mat44d
 from ._src.lang.matrix import mat44f as mat44f
 from ._src.lang.matrix import mat44h as mat44h
+from ._src.lang.matrix import matrix as matrix
+from ._src.lang.module_api import force_load as force_load
+from ._src.lang.module_api import get_module_options as get_module_options
+from ._src.lang.module_api import load_module as load_module
+from ._src.lang.module_api import set_module_options as set_module_options
 from ._src.lang.scalars import bool as bool  # noqa: A004
 from ._src.lang.scalars import float16 as float16
 from ._src.lang.scalars import float32 as float32
@@ -76,7 +82,6 @@ from ._src.lang.scalars import uint8 as uint8
 from ._src.lang.scalars import uint16 as uint16
 from ._src.lang.scalars import uint32 as uint32
 from ._src.lang.scalars import uint64 as uint64
-from ._src.lang.vector import vector as vector
 from ._src.lang.vector import vec2 as vec2
 from ._src.lang.vector import vec2b as vec2b
 from ._src.lang.vector import vec2d as vec2d
@@ -113,6 +118,7 @@ from ._src.lang.vector import vec4ub as vec4ub
 from ._src.lang.vector import vec4ui as vec4ui
 from ._src.lang.vector import vec4ul as vec4ul
 from ._src.lang.vector import vec4us as vec4us
+from ._src.lang.vector import vector as vector
 from ._src.runtime.cache import clear_kernel_cache as clear_kernel_cache
 from ._src.runtime.device import Device as Device
 from ._src.runtime.device import ScopedDevice as ScopedDevice
@@ -136,10 +142,6 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
-from ._src.lang.module_api import force_load as force_load
-from ._src.lang.module_api import get_module_options as get_module_options
-from ._src.lang.module_api import load_module as load_module
-from ._src.lang.module_api import set_module_options as set_module_options
 
 __version__ = config.version
 

@@ -50,14 +50,14 @@ def funcs_kernel(out: wp.array(dtype=float), iout: wp.array(dtype=int)):
 @wp.kernel
 def control(out: wp.array(dtype=int)):
     i = wp.tid()
-    total = int(0)
+    total = 0
     for k in range(i):
         if k == 3:
             continue
         if k > 6:
             break
         total += k
-    j = int(10)
+    j = 10
     while j > 0:
         j -= 3
         if j == 4:

@@ -54,7 +54,7 @@ def construct(out: wp.array(dtype=wp.vec4), outm: wp.array(dtype=wp.mat22), outi
 @wp.kernel
 def component_loops(v: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
     i = wp.tid()
-    total = float(0.0)
+    total = 0.0
     for c in v[i]:
         total += c * c
     out[i] = total

@@ -56,6 +56,7 @@ class CodegenError(TreadleError):
         loc: where in the user's code the problem is (may be ``None`` when unknown).
         msg: the plain message.
         fix: a short suggestion of how to fix it (may be empty).
+
     """
 
     def __init__(self, msg: str, loc: SourceLoc | None = None, fix: str = "") -> None:

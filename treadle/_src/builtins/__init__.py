@@ -6,6 +6,6 @@ from . import operators as operators
 from . import scalar_math as scalar_math
 from . import utility as utility
 from . import vector_math as vector_math
+from .exports import exported_builtins as exported_builtins
 from .registry import REGISTRY as REGISTRY
 from .registry import Builtin as Builtin
-from .exports import exported_builtins as exported_builtins

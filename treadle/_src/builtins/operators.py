@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lang.typesys import is_composite, is_float, is_int, is_matrix, scalar_of, type_str
 from ..lang import scalars
+from ..lang.typesys import is_composite, is_float, is_int, is_matrix, scalar_of, type_str
 from .registry import NoMatch, arity, builtin, need, same
 
 GROUP = "Operators"

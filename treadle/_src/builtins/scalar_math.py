@@ -125,7 +125,7 @@ def _vec_erfinv(x: Any) -> Any:
     return np.vectorize(one, otypes=[np.asarray(x).dtype])(x)
 
 
-_UNARY_FLOAT = {
+_UNARY_FLOAT: dict[str, tuple[Any, str]] = {
     "acos": (lambda x: np.arccos(np.clip(x, -1, 1)), "Inverse cosine in radians (argument clamped to [-1, 1])."),
     "asin": (lambda x: np.arcsin(np.clip(x, -1, 1)), "Inverse sine in radians (argument clamped to [-1, 1])."),
     "atan": (np.arctan, "Inverse tangent in radians."),

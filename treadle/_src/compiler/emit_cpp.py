@@ -124,8 +124,8 @@ class Emitter:
                 self.need_type(et)
             name = f"tuple_{len(self.tuple_names)}"
             self.tuple_names[t] = name
-            fields = "\n".join(f"    {cpp_type(et, self.tuple_names)} f{i};" for i, et in enumerate(t.types))
-            self.type_defs.append(f"struct {name} {{\n{fields}\n}};")
+            members = "\n".join(f"    {cpp_type(et, self.tuple_names)} f{i};" for i, et in enumerate(t.types))
+            self.type_defs.append(f"struct {name} {{\n{members}\n}};")
 
     def collect_types(self, f: ir.FuncIR) -> None:
         for p in f.params:
@@ -251,8 +251,8 @@ class Emitter:
         elif isinstance(s, ir.ArrayAtomic):
             idx = ", ".join(op(i) for i in s.indices)
             addr = f"treadle::address({op(s.array)}, {idx})"
-            args = [addr] + ([op(s.compare)] if s.compare is not None else []) + [op(s.value)]
-            call = f"treadle::atomic_{s.op}({', '.join(args)})"
+            operands = [addr] + ([op(s.compare)] if s.compare is not None else []) + [op(s.value)]
+            call = f"treadle::atomic_{s.op}({', '.join(operands)})"
             lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
         elif isinstance(s, ir.DeclLocal):
             pass

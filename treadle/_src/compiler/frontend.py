@@ -440,6 +440,9 @@ class Lowerer(CallMixin):
         if any(a.type != it_t for a in args):
             raise self.err("range() arguments must all have the same integer type", call,
                            "convert them with int(...)", CodegenTypeError)
+        start: Any
+        stop: Any
+        step: Any
         if len(args) == 1:
             start, stop, step = ir.Const(0, it_t), args[0], ir.Const(1, it_t)
         elif len(args) == 2:
@@ -453,7 +456,7 @@ class Lowerer(CallMixin):
                 raise self.err("reversed(range(...)) needs a constant step", call, cls=UnsupportedConstructError)
             # reversed(range(a, b, s)) == range(last, a - sign(s), -s) with last = a + ((b - a - sign) // s) * s
             start, stop, step = self.reversed_range(start, stop, step, call)
-        name = node.target.id  # type: ignore[union-attr]
+        name = node.target.id  # type: ignore[attr-defined]
         var = self.locals.get(name)
         if var is None:
             var = self.new_local(name, it_t)
@@ -496,7 +499,7 @@ class Lowerer(CallMixin):
     def lower_component_loop(self, node: ast.For, seq: Any) -> None:
         t = seq.type
         n = t._shape_[0]
-        name = node.target.id  # type: ignore[union-attr]
+        name = node.target.id  # type: ignore[attr-defined]
         idx = self.temp_local(scalars.int32)
         elem_t = t._wp_row_type_ if getattr(t, "_wp_generic_type_str_", None) == "mat_t" else scalar_of(t)
         var = self.locals.get(name) or self.new_local(name, elem_t)

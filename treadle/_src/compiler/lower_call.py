@@ -92,7 +92,7 @@ class CallMixin(ExprMixin):
                 else:
                     break
             if by_name:
-                raise self.err(f"unexpected keyword argument(s): {', '.join(by_name)}", node, cls=CodegenTypeError)
+                raise self.err(f"unexpected keyword argument(s): {', '.join(str(k) for k in by_name)}", node, cls=CodegenTypeError)
         return args
 
     def call_declared(self, b: Builtin, node: ast.Call) -> Any:

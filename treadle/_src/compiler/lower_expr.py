@@ -13,7 +13,7 @@ import numpy as np
 
 from ..builtins import REGISTRY
 from ..builtins.operators import BINOP_NAMES, CMPOP_NAMES, UNARYOP_NAMES
-from ..builtins.registry import NOT_CONST, Builtin, NoMatch
+from ..builtins.registry import Builtin, NoMatch
 from ..errors import (
     CodegenAttributeError,
     CodegenError,
@@ -128,12 +128,23 @@ class ExprMixin:
     ctx: Any
 
     # Provided by the Lowerer -------------------------------------------------------------------------------
-    def emit(self, stmt: ir.Stmt) -> None: ...
-    def new_value(self, t: Any, hint: str = "") -> ir.Value: ...
-    def read_name(self, node: ast.Name) -> Any: ...
-    def err(self, msg: str, node: ast.AST | None, fix: str = "", cls: type = CodegenError) -> CodegenError: ...
-    def temp_local(self, t: Any) -> ir.Local: ...
-    def lower_body_into(self, block: ir.Block, fn: Any) -> None: ...
+    def emit(self, stmt: ir.Stmt) -> None:
+        raise NotImplementedError
+
+    def new_value(self, t: Any, hint: str = "") -> ir.Value:
+        raise NotImplementedError
+
+    def read_name(self, node: ast.Name) -> Any:
+        raise NotImplementedError
+
+    def err(self, msg: str, node: ast.AST | None, fix: str = "", cls: type = CodegenError) -> CodegenError:
+        raise NotImplementedError
+
+    def temp_local(self, t: Any) -> ir.Local:
+        raise NotImplementedError
+
+    def lower_body_into(self, block: ir.Block, fn: Any) -> None:
+        raise NotImplementedError
 
     # --------------------------------------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> Any:

@@ -53,7 +53,7 @@ class FuncSource:
                 if hasattr(node, "col_offset"):
                     node.col_offset += indent
                     if getattr(node, "end_col_offset", None) is not None:
-                        node.end_col_offset += indent
+                        node.end_col_offset += indent  # type: ignore[attr-defined]
         fdef = tree.body[0]
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise CodegenError(f"'{self.qualname}' is not a function definition")

@@ -333,3 +333,39 @@ def constant(x: Any) -> Any:
 
 
 __all__ = ["Kernel", "KernelInstance", "Module", "kernel", "func", "constant", "get_module", "AnyT"]
+
+
+def overload(kernel_or_fn: Any, arg_types: Any = None) -> Any:
+    """Instantiate a generic kernel for concrete argument types.
+
+    Forms: ``wp.overload(k, [wp.array(dtype=float), float])``, ``wp.overload(k, {"x": float})``, or as a decorator
+    on a function with concrete annotations and the same name as an existing generic kernel.
+    """
+    if isinstance(kernel_or_fn, Kernel):
+        k = kernel_or_fn
+        if isinstance(arg_types, dict):
+            types = [arg_types.get(n, t) for n, t in zip(k.param_names, k.param_types)]
+        elif arg_types is not None:
+            types = list(arg_types)
+        else:
+            raise TypeError("wp.overload(kernel, arg_types) needs a list or dict of argument types")
+        if len(types) != len(k.param_names):
+            raise TypeError(f"kernel '{k.key}' has {len(k.param_names)} parameters, got {len(types)} types")
+        k.add_overload(types)
+        return k
+    fn = kernel_or_fn
+    mod = get_module(_module_name(fn, None))
+    key = getattr(fn, "__qualname__", fn.__name__)
+    generic = next((k for k in mod.kernels if k.key == key), None)
+    if generic is None:
+        raise TypeError(f"@wp.overload: no generic kernel named '{key}' is defined before this overload")
+    hints = [inspect.signature(fn).parameters[n].annotation for n in generic.param_names]
+    generic.add_overload(hints)
+    return generic
+
+
+class ModuleBuildOptions:
+    """Build options of a module (accepted for compatibility; see :func:`set_module_options`)."""
+
+    def __init__(self, **options: Any) -> None:
+        self.__dict__.update(options)

@@ -1,0 +1,92 @@
+"""Generic kernels and functions (``typing.Any``), explicit overloads, closures over constants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import treadle as wp
+
+SCALE = wp.constant(3.0)
+OFFSET = 2
+VEC = wp.constant(wp.vec3(1.0, 2.0, 3.0))
+
+
+@wp.func
+def gadd(a: Any, b: Any):
+    return a + b
+
+
+@wp.kernel
+def generic_scale(a: wp.array(dtype=Any), s: Any):
+    i = wp.tid()
+    a[i] = gadd(a[i] * s, a[i])
+
+
+@wp.kernel
+def uses_constants(out: wp.array(dtype=float), vout: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = float(i) * SCALE + float(OFFSET)
+    vout[i] = VEC * float(i)
+
+
+def make_kernel(k: float):
+    @wp.kernel(module="unique")
+    def closure_kernel(out: wp.array(dtype=float)):
+        i = wp.tid()
+        out[i] = k * float(i)
+
+    return closure_kernel
+
+
+def test_generic_kernel_instances(device):
+    a = wp.array(np.arange(4, dtype=np.float32), device=device)
+    wp.launch(generic_scale, dim=4, inputs=[a, 2.0], device=device)
+    np.testing.assert_allclose(a.numpy(), np.arange(4) * 3.0)
+    b = wp.array(np.arange(4, dtype=np.float64), dtype=wp.float64, device=device)
+    wp.launch(generic_scale, dim=4, inputs=[b, wp.float64(2.0)], device=device)
+    np.testing.assert_allclose(b.numpy(), np.arange(4) * 3.0)
+    c = wp.array(np.ones((3, 3), dtype=np.float32), dtype=wp.vec3, device=device)
+    wp.launch(generic_scale, dim=3, inputs=[c, 4.0], device=device)
+    np.testing.assert_allclose(c.numpy(), np.full((3, 3), 5.0))
+    d = wp.array(np.arange(4, dtype=np.int32), dtype=int, device=device)
+    wp.launch(generic_scale, dim=4, inputs=[d, 5], device=device)
+    np.testing.assert_array_equal(d.numpy(), np.arange(4) * 6)
+
+
+def test_explicit_overload(device):
+    wp.overload(generic_scale, [wp.array(dtype=wp.float16), wp.float16])
+    a = wp.array(np.arange(4, dtype=np.float16), dtype=wp.float16, device=device)
+    wp.launch(generic_scale, dim=4, inputs=[a, wp.float16(2.0)], device=device)
+    np.testing.assert_allclose(a.numpy(), np.arange(4) * 3.0)
+
+
+def test_constants(device):
+    out = wp.zeros(5, dtype=float, device=device)
+    vout = wp.zeros(5, dtype=wp.vec3, device=device)
+    wp.launch(uses_constants, dim=5, inputs=[out, vout], device=device)
+    np.testing.assert_allclose(out.numpy(), np.arange(5) * 3.0 + 2.0)
+    np.testing.assert_allclose(vout.numpy(), np.outer(np.arange(5), [1, 2, 3]))
+
+
+def test_closures_capture_values(device):
+    k2, k5 = make_kernel(2.0), make_kernel(5.0)
+    o2 = wp.zeros(3, dtype=float, device=device)
+    o5 = wp.zeros(3, dtype=float, device=device)
+    wp.launch(k2, dim=3, inputs=[o2], device=device)
+    wp.launch(k5, dim=3, inputs=[o5], device=device)
+    np.testing.assert_allclose(o2.numpy(), [0, 2, 4])
+    np.testing.assert_allclose(o5.numpy(), [0, 5, 10])
+
+
+def test_recorded_launch_replays(device):
+    out = wp.zeros(4, dtype=float, device=device)
+    cmd = wp.launch(generic_scale, dim=4, inputs=[out, 1.0], device=device, record_cmd=True)
+    out.fill_(1.0)
+    cmd.launch()
+    cmd.launch()
+    np.testing.assert_allclose(out.numpy(), [4.0] * 4)
+    cmd.set_param_at_index(1, 0.0)
+    cmd.launch()
+    np.testing.assert_allclose(out.numpy(), [4.0] * 4)
