@@ -42,3 +42,39 @@ template <typename... Args> TREADLE_FUNC void printf_flush(const char* fmt, Args
 #endif
 
 }  // namespace treadle
+
+// ------------------------------------------------------------------------------------------------ checked mode
+// With TREADLE_CHECKED, generated code records which statement each thread is executing (an index into a location
+// table kept on the Python side); the first failed check of a launch is stored here and read back by the launcher.
+#if defined(TREADLE_CHECKED) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+namespace treadle {
+inline thread_local int tl_loc = -1;
+inline thread_local long long tl_tid = -1;
+static int g_error_set = 0;
+static long long g_error[5];  // location index, thread, dimension, index, extent
+}  // namespace treadle
+
+extern "C" void treadle_report_oob(int dim, long long index, long long extent) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&treadle::g_error_set, &expected, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        treadle::g_error[0] = treadle::tl_loc;
+        treadle::g_error[1] = treadle::tl_tid;
+        treadle::g_error[2] = dim;
+        treadle::g_error[3] = index;
+        treadle::g_error[4] = extent;
+        __atomic_store_n(&treadle::g_error_set, 1, __ATOMIC_RELEASE);
+    }
+}
+
+extern "C" TREADLE_EXPORT int treadle_checked_error(long long* out) {
+    if (__atomic_load_n(&treadle::g_error_set, __ATOMIC_ACQUIRE) != 1) return 0;
+    for (int i = 0; i < 5; ++i) out[i] = treadle::g_error[i];
+    __atomic_store_n(&treadle::g_error_set, 0, __ATOMIC_RELEASE);
+    return 1;
+}
+#define TREADLE_AT(loc) treadle::tl_loc = (loc);
+#define TREADLE_THREAD(t) treadle::tl_tid = (t);
+#else
+#define TREADLE_AT(loc)
+#define TREADLE_THREAD(t)
+#endif

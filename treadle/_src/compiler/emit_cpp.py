@@ -16,6 +16,10 @@ from ..lang.typesys import ArrayT, TupleT, generic_kind, is_composite, is_struct
 from . import ir
 
 
+_CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
+                  ir.CallFunc)
+
+
 class EmitError(Exception):
     """An IR construct the emitter cannot express (an internal error: the frontend should have refused it)."""
 
@@ -95,8 +99,11 @@ def _scalar_literal(v: Any, t: Any) -> str:
 class Emitter:
     """Writes the C++ block of one kernel instance (plus the functions and types it uses)."""
 
-    def __init__(self, line_directives: bool = True) -> None:
+    def __init__(self, line_directives: bool = True, checked: bool = False) -> None:
         self.line_directives = line_directives
+        self.checked = checked
+        #: Source locations referenced by ``TREADLE_AT(i)`` markers in checked builds.
+        self.locs: list[Any] = []
         self.tuple_names: dict[Any, str] = {}
         self.out: list[str] = []
         self.types_done: set[Any] = set()
@@ -172,6 +179,7 @@ class Emitter:
             lines.append("    treadle::int32 _tid[4];")
             lines.append("    treadle::tid_from_index(bounds, _flat, _tid);")
         lines.append("    (void)bounds; (void)_flat;")
+        lines.append("    TREADLE_THREAD(_flat)")
         self.block(f.body, lines, "    ")
         lines.append("}")
         entry = [
@@ -204,6 +212,10 @@ class Emitter:
         if self.line_directives and s.loc is not None:
             f = s.loc.file.replace("\\", "\\\\").replace('"', '\\"')
             lines.append(f'#line {s.loc.line} "{f}"')
+        if self.checked and s.loc is not None and isinstance(s, _CHECKED_STMTS):
+            if not self.locs or self.locs[-1] != s.loc:
+                self.locs.append(s.loc)
+            lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1})")
 
     def block(self, b: ir.Block, lines: list[str], ind: str) -> None:
         for s in b.stmts:

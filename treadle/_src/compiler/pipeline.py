@@ -44,19 +44,19 @@ def dump(stage: str, name: str, text: str) -> None:
         (d / f"{name}.{stage}").write_text(text)
 
 
-def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:
+def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = False) -> tuple[str, str, list[Any]]:
     """C++ for one kernel (with its functions), wrapped in a namespace named by its content hash.
 
-    Returns ``(block, symbol)``.
+    Returns ``(block, symbol, locations)``; ``locations`` maps checked-mode markers to source locations.
     """
-    em = Emitter(line_directives=config.line_directives)
+    em = Emitter(line_directives=config.line_directives, checked=checked)
     func_text = [em.function(fi.ir, fi.cname) for fi in funcs]
     args_struct, body = em.kernel(kernel_ir, "@SYMBOL@")
     inner = "\n\n".join([*em.type_defs, *func_text, args_struct, body])
     digest = hashlib.sha256(inner.encode()).hexdigest()
     symbol = f"tk_{digest[:24]}"
     block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
-    return block, symbol
+    return block, symbol, em.locs
 
 
 def ordered_deps(roots: list[Any]) -> list[Any]:
@@ -80,8 +80,9 @@ def ordered_deps(roots: list[Any]) -> list[Any]:
 class Built:
     """A kernel instance ready to compile: its C++ block, symbol and cache key."""
 
-    def __init__(self, block: str, symbol: str, key: str) -> None:
+    def __init__(self, block: str, symbol: str, key: str, locs: list[Any] | None = None) -> None:
         self.block = block
+        self.locs = locs or []
         self.symbol = symbol
         self.key = key
         self.lib_path: Path | None = None
@@ -91,12 +92,12 @@ class Built:
 def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
     """Emit and hash one kernel."""
     dump("ir", name, "\n\n".join([ir.format_func(fi.ir) for fi in ordered_deps(deps)] + [ir.format_func(kernel_ir)]))
-    block, symbol = emit_kernel_block(kernel_ir, ordered_deps(deps))
+    block, symbol, locs = emit_kernel_block(kernel_ir, ordered_deps(deps), checked=options.mode == "debug")
     dump("cpp", name, PRELUDE + block)
     backend = get_cpu_backend()
     key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])
     key = hashlib.sha256(key_src.encode()).hexdigest()
-    return Built(block, symbol, key)
+    return Built(block, symbol, key, locs)
 
 
 def compile_batch(items: list[Built], options: CompileOptions) -> None:
@@ -152,13 +153,18 @@ def _rmtree(path: Path) -> None:
 _libs: dict[str, Any] = {}
 
 
-def load_symbol(path: Path, symbol: str) -> Any:
-    """The entry point ``<symbol>_cpu_forward`` from a cached library (libraries are loaded once)."""
+def load_library(path: Path) -> Any:
+    """A cached library, loaded once per process."""
     lib = _libs.get(str(path))
     if lib is None:
         lib = get_cpu_backend().load(path)
         _libs[str(path)] = lib
-    return getattr(lib, f"{symbol}_cpu_forward")
+    return lib
+
+
+def load_symbol(path: Path, symbol: str) -> Any:
+    """The entry point ``<symbol>_cpu_forward`` from a cached library."""
+    return getattr(load_library(path), f"{symbol}_cpu_forward")
 
 
 __all__ = ["Built", "prepare", "compile_batch", "load_symbol", "os"]

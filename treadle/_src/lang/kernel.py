@@ -157,6 +157,33 @@ class KernelInstance:
         fn.restype = None
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
         self.entry = fn
+        if self.options.mode == "debug":
+            from ..compiler.pipeline import load_library
+
+            err = load_library(self.built.lib_path).treadle_checked_error
+            err.restype = ctypes.c_int
+            err.argtypes = [ctypes.c_void_p]
+            self.checked_error = err
+
+    def check_errors(self) -> None:
+        """In checked mode: raise the first failed runtime check of the last launch, at the user's line."""
+        err = getattr(self, "checked_error", None)
+        if err is None:
+            return
+        buf = (ctypes.c_longlong * 5)()
+        if not err(ctypes.addressof(buf)):
+            return
+        from ..errors import CheckedModeError
+
+        loc_i, tid, dim, index, extent = list(buf)
+        loc = self.built.locs[loc_i] if 0 <= loc_i < len(self.built.locs) else None
+        where = f"{loc}: " if loc is not None else ""
+        what = (f"index {index} is out of bounds for dimension {dim} of extent {extent}" if dim >= 0
+                else f"component index {index} is out of range for {extent} components")
+        text = f"{where}kernel '{self.kernel.key}', thread {tid}: {what}"
+        if loc is not None and loc.render():
+            text += "\n" + loc.render()
+        raise CheckedModeError(text)
 
     def ensure_loaded(self) -> None:
         if self.entry is None:

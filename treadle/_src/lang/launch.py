@@ -238,4 +238,6 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
         return cmd
     if bounds.size > 0:
         inst.entry(ctypes.addressof(bounds), ctypes.addressof(packed), cmd.nthreads)
+        if inst.options.mode == "debug":
+            inst.check_errors()
     return None
