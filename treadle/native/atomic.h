@@ -121,13 +121,13 @@ template <typename T> struct op_xor {
 
 #if defined(__CUDA_ARCH__)
 // CUDA's native integer atomics take int / unsigned int / unsigned long long.
-#define TREADLE_CUDA_INT_OP(native, addr, v)                                                                   \
-    if constexpr (is_same<T, int32>::value) {                                                                  \
-        return native((int*)(addr), (int)(v));                                                                 \
-    } else if constexpr (sizeof(T) == 4) {                                                                     \
-        return (T)native((unsigned int*)(addr), (unsigned int)(v));                                            \
-    } else {                                                                                                   \
-        return (T)native((unsigned long long*)(addr), (unsigned long long)(v));                                \
+#define TREADLE_CUDA_INT_OP(native, addr, v)                                                                        \
+    if constexpr (detail::is_same<T, int32>::value) {                                                               \
+        return native((int*)(addr), (int)(v));                                                                      \
+    } else if constexpr (sizeof(T) == 4) {                                                                          \
+        return (T)native((unsigned int*)(addr), (unsigned int)(v));                                                 \
+    } else {                                                                                                        \
+        return (T)native((unsigned long long*)(addr), (unsigned long long)(v));                                     \
     }
 #endif
 
@@ -152,8 +152,12 @@ TREADLE_ATOMIC_SCALAR T atomic_add(T* addr, TREADLE_SCALAR(T) v) {
 #endif
     } else {
 #if defined(__CUDA_ARCH__)
-        if constexpr (detail::is_same<T, float32>::value || detail::is_same<T, float64>::value)
+        if constexpr (detail::is_same<T, float32>::value)
             return atomicAdd(addr, v);
+#if __CUDA_ARCH__ >= 600
+        if constexpr (detail::is_same<T, float64>::value)
+            return atomicAdd(addr, v);
+#endif
 #endif
         return detail::cas_update(addr, detail::op_add<T>{v});
     }
@@ -171,8 +175,12 @@ TREADLE_ATOMIC_SCALAR T atomic_sub(T* addr, TREADLE_SCALAR(T) v) {
 #endif
     } else {
 #if defined(__CUDA_ARCH__)
-        if constexpr (detail::is_same<T, float32>::value || detail::is_same<T, float64>::value)
+        if constexpr (detail::is_same<T, float32>::value)
             return atomicAdd(addr, -v);
+#if __CUDA_ARCH__ >= 600
+        if constexpr (detail::is_same<T, float64>::value)
+            return atomicAdd(addr, -v);
+#endif
 #endif
         return detail::cas_update(addr, detail::op_sub<T>{v});
     }

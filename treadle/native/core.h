@@ -138,6 +138,11 @@ template <typename U> TREADLE_FUNC U round_shift_rne(U mantissa, unsigned shift)
 
 // float -> binary16 bits, round to nearest even. NaNs stay NaN (quieted, payload top bits kept).
 TREADLE_FUNC uint16 float_to_half_bits(float f) {
+#if defined(__CUDA_ARCH__)
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#endif
     const uint32 x = float_bits(f);
     const uint32 sign = (x >> 16) & 0x8000u;
     const uint32 ax = x & 0x7fffffffu;
@@ -179,6 +184,11 @@ TREADLE_FUNC uint16 double_to_half_bits(double d) {
 }
 
 TREADLE_FUNC float half_bits_to_float(uint16 h) {
+#if defined(__CUDA_ARCH__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return f;
+#endif
     const uint32 sign = (uint32)(h & 0x8000u) << 16;
     const uint32 e = (h >> 10) & 0x1fu;
     const uint32 m = h & 0x3ffu;

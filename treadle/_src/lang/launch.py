@@ -15,6 +15,8 @@ from . import scalars
 from .abi import MAX_DIMS, LaunchBounds
 from .kernel import Kernel, KernelInstance
 from .typesys import ArrayT, contains_any, is_composite, is_struct, type_str
+from ..autodiff.state import active_tape
+from ..runtime.device import get_device
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region).
 SERIAL_THRESHOLD = 2048
@@ -45,9 +47,11 @@ def launch_bounds(dim: Any) -> LaunchBounds:
     return b
 
 
+_CPU_COUNT = os.cpu_count() or 1
+
+
 def _num_threads() -> int:
-    n = config.num_threads or os.cpu_count() or 1
-    return max(1, int(n))
+    return max(1, int(config.num_threads or _CPU_COUNT))
 
 
 def value_type(v: Any, declared: Any) -> Any:
@@ -190,19 +194,96 @@ class Launch:
         self.instance.entry(ctypes.addressof(self.bounds), ctypes.addressof(self.args), self.nthreads)
 
 
+def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
+    """A function ``(value, device) -> ctypes value`` specialised for one parameter type (chosen once)."""
+    from .array import array
+
+    if isinstance(t, ArrayT):
+        want_dtype = None if contains_any(t.dtype) else t.dtype
+        ndim = t.ndim
+
+        def pack_array(v: Any, device: Any) -> Any:
+            if type(v) is array or isinstance(v, array):
+                if v.ndim == ndim and (want_dtype is None or v.dtype == want_dtype) and v.device is device:
+                    return v.__ctype__()
+            return pack_arg(name, t, v, device, kernel)
+
+        return pack_array
+    if t is scalars.float32 or t is scalars.float64:
+
+        def pack_float(v: Any, device: Any) -> Any:
+            if type(v) is float:
+                return v
+            return pack_arg(name, t, v, device, kernel)
+
+        return pack_float
+    if t is scalars.int32 or t is scalars.int64 or t is scalars.uint32 or t is scalars.uint64:
+
+        def pack_int(v: Any, device: Any) -> Any:
+            if type(v) is int:
+                return v
+            return pack_arg(name, t, v, device, kernel)
+
+        return pack_int
+    return lambda v, device: pack_arg(name, t, v, device, kernel)
+
+
+class LaunchPlan:
+    """Everything about launching one kernel instance that does not depend on the argument values."""
+
+    __slots__ = ("inst", "names", "packers", "args_type", "debug")
+
+    def __init__(self, inst: KernelInstance) -> None:
+        self.inst = inst
+        self.names = inst.kernel.param_names
+        self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
+        self.args_type = inst.args_type
+        self.debug = inst.options.mode == "debug"
+
+    def pack(self, args: Sequence[Any], device: Any) -> ctypes.Structure:
+        packed = self.args_type()  # type: ignore[misc]
+        for name, packer, v in zip(self.names, self.packers, args):
+            setattr(packed, name, packer(v, device))
+        return packed
+
+
+_bounds_cache: dict[Any, LaunchBounds] = {}
+
+
+def _bounds(dim: Any) -> LaunchBounds:
+    b = _bounds_cache.get(dim) if type(dim) is int or type(dim) is tuple else None
+    if b is None:
+        b = launch_bounds(dim)
+        if (type(dim) is int or type(dim) is tuple) and len(_bounds_cache) < 4096:
+            _bounds_cache[dim] = b
+    return b
+
+
+def _plan_for(kernel: Kernel, args: list[Any]) -> LaunchPlan:
+    if kernel.is_generic:
+        types = tuple(value_type(v, t) for v, t in zip(args, kernel.param_types))
+        inst = kernel.get_instance(types)
+    else:
+        inst = kernel.get_instance(None)
+    plan = getattr(inst, "plan", None)
+    if plan is None or plan.inst.entry is None:
+        inst.ensure_loaded()
+        plan = LaunchPlan(inst)
+        inst.plan = plan  # type: ignore[attr-defined]
+    return plan
+
+
 def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Sequence[Any] = (), adj_outputs: Sequence[Any] = (), device: Any = None, stream: Any = None,
            adjoint: bool = False, record_tape: bool = True, record_cmd: bool = False, max_blocks: int = 0,
            block_dim: int = 256) -> Launch | None:
     """Launch ``kernel`` over a grid of ``dim`` threads with ``inputs`` followed by ``outputs`` as arguments."""
-    from ..runtime.device import get_device
-
+    dev = get_device(device)
     if not getattr(kernel, "_treadle_kernel_", False):
         raise LaunchError(f"wp.launch() expects a @wp.kernel, got {type(kernel).__name__}")
-    dev = get_device(device)
     if not dev.is_cpu:
         raise LaunchError(f"device '{dev}' has no backend in this build; launch on 'cpu'")
-    args = list(inputs) + list(outputs)
+    args = list(inputs) + list(outputs) if outputs else list(inputs)
     names = kernel.param_names
     if len(args) != len(names):
         if len(args) < len(names) and all(n in kernel.defaults for n in names[len(args):]):
@@ -212,32 +293,25 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
-    bounds = launch_bounds(dim)
-    if kernel.is_generic:
-        types = tuple(value_type(v, t) for v, t in zip(args, kernel.param_types))
-        inst = kernel.get_instance(types)
-    else:
-        inst = kernel.get_instance(None)
-    inst.ensure_loaded()
-    packed = inst.args_type()  # type: ignore[misc]
-    for name, t, v in zip(names, inst.types, args):
-        setattr(packed, name, pack_arg(name, t, v, dev, kernel))
+    bounds = _bounds(dim)
+    plan = _plan_for(kernel, args)
+    packed = plan.pack(args, dev)
     if adjoint:
         raise LaunchError("adjoint launches need the autodiff backend, which this build does not have yet")
-    from ..autodiff.state import active_tape
-
-    tape = active_tape()
-    if tape is not None and record_tape:
-        tape.record_launch(kernel, dim, inputs, outputs, dev)
+    if record_tape:
+        tape = active_tape()
+        if tape is not None:
+            tape.record_launch(kernel, dim, inputs, outputs, dev)
     if config.print_launches:
         import sys
 
         print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])}", file=sys.stderr)
-    cmd = Launch(inst, bounds, packed, dev, args)
     if record_cmd:
-        return cmd
-    if bounds.size > 0:
-        inst.entry(ctypes.addressof(bounds), ctypes.addressof(packed), cmd.nthreads)
-        if inst.options.mode == "debug":
-            inst.check_errors()
+        return Launch(plan.inst, bounds, packed, dev, args)
+    size = bounds.size
+    if size > 0:
+        nthreads = 1 if size < SERIAL_THRESHOLD or config.deterministic else _num_threads()
+        plan.inst.entry(ctypes.addressof(bounds), ctypes.addressof(packed), nthreads)
+        if plan.debug:
+            plan.inst.check_errors()
     return None

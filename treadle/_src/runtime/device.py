@@ -305,6 +305,10 @@ def get_device(ident: Any = None) -> Device:
     Raises:
         ValueError: ``ident`` names no device, or names a CUDA device this machine does not have.
     """
+    if ident is None:
+        rt = _HOLDER.runtime
+        if rt is not None:
+            return rt.default_device
     return get_runtime().resolve(ident)
 
 
