@@ -67,6 +67,7 @@ class Builtin:
     lowering: str = "call"
     template: Callable[[Sequence[Any], Any], Sequence[Any]] | None = None
     static_args: int = 0
+    ref_args: tuple[int, ...] = ()
     _cache: dict[tuple[Any, ...], Overload] = dataclasses.field(default_factory=dict)
 
     def resolve(self, types: Sequence[Any], consts: Sequence[Any] | None = None) -> Overload:
@@ -144,8 +145,13 @@ def builtin(
     lowering: str = "call",
     template: Callable[[Sequence[Any], Any], Sequence[Any]] | None = None,
     static_args: int = 0,
+    ref_args: tuple[int, ...] = (),
 ) -> Builtin:
-    """Declare a builtin (the only way builtins come into existence)."""
+    """Declare a builtin (the only way builtins come into existence).
+
+    ``ref_args`` lists argument positions passed by reference: the caller must pass a variable, which the builtin
+    may update in place (``hash_grid_query_next(query, index)``).
+    """
     return REGISTRY.add(
         Builtin(
             name=name,
@@ -160,6 +166,7 @@ def builtin(
             lowering=lowering,
             template=template,
             static_args=static_args,
+            ref_args=ref_args,
         )
     )
 

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ..lang import scalars
-from ..lang.typesys import ArrayT, TupleT, generic_kind, is_composite, is_struct, normalize_annotation, scalar_of
+from ..lang.typesys import ArrayT, OpaqueType, TupleT, generic_kind, is_composite, is_struct, normalize_annotation, scalar_of
 from . import ir
 
 
@@ -42,6 +42,8 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
         return f"treadle::transform_t<{cpp_type(t._wp_scalar_type_)}>"
     if isinstance(t, ArrayT):
         return f"treadle::array_t<{cpp_type(t.dtype, names)}>"
+    if isinstance(t, OpaqueType):
+        return t.cname
     if is_struct(t):
         return t.native_name
     if isinstance(t, TupleT):
@@ -203,6 +205,8 @@ class Emitter:
     def op(self, x: Any) -> str:
         if isinstance(x, ir.Const):
             return cpp_const(x)
+        if isinstance(x, ir.LocalRef):
+            return f"var_{x.local.name}"
         return f"_v{x.id}"
 
     def decl(self, v: ir.Value) -> str:

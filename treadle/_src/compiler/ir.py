@@ -51,7 +51,7 @@ class Const:
         return f"{self.value!r}:{type_str(self.type)}"
 
 
-Operand = Value | Const
+Operand = Any
 
 
 class Local:
@@ -66,6 +66,22 @@ class Local:
 
     def __repr__(self) -> str:
         return f"${self.name}"
+
+
+class LocalRef:
+    """A local passed by reference to a builtin that updates it in place (``hash_grid_query_next(q, index)``)."""
+
+    __slots__ = ("local",)
+
+    def __init__(self, local: Local) -> None:
+        self.local = local
+
+    @property
+    def type(self) -> Any:
+        return self.local.type
+
+    def __repr__(self) -> str:
+        return f"&${self.local.name}"
 
 
 @dataclasses.dataclass(eq=False)

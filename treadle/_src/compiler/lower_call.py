@@ -39,6 +39,8 @@ class CallMixin(ExprMixin):
 
     launch_tid_used: bool
     is_kernel: bool
+    locals: dict[str, Any]
+    assigned: set[str]
 
     def expr_Call(self, node: ast.Call) -> Any:
         callee = self.expr(node.func)
@@ -123,6 +125,8 @@ class CallMixin(ExprMixin):
             if len(args) == 2:
                 args.append(ir.Const(1e-6, scalars.float32, True))
             return self.call_builtin(b, args, node)
+        if b.ref_args:
+            return self.call_with_refs(b, node)
         raw = self.call_args(node, _param_names(b))
         consts: list[Any] = []
         ops: list[Any] = []
@@ -142,6 +146,23 @@ class CallMixin(ExprMixin):
             bad = next(a for a in raw if isinstance(a, PyObj))
             raise self.err(f"'{b.name}' does not take a {type(bad.obj).__name__} argument", node,
                            f"valid forms: {b.signature}", CodegenTypeError)
+        return self.call_builtin(b, ops, node)
+
+    def call_with_refs(self, b: Builtin, node: ast.Call) -> Any:
+        """A builtin that updates some of its arguments in place: those must be plain variables."""
+        if node.keywords:
+            raise self.err(f"'{b.name}' takes positional arguments only", node, cls=CodegenTypeError)
+        ops: list[Any] = []
+        for i, a in enumerate(node.args):
+            if i in b.ref_args:
+                local = self.locals.get(a.id) if isinstance(a, ast.Name) else None  # type: ignore[attr-defined]
+                if local is None:
+                    raise self.err(f"argument {i + 1} of '{b.name}' must be a variable (it is updated in place)", a,
+                                   f"assign it to a variable first, e.g. 'v = ...' and pass 'v'", CodegenTypeError)
+                self.assigned.add(a.id)  # type: ignore[attr-defined]
+                ops.append(ir.LocalRef(local))
+            else:
+                ops.append(self.value(a))
         return self.call_builtin(b, ops, node)
 
     def lower_print(self, node: ast.Call) -> Any:

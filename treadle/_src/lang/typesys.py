@@ -44,6 +44,21 @@ class TupleT:
 AnyT = typing.Any
 
 
+class OpaqueType:
+    """A native type that kernels can hold in variables but not look inside (e.g. a hash-grid query state).
+
+    ``cname`` is its C++ spelling in the native headers.
+    """
+
+    def __init__(self, name: str, cname: str, doc: str = "") -> None:
+        self.__name__ = name
+        self.cname = cname
+        self.__doc__ = doc or f"The {name} native type."
+
+    def __repr__(self) -> str:
+        return self.__name__
+
+
 def is_scalar(t: Any) -> bool:
     """True for scalar types (``bool`` included)."""
     return scalars.is_scalar_type(t)
