@@ -9,6 +9,8 @@ import typing as _typing
 
 from . import config as config
 from ._src.builtins import exported_builtins as _exported_builtins
+from ._src.autodiff.tape import OverwriteError as OverwriteError
+from ._src.autodiff.tape import Tape as Tape
 from ._src.errors import CheckedModeError as CheckedModeError
 from ._src.errors import CodegenError as CodegenError
 from ._src.errors import CompileError as CompileError

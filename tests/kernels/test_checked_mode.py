@@ -63,3 +63,17 @@ def test_in_bounds_launch_is_silent(debug_mode):
 
 def test_release_mode_does_not_check():
     assert wp.config.mode == "release"
+
+
+@wp.kernel(module="unique")
+def int_div(a: wp.array(dtype=int), b: wp.array(dtype=int), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = a[i] / b[i]
+
+
+def test_integer_division_by_zero_raises(debug_mode):
+    a = wp.array(np.array([4, 5, 6], dtype=np.int32))
+    b = wp.array(np.array([2, 0, 3], dtype=np.int32))
+    out = wp.zeros(3, dtype=int)
+    with pytest.raises(wp.CheckedModeError, match=r"division or modulo by zero \(5 / 0\)"):
+        wp.launch(int_div, dim=3, inputs=[a, b, out])

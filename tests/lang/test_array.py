@@ -11,17 +11,9 @@ import pytest
 
 from treadle._src.lang import abi, scalars
 from treadle._src.lang import creation as C
-from treadle._src.lang.array import (
-    array,
-    array1d,
-    array2d,
-    array3d,
-    array4d,
-    from_ptr,
-    is_array,
-    is_array_annotation,
-)
+from treadle._src.lang.array import array, array1d, array2d, array3d, array4d, from_ptr, is_array, is_array_annotation
 from treadle._src.lang.matrix import mat22, mat22h, mat33, mat33d, mat44
+from treadle._src.lang.quat import quat, quath, spatial_matrixd, spatial_vector, transform, transformd
 from treadle._src.lang.vector import vec2, vec2h, vec3, vec3d, vec3h, vec3i, vec4ub
 
 ALL_SCALARS = scalars.scalar_types
@@ -117,24 +109,14 @@ def test_numpy_round_trip_scalars(t, shape):
 
 
 @pytest.mark.parametrize(
-    "t,shape",
-    [
-        (vec3, (3,)),
-        (vec3d, (3,)),
-        (vec3i, (3,)),
-        (vec3h, (3,)),
-        (vec4ub, (4,)),
-        (vec2, (2,)),
-        (mat22, (2, 2)),
-        (mat33d, (3, 3)),
-        (mat44, (4, 4)),
-        (mat22h, (2, 2)),
-    ],
-    ids=lambda x: getattr(x, "__name__", str(x)),
-)
+    "t",
+    [vec3, vec3d, vec3i, vec3h, vec4ub, vec2, mat22, mat33d, mat44, mat22h, quat, quath, transform, transformd,
+     spatial_vector, spatial_matrixd],
+    ids=lambda x: x.__name__,
+)  # fmt: skip
 @pytest.mark.parametrize("outer", [(4,), (2, 3), (1, 2, 2), (2, 1, 2, 1)])
-def test_numpy_round_trip_composites(t, shape, outer):
-    st = t._wp_scalar_type_
+def test_numpy_round_trip_composites(t, outer):
+    st, shape = t._wp_scalar_type_, tuple(t._shape_)
     data = (np.arange(int(np.prod(outer + shape))) % 50).astype(st._np_).reshape(outer + shape)
     a = array(data, dtype=t)
     assert a.shape == outer and a.dtype is t
@@ -150,36 +132,18 @@ def test_numpy_round_trip_composites(t, shape, outer):
 
 @pytest.mark.parametrize(
     "shape,expected",
-    [
-        ((6,), (2,)),
-        ((2, 6), (2, 2)),
-        ((6, 1), (2,)),
-        ((1, 6), (1, 2)),
-        ((3,), (1,)),
-        ((6, 1, 1), (2,)),
-        ((2, 1, 3), (2, 1)),
-        ((0, 3), (0,)),
-        ((0,), (0,)),
-        ((1, 1, 1, 1, 3), (1, 1, 1, 1)),
-    ],
-)
+    [((6,), (2,)), ((2, 6), (2, 2)), ((6, 1), (2,)), ((1, 6), (1, 2)), ((3,), (1,)), ((6, 1, 1), (2,)),
+     ((2, 1, 3), (2, 1)), ((0, 3), (0,)), ((0,), (0,)), ((1, 1, 1, 1, 3), (1, 1, 1, 1))],
+)  # fmt: skip
 def test_vector_data_shapes(shape, expected):
     assert array(np.zeros(shape), dtype=vec3).shape == expected
 
 
 @pytest.mark.parametrize(
     "shape,expected",
-    [
-        ((2, 2, 4), (2, 2)),
-        ((2, 4), (2,)),
-        ((3, 2, 2), (3,)),
-        ((16,), (4,)),
-        ((8, 1), (2,)),
-        ((2, 8), (2, 2)),
-        ((4,), (1,)),
-        ((3, 1, 4), (3, 1)),
-    ],
-)
+    [((2, 2, 4), (2, 2)), ((2, 4), (2,)), ((3, 2, 2), (3,)), ((16,), (4,)), ((8, 1), (2,)), ((2, 8), (2, 2)),
+     ((4,), (1,)), ((3, 1, 4), (3, 1))],
+)  # fmt: skip
 def test_matrix_data_shapes(shape, expected):
     assert array(np.zeros(shape), dtype=mat22).shape == expected
 
@@ -354,6 +318,18 @@ def test_index_composite_elements():
     np.testing.assert_array_equal(m[1].__array__(), [[4, 5], [6, 7]])
 
 
+def test_quaternions_transforms_spatial():
+    q = array([[0, 0, 0, 1]], dtype=quat)
+    assert q.numpy().shape == (1, 4) and type(q.list()[0]) is quat and q.list()[0][3] == 1.0
+    t = C.zeros(2, dtype=transform)
+    assert t.numpy().shape == (2, 7) and t.strides == (28,) and repr(t) == "array(shape=(2,), dtype=transformf)"
+    t.fill_([1, 2, 3, 0, 0, 0, 1])
+    assert type(t[1]) is transform and list(t[1]) == [1, 2, 3, 0, 0, 0, 1]
+    assert C.full(2, quath(0, 0, 0, 1)).dtype is quath
+    assert C.zeros(2, dtype=spatial_matrixd).numpy().shape == (2, 6, 6)
+    np.testing.assert_array_equal(C.ones(1, dtype=quat).numpy(), [[1, 1, 1, 1]])
+
+
 def test_setitem():
     a = C.zeros((3, 4))
     a[1] = 5.0
@@ -526,13 +502,8 @@ def test_fill_scalars():
 
 def test_fill_composites():
     v = C.zeros(2, dtype=vec3)
-    for value, expected in [
-        ([1, 2, 3], [1, 2, 3]),
-        (5, [5, 5, 5]),
-        ((1, 2, 4), [1, 2, 4]),
-        (np.array([1, 2, 5]), [1, 2, 5]),
-        (vec3d(1, 2, 6), [1, 2, 6]),
-    ]:
+    cases = [([1, 2, 3], [1, 2, 3]), (5, [5, 5, 5]), ((1, 2, 4), [1, 2, 4]), (np.array([1, 2, 5]), [1, 2, 5])]
+    for value, expected in [*cases, (vec3d(1, 2, 6), [1, 2, 6])]:
         v.fill_(value)
         np.testing.assert_array_equal(v.numpy(), [expected, expected])
     with pytest.raises(ValueError, match="expected 3 numbers"):

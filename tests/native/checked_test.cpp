@@ -74,6 +74,22 @@ int main() {
     g_reports = 0;
     CHECK(extract(m, 1, 1) == 4.0f && g_reports == 0);
 
+    // integer division and modulo by zero report dim -2 and give 0 instead of trapping
+    volatile int zero = 0;
+    CHECK(div(7, (int)zero) == 0);
+    EXPECT_REPORT(-2, 7, 0);
+    g_reports = 0;
+    CHECK(mod(int64(-9), int64(zero)) == 0 && floordiv(uint8(5), uint8(zero)) == 0);
+    CHECK(g_reports == 2);
+    g_reports = 0;
+    CHECK(div(7, 2) == 3 && mod(7, 2) == 1 && div(1.0f, 0.0f) > 1e30f && g_reports == 0);
+    // a 64-bit component index that would truncate to a valid 32-bit one is still caught by the adjoints
+    vec_t<3, float> adj_v;
+    int64 big = (int64(1) << 32) + 1, adj_big = 0;
+    adj_extract(v, big, adj_v, adj_big, 1.0f);
+    EXPECT_REPORT(-1, big, 3);
+    g_reports = 0;
+
     std::printf("checked: %d failures\n", g_failures);
     return g_failures ? 1 : 0;
 }

@@ -25,7 +25,9 @@
 #endif
 
 #if defined(TREADLE_CHECKED)
-// Defined by the generated code; reports an out-of-bounds index (dim = -1: a vector/matrix component index).
+// Defined by the generated code; called by checked builds instead of touching memory out of bounds or dividing by
+// zero. dim >= 0: array dimension `dim`, index `index`, extent `extent`; dim == -1: vector/matrix component index;
+// dim == -2: integer division or modulo by zero (index = the dividend, extent = 0).
 #if defined(TREADLE_CUDA)
 extern "C" __device__ void treadle_report_oob(int dim, long long index, long long extent);
 #else

@@ -1,6 +1,10 @@
 // Support used only by generated kernel code: the export macro, sub-array views and flushing printf.
 #pragma once
 #include "treadle.h"
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <stdlib.h>
+#include <string.h>
+#endif
 
 #if defined(_WIN32)
 #define TREADLE_EXPORT __declspec(dllexport)
@@ -78,3 +82,43 @@ extern "C" TREADLE_EXPORT int treadle_checked_error(long long* out) {
 #define TREADLE_AT(loc)
 #define TREADLE_THREAD(t)
 #endif
+
+// ------------------------------------------------------------------------------------------------ adjoints
+namespace treadle {
+
+// Accumulate an adjoint: a += b (struct and tuple overloads are generated next to their types).
+template <typename T> TREADLE_FUNC void adj_accum(T& a, const T& b) { a = treadle::add(a, b); }
+
+// Per-thread checkpoint stack for differentiating loops: each iteration pushes the variables its body modifies;
+// the reverse sweep reads them back by position and pops the loop's entries when done.
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+struct ckpt_stack_t {
+    unsigned char* data = nullptr;
+    size_t size = 0;
+    size_t cap = 0;
+    ~ckpt_stack_t() { ::free(data); }
+};
+inline thread_local ckpt_stack_t tl_ckpt;
+
+inline size_t ckpt_size() { return tl_ckpt.size; }
+template <typename T> inline void ckpt_push(const T& v) {
+    ckpt_stack_t& s = tl_ckpt;
+    if (s.size + sizeof(T) > s.cap) {
+        size_t cap = s.cap ? s.cap * 2 : 4096;
+        while (cap < s.size + sizeof(T)) cap *= 2;
+        unsigned char* p = static_cast<unsigned char*>(::realloc(s.data, cap));
+        if (!p) ::abort();
+        s.data = p;
+        s.cap = cap;
+    }
+    ::memcpy(s.data + s.size, &v, sizeof(T));
+    s.size += sizeof(T);
+}
+template <typename T> inline size_t ckpt_read(size_t pos, T& v) {
+    ::memcpy(&v, tl_ckpt.data + pos, sizeof(T));
+    return pos + sizeof(T);
+}
+inline void ckpt_pop_to(size_t pos) { tl_ckpt.size = pos; }
+#endif
+
+}  // namespace treadle

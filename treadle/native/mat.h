@@ -431,8 +431,8 @@ TREADLE_MAT_T vec_t<C, T> extract(const mat_t<R, C, T>& m, int32 i) {
     TREADLE_CHECK_COMPONENT(i, R)
     return vec_t<C, T>(m.data[i]);
 }
-TREADLE_MAT_T void adj_extract(const mat_t<R, C, T>&, int32 i, mat_t<R, C, T>& adj_m, int32&,
-                               const vec_t<C, T>& adj_ret) {
+template <unsigned R, unsigned C, typename T, typename I>
+TREADLE_FUNC void adj_extract(const mat_t<R, C, T>&, I i, mat_t<R, C, T>& adj_m, I&, const vec_t<C, T>& adj_ret) {
     TREADLE_CHECK_COMPONENT(i, R)
     for (unsigned j = 0; j < C; ++j)
         adj_m.data[i][j] += adj_ret.c[j];
@@ -442,8 +442,8 @@ TREADLE_MAT_T T extract(const mat_t<R, C, T>& m, int32 i, int32 j) {
     TREADLE_CHECK_COMPONENT(j, C)
     return m.data[i][j];
 }
-TREADLE_MAT_T void adj_extract(const mat_t<R, C, T>&, int32 i, int32 j, mat_t<R, C, T>& adj_m, int32&, int32&,
-                               const T& adj_ret) {
+template <unsigned R, unsigned C, typename T, typename I>
+TREADLE_FUNC void adj_extract(const mat_t<R, C, T>&, I i, I j, mat_t<R, C, T>& adj_m, I&, I&, const T& adj_ret) {
     TREADLE_CHECK_COMPONENT(i, R)
     TREADLE_CHECK_COMPONENT(j, C)
     adj_m.data[i][j] += adj_ret;
@@ -457,8 +457,9 @@ TREADLE_MAT_T mat_t<R, C, T> insert(const mat_t<R, C, T>& m, int32 i, const vec_
         r.data[i][j] = row.c[j];
     return r;
 }
-TREADLE_MAT_T void adj_insert(const mat_t<R, C, T>&, int32 i, const vec_t<C, T>&, mat_t<R, C, T>& adj_m, int32&,
-                              vec_t<C, T>& adj_row, const mat_t<R, C, T>& adj_ret) {
+template <unsigned R, unsigned C, typename T, typename I>
+TREADLE_FUNC void adj_insert(const mat_t<R, C, T>&, I i, const vec_t<C, T>&, mat_t<R, C, T>& adj_m, I&,
+                             vec_t<C, T>& adj_row, const mat_t<R, C, T>& adj_ret) {
     TREADLE_CHECK_COMPONENT(i, R)
     TREADLE_MAT_LOOP(k, j) {
         if (k == (unsigned)i)
@@ -474,8 +475,9 @@ TREADLE_MAT_T mat_t<R, C, T> insert(const mat_t<R, C, T>& m, int32 i, int32 j, T
     r.data[i][j] = x;
     return r;
 }
-TREADLE_MAT_T void adj_insert(const mat_t<R, C, T>&, int32 i, int32 j, T, mat_t<R, C, T>& adj_m, int32&, int32&,
-                              T& adj_x, const mat_t<R, C, T>& adj_ret) {
+template <unsigned R, unsigned C, typename T, typename I>
+TREADLE_FUNC void adj_insert(const mat_t<R, C, T>&, I i, I j, T, mat_t<R, C, T>& adj_m, I&, I&, T& adj_x,
+                             const mat_t<R, C, T>& adj_ret) {
     TREADLE_CHECK_COMPONENT(i, R)
     TREADLE_CHECK_COMPONENT(j, C)
     TREADLE_MAT_LOOP(k, l) {

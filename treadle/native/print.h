@@ -14,7 +14,7 @@ __device__ int treadle_expect_failures = 0;
 }
 #else
 extern "C" {
-__attribute__((weak)) int treadle_expect_failures = 0;
+__attribute__((weak, visibility("default"))) int treadle_expect_failures = 0;
 }
 #endif
 

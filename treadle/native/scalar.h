@@ -37,10 +37,33 @@ namespace treadle {
     TREADLE_FUNC T add(T a, T b) { return T(a + b); }                          \
     TREADLE_FUNC T sub(T a, T b) { return T(a - b); }                          \
     TREADLE_FUNC T mul(T a, T b) { return T(a * b); }                          \
-    TREADLE_FUNC T div(T a, T b) { return T(a / b); }                          \
     TREADLE_FUNC T pos(T a) { return a; }                                      \
     TREADLE_FUNC T neg(T a) { return T(-a); }
 TREADLE_ALL_TYPES(TREADLE_X)
+#undef TREADLE_X
+
+// Integer division by zero is undefined behaviour; checked builds report it (dim -2) and return 0 instead.
+#if defined(TREADLE_CHECKED)
+#define TREADLE_CHECK_DIVISOR(a, b)                       \
+    if (b == 0) {                                         \
+        treadle_report_oob(-2, (long long)(a), 0);        \
+        return 0;                                         \
+    }
+#else
+#define TREADLE_CHECK_DIVISOR(a, b)
+#endif
+
+// div: C semantics for integers (truncation toward zero).
+#define TREADLE_X(T)                    \
+    TREADLE_FUNC T div(T a, T b) {      \
+        TREADLE_CHECK_DIVISOR(a, b)     \
+        return T(a / b);                \
+    }
+TREADLE_INT_TYPES(TREADLE_X)
+#undef TREADLE_X
+#define TREADLE_X(T) \
+    TREADLE_FUNC T div(T a, T b) { return T(a / b); }
+TREADLE_FLOAT_TYPES(TREADLE_X)
 #undef TREADLE_X
 
 template <typename T> TREADLE_FUNC void adj_add(T, T, T& adj_a, T& adj_b, const T& adj_ret) {
@@ -67,8 +90,11 @@ template <typename T> TREADLE_FUNC void adj_pos(T, T& adj_a, const T& adj_ret) {
 template <typename T> TREADLE_FUNC void adj_neg(T, T& adj_a, const T& adj_ret) { adj_a -= adj_ret; }
 
 // mod: C semantics for integers (sign follows the dividend), fmod for floats.
-#define TREADLE_X(T) \
-    TREADLE_FUNC T mod(T a, T b) { return T(a % b); }
+#define TREADLE_X(T)                    \
+    TREADLE_FUNC T mod(T a, T b) {      \
+        TREADLE_CHECK_DIVISOR(a, b)     \
+        return T(a % b);                \
+    }
 TREADLE_INT_TYPES(TREADLE_X)
 #undef TREADLE_X
 TREADLE_UNARY_LIBM(trunc, truncf, trunc)  // needed by adj_mod and frac
@@ -86,6 +112,7 @@ TREADLE_SCALAR_ADJ void adj_mod(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) 
 // time, e.g. floordiv(-7, 2) == -4), unlike `div`, which truncates.
 #define TREADLE_X(T)                                                \
     TREADLE_FUNC T floordiv(T a, T b) {                             \
+        TREADLE_CHECK_DIVISOR(a, b)                                 \
         T q = T(a / b);                                             \
         if (T(a % b) != 0 && ((a < 0) != (b < 0)))                  \
             q = T(q - 1);                                           \
@@ -93,8 +120,11 @@ TREADLE_SCALAR_ADJ void adj_mod(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) 
     }
 TREADLE_SIGNED_TYPES(TREADLE_X)
 #undef TREADLE_X
-#define TREADLE_X(T) \
-    TREADLE_FUNC T floordiv(T a, T b) { return T(a / b); }
+#define TREADLE_X(T)                    \
+    TREADLE_FUNC T floordiv(T a, T b) { \
+        TREADLE_CHECK_DIVISOR(a, b)     \
+        return T(a / b);                \
+    }
 TREADLE_UNSIGNED_TYPES(TREADLE_X)
 #undef TREADLE_X
 TREADLE_FUNC float32 floordiv(float32 a, float32 b) { return TREADLE_LIBM(floorf)(a / b); }

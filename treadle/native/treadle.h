@@ -8,3 +8,4 @@
 #include "atomic.h"
 #include "array.h"
 #include "print.h"
+#include "noise.h"

@@ -329,9 +329,10 @@ TREADLE_VEC_T void adj_max(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const T& ad
 }
 
 // ------------------------------------------------------------------------------------------------ component access
+// The forward functions take an int32 index (any integer converts); the adjoints accept any integer index type.
 #if defined(TREADLE_CHECKED)
 #define TREADLE_CHECK_COMPONENT(i, n)                                          \
-    if ((unsigned)(i) >= (unsigned)(n)) {                                      \
+    if ((unsigned long long)(i) >= (unsigned long long)(n)) {                  \
         treadle_report_oob(-1, (long long)(i), (long long)(n));                \
         i = 0;                                                                 \
     }
@@ -343,7 +344,8 @@ TREADLE_VEC_T T extract(const vec_t<N, T>& a, int32 i) {
     TREADLE_CHECK_COMPONENT(i, N)
     return a.c[i];
 }
-TREADLE_VEC_T void adj_extract(const vec_t<N, T>&, int32 i, vec_t<N, T>& adj_a, int32&, const T& adj_ret) {
+template <unsigned N, typename T, typename I>
+TREADLE_FUNC void adj_extract(const vec_t<N, T>&, I i, vec_t<N, T>& adj_a, I&, const T& adj_ret) {
     TREADLE_CHECK_COMPONENT(i, N)
     adj_a.c[i] += adj_ret;
 }
@@ -355,8 +357,8 @@ TREADLE_VEC_T vec_t<N, T> insert(const vec_t<N, T>& a, int32 i, TREADLE_SCALAR(T
     r.c[i] = x;
     return r;
 }
-TREADLE_VEC_T void adj_insert(const vec_t<N, T>&, int32 i, T, vec_t<N, T>& adj_a, int32&, T& adj_x,
-                              const vec_t<N, T>& adj_ret) {
+template <unsigned N, typename T, typename I>
+TREADLE_FUNC void adj_insert(const vec_t<N, T>&, I i, T, vec_t<N, T>& adj_a, I&, T& adj_x, const vec_t<N, T>& adj_ret) {
     TREADLE_CHECK_COMPONENT(i, N)
     for (unsigned k = 0; k < N; ++k)
         if (k != (unsigned)i)

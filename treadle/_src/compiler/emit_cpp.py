@@ -209,8 +209,18 @@ class Emitter:
             return f"var_{x.local.name}"
         return f"_v{x.id}"
 
+    #: Adjoint code declares every value once at the top of the function (so the reverse sweep can read it).
+    hoist = False
+
     def decl(self, v: ir.Value) -> str:
+        if self.hoist:
+            return f"_v{v.id}"
         return f"const {cpp_type(v.type, self.tuple_names)} _v{v.id}"
+
+    def decl_mut(self, v: ir.Value) -> str:
+        if self.hoist:
+            return f"_v{v.id}"
+        return f"{cpp_type(v.type, self.tuple_names)} _v{v.id}"
 
     def line(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
         if self.line_directives and s.loc is not None:
@@ -250,7 +260,7 @@ class Emitter:
         elif isinstance(s, ir.Insert):
             t = cpp_type(s.result.type, self.tuple_names)
             if s.field is not None:
-                lines.append(f"{ind}{t} _v{s.result.id} = {op(s.src)};")
+                lines.append(f"{ind}{self.decl_mut(s.result)} = {op(s.src)};")
                 lines.append(f"{ind}_v{s.result.id}.{s.field} = {op(s.value)};")
             else:
                 idx = ", ".join(op(i) for i in s.index)
@@ -289,10 +299,13 @@ class Emitter:
         elif isinstance(s, ir.ForRange):
             self.for_range(s, lines, ind)
         elif isinstance(s, ir.While):
+            self.loop_prologue(s, lines, ind)
             lines.append(f"{ind}while (true) {{")
             self.block(s.cond_block, lines, ind + "    ")
             lines.append(f"{ind}    if (!({op(s.cond)})) break;")
+            self.iter_prologue(s, lines, ind + "    ")
             self.block(s.body, lines, ind + "    ")
+            self.iter_epilogue(s, lines, ind + "    ")
             lines.append(f"{ind}}}")
         elif isinstance(s, ir.Break):
             lines.append(f"{ind}break;")
@@ -312,10 +325,25 @@ class Emitter:
             cond = f"{it} < {op(s.stop)}" if step.value > 0 else f"{it} > {op(s.stop)}"
         else:
             cond = f"({op(step)} > 0 ? {it} < {op(s.stop)} : {it} > {op(s.stop)})"
+        self.loop_prologue(s, lines, ind)
         lines.append(f"{ind}for ({t} {it} = {op(s.start)}; {cond}; {it} += {op(step)}) {{")
         lines.append(f"{ind}    var_{s.var.name} = {it};")
+        self.iter_prologue(s, lines, ind + "    ")
         self.block(s.body, lines, ind + "    ")
+        self.iter_epilogue(s, lines, ind + "    ")
         lines.append(f"{ind}}}")
+
+    # Loop hooks (the adjoint emitter adds checkpointing) --------------------------------------------------------
+    def loop_prologue(self, s: Any, lines: list[str], ind: str) -> None:
+        pass
+
+    def iter_prologue(self, s: Any, lines: list[str], ind: str) -> None:
+        pass
+
+    def iter_epilogue(self, s: Any, lines: list[str], ind: str) -> None:
+        exit_flag = getattr(s, "exit", None)
+        if exit_flag is not None:
+            lines.append(f"{ind}if (var_{exit_flag.name}) break;")
 
     def call_expr(self, s: ir.Call) -> str:
         ov = s.overload

@@ -38,7 +38,7 @@ def header_hash() -> str:
 
 def dump(stage: str, name: str, text: str) -> None:
     """Write one pipeline stage's output when ``config.dump`` asks for it."""
-    if stage in config.dump:
+    if stage.split(".")[-1] in config.dump or stage in config.dump:
         d = Path(config.dump_dir)
         d.mkdir(parents=True, exist_ok=True)
         (d / f"{name}.{stage}").write_text(text)
@@ -57,6 +57,25 @@ def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = Fa
     symbol = f"tk_{digest[:24]}"
     block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
     return block, symbol, em.locs
+
+
+def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:
+    """C++ for the backward pass of one kernel: forward and adjoint functions plus the backward entry point."""
+    from .emit_adjoint import AdjointEmitter
+    from .structurize import structurize
+
+    em = Emitter(line_directives=config.line_directives)
+    fwd_funcs = [em.function(fi.ir, fi.cname) for fi in funcs]
+    args_struct, _ = em.kernel(kernel_ir, "@SYMBOL@")
+    adj = AdjointEmitter(em)
+    adj_funcs = [adj.adjoint_function(structurize(fi.ir), fi.cname) for fi in funcs]
+    backward = adj.adjoint_kernel(structurize(kernel_ir), "@SYMBOL@")
+    inner = "\n\n".join(["using treadle::adj_accum;", *em.type_defs, *adj.struct_accumulators(), *fwd_funcs,
+                          *adj_funcs, args_struct, backward])
+    digest = hashlib.sha256(inner.encode()).hexdigest()
+    symbol = f"tb_{digest[:24]}"
+    block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
+    return block, symbol
 
 
 def ordered_deps(roots: list[Any]) -> list[Any]:
@@ -98,6 +117,16 @@ def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name
     key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])
     key = hashlib.sha256(key_src.encode()).hexdigest()
     return Built(block, symbol, key, locs)
+
+
+def prepare_adjoint(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
+    """Emit and hash the backward pass of one kernel."""
+    block, symbol = emit_adjoint_block(kernel_ir, ordered_deps(deps))
+    dump("adj.cpp", name, PRELUDE + block)
+    backend = get_cpu_backend()
+    key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])
+    key = hashlib.sha256(key_src.encode()).hexdigest()
+    return Built(block, symbol, key)
 
 
 def compile_batch(items: list[Built], options: CompileOptions) -> None:
@@ -162,9 +191,9 @@ def load_library(path: Path) -> Any:
     return lib
 
 
-def load_symbol(path: Path, symbol: str) -> Any:
-    """The entry point ``<symbol>_cpu_forward`` from a cached library."""
-    return getattr(load_library(path), f"{symbol}_cpu_forward")
+def load_symbol(path: Path, symbol: str, kind: str = "forward") -> Any:
+    """The entry point ``<symbol>_cpu_<kind>`` from a cached library."""
+    return getattr(load_library(path), f"{symbol}_cpu_{kind}")
 
 
 __all__ = ["Built", "prepare", "compile_batch", "load_symbol", "os"]

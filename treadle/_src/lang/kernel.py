@@ -105,6 +105,29 @@ def load_instances(insts: list[KernelInstance]) -> None:
                 inst.bind()
 
 
+def load_backward(insts: list[KernelInstance]) -> None:
+    """Compile the backward passes of several kernel instances in one batch and bind their entry points."""
+    from ..compiler.pipeline import compile_batch, load_symbol
+
+    todo = [i for i in insts if getattr(i, "backward_entry", None) is None]
+    if not todo:
+        return
+    by_opts: dict[str, list[KernelInstance]] = {}
+    for inst in todo:
+        inst.ensure_loaded()
+        by_opts.setdefault(inst.options.key(), []).append(inst)
+    for group in by_opts.values():
+        builts = [inst.backward_built() for inst in group]
+        compile_batch(builts, group[0].options)
+        for inst, b in zip(group, builts):
+            if b.error is not None:
+                raise b.error
+            fn = load_symbol(b.lib_path, b.symbol, "backward")
+            fn.restype = None
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
+            inst.backward_entry = fn  # type: ignore[attr-defined]
+
+
 class KernelInstance:
     """A kernel specialised for concrete parameter types: IR, C++ block, cache key, and once loaded, its entry."""
 
@@ -165,6 +188,27 @@ class KernelInstance:
             err.argtypes = [ctypes.c_void_p]
             self.checked_error = err
 
+    def backward_built(self) -> Any:
+        """The emitted backward pass (created on first use: forward-only programs never pay for it)."""
+        if getattr(self, "_bwd_built", None) is None:
+            if not self.kernel.enable_backward:
+                from ..errors import TreadleError
+
+                raise TreadleError(f"kernel '{self.kernel.key}' was defined with enable_backward=False, so it has "
+                                   "no adjoint; remove that option (kernel, module or wp.config) to differentiate it")
+            from ..compiler.pipeline import prepare_adjoint
+
+            self._bwd_built = prepare_adjoint(self.ir, self.deps, self.options, self.kernel.key)
+        return self._bwd_built
+
+    def ensure_backward(self) -> Any:
+        """The backward entry point, compiled or fetched from the cache."""
+        fn = getattr(self, "backward_entry", None)
+        if fn is None:
+            load_backward([self])
+            fn = self.backward_entry
+        return fn
+
     def check_errors(self) -> None:
         """In checked mode: raise the first failed runtime check of the last launch, at the user's line."""
         err = getattr(self, "checked_error", None)
@@ -178,8 +222,12 @@ class KernelInstance:
         loc_i, tid, dim, index, extent = list(buf)
         loc = self.built.locs[loc_i] if 0 <= loc_i < len(self.built.locs) else None
         where = f"{loc}: " if loc is not None else ""
-        what = (f"index {index} is out of bounds for dimension {dim} of extent {extent}" if dim >= 0
-                else f"component index {index} is out of range for {extent} components")
+        if dim >= 0:
+            what = f"index {index} is out of bounds for dimension {dim} of extent {extent}"
+        elif dim == -2:
+            what = f"integer division or modulo by zero ({index} / 0)"
+        else:
+            what = f"component index {index} is out of range for {extent} components"
         text = f"{where}kernel '{self.kernel.key}', thread {tid}: {what}"
         if loc is not None and loc.render():
             text += "\n" + loc.render()

@@ -273,6 +273,26 @@ def _plan_for(kernel: Kernel, args: list[Any]) -> LaunchPlan:
     return plan
 
 
+def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, packed: ctypes.Structure, adj: list[Any]) -> None:
+    """Run the backward pass; array gradients go to ``adj`` arrays where given, else to each array's ``.grad``."""
+    from .array import array
+
+    entry = plan.inst.ensure_backward()
+    for i, (name, t) in enumerate(zip(plan.names, plan.inst.types)):
+        if isinstance(t, ArrayT) and i < len(adj) and adj[i] is not None:
+            g = adj[i]
+            if not isinstance(g, array):
+                raise LaunchError(f"adjoint for '{name}' must be an array, got {type(g).__name__}")
+            desc = getattr(packed, name)
+            if tuple(g.shape) != tuple(desc.shape[: desc.ndim]):
+                raise LaunchError(f"adjoint array for '{name}' has shape {g.shape}, expected "
+                                  f"{tuple(desc.shape[: desc.ndim])}")
+            desc.grad = g.ptr
+    if bounds.size > 0:
+        nthreads = 1 if bounds.size < SERIAL_THRESHOLD or config.deterministic else _num_threads()
+        entry(ctypes.addressof(bounds), ctypes.addressof(packed), nthreads)
+
+
 def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Sequence[Any] = (), adj_outputs: Sequence[Any] = (), device: Any = None, stream: Any = None,
            adjoint: bool = False, record_tape: bool = True, record_cmd: bool = False, max_blocks: int = 0,
@@ -297,11 +317,12 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
     plan = _plan_for(kernel, args)
     packed = plan.pack(args, dev)
     if adjoint:
-        raise LaunchError("adjoint launches need the autodiff backend, which this build does not have yet")
+        _launch_adjoint(plan, bounds, packed, list(adj_inputs) + list(adj_outputs))
+        return None
     if record_tape:
         tape = active_tape()
         if tape is not None:
-            tape.record_launch(kernel, dim, inputs, outputs, dev)
+            tape.record_launch(kernel, dim, inputs, outputs, dev, plan.inst)
     if config.print_launches:
         import sys
 

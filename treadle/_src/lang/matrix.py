@@ -174,9 +174,7 @@ class mat_base(composite_base):
     # -- arithmetic -------------------------------------------------------------------------------------------
     def _check_same_scalar(self, other: Any, op: str) -> None:
         if other._wp_scalar_type_ is not self._wp_scalar_type_:
-            raise TypeError(
-                f"unsupported operand types for {op}: '{type(self).__name__}' and '{type(other).__name__}'"
-            )
+            raise TypeError(f"unsupported operand types for {op}: '{type(self).__name__}' and '{type(other).__name__}'")
 
     def _elementwise(self, other: Any, op: str, reflected: builtins.bool) -> Any:
         if isinstance(other, mat_base):
@@ -289,7 +287,7 @@ def matrix_type_name(rows: builtins.int, cols: builtins.int, dtype: Any) -> str:
     return f"matrix(shape=({rows}, {cols}), dtype={dtype.__name__})"
 
 
-def matrix(shape: Any, dtype: Any) -> type:
+def matrix(shape: Any, dtype: Any) -> type[mat_base]:
     """The matrix type of ``shape = (rows, cols)`` and scalar type ``dtype`` (cached: same arguments, same class)."""
     try:
         rows, cols = (operator.index(d) for d in shape)

@@ -47,10 +47,10 @@ SCALAR_SUFFIX: dict[Any, str] = {
 }
 
 _cache: dict[tuple[Any, ...], type] = {}
-_cache_lock = threading.Lock()
+_cache_lock = threading.RLock()  # re-entrant: a matrix class creates its row vector class
 
 
-def cached_type(key: tuple[Any, ...], make: Callable[[], type]) -> type:
+def cached_type(key: tuple[Any, ...], make: Callable[[], type]) -> Any:
     """Return the composite class for ``key``, creating it once with ``make()`` (thread-safe)."""
     cls = _cache.get(key)
     if cls is None:
@@ -77,13 +77,13 @@ def normalize_scalar(dtype: Any) -> Any:
 
 
 def make_composite_class(name: str, base: type, length: int, dtype: Any, extra: dict[str, Any]) -> type:
-    """Create a ctypes array class of ``length`` scalars of ``dtype`` deriving from ``base``."""
+    """Create a ctypes array class of ``length`` scalars of ``dtype`` deriving from ``base`` (in ``base``'s module)."""
     ns: dict[str, Any] = {
         "_type_": dtype._type_,
         "_length_": length,
         "_wp_scalar_type_": dtype,
         "_half_": dtype is scalars.float16,
-        "__module__": __name__,
+        "__module__": base.__module__,
         "__qualname__": name,
         "__doc__": f"The {name} type ({length} x {dtype.__name__}).",
     }
@@ -251,7 +251,7 @@ class composite_base(ctypes.Array):  # type: ignore[type-arg]
 
     def _to_numpy(self) -> np.ndarray:
         """A flat NumPy copy of the components in the scalar's dtype (float16 included)."""
-        return np.frombuffer(self, dtype=self._wp_scalar_type_._np_, count=self._length_).copy()
+        return np.frombuffer(memoryview(self), dtype=self._wp_scalar_type_._np_, count=self._length_).copy()
 
     @classmethod
     def _from_numpy(cls, arr: Any) -> Any:
@@ -259,7 +259,7 @@ class composite_base(ctypes.Array):  # type: ignore[type-arg]
         data = np.ascontiguousarray(arr, dtype=cls._wp_scalar_type_._np_)
         if data.size != cls._length_:
             raise ValueError(f"expected {cls._length_} values for {cls.__name__}, got {data.size}")
-        return cls.from_buffer_copy(data)
+        return cls.from_buffer_copy(data.data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """The values as a NumPy array of shape ``_shape_`` (NumPy itself prefers the ctypes buffer)."""
@@ -292,7 +292,7 @@ def _rebuild(key: tuple[Any, ...], data: bytes) -> Any:
     return class_from_key(key).from_buffer_copy(data)
 
 
-def class_from_key(key: tuple[Any, ...]) -> type:
+def class_from_key(key: tuple[Any, ...]) -> Any:
     """The composite class described by a cache key (``("vec", 3, float32)`` ...)."""
     kind = key[0]
     if kind == "vec":
@@ -411,7 +411,11 @@ class vec_base(composite_base):
     def _operand(self, other: Any, op: str) -> Any:
         """``other`` as a NumPy operand, or ``None`` when this class does not handle it."""
         if isinstance(other, vec_base):
-            if other._length_ != self._length_ or other._wp_scalar_type_ is not self._wp_scalar_type_:
+            if (
+                other._length_ != self._length_
+                or other._wp_scalar_type_ is not self._wp_scalar_type_
+                or other._wp_generic_type_str_ != self._wp_generic_type_str_
+            ):
                 raise TypeError(
                     f"unsupported operand types for {op}: '{type(self).__name__}' and '{type(other).__name__}'"
                 )
@@ -497,7 +501,7 @@ def vector_type_name(length: builtins.int, dtype: Any) -> str:
     return f"vector(length={length}, dtype={dtype.__name__})"
 
 
-def vector(length: builtins.int, dtype: Any) -> type:
+def vector(length: builtins.int, dtype: Any) -> type[vec_base]:
     """The vector type of ``length`` components of scalar type ``dtype`` (cached: same arguments, same class)."""
     length = operator.index(length)
     if length < 0:

@@ -1,0 +1,59 @@
+"""Which array parameters a kernel (or function) reads and writes, from its IR.
+
+Used by the tape's overwrite check: a recorded launch whose input array is later overwritten would be
+differentiated with the wrong values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import ir
+
+
+def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | None = None) -> tuple[set[int], set[int]]:
+    """``(reads, writes)``: indices of the parameters whose arrays are loaded from / stored or atomically updated."""
+    memo = _memo if _memo is not None else {}
+    key = id(f)
+    if key in memo:
+        return memo[key]
+    memo[key] = (set(), set())  # recursion guard (recursion is rejected by the frontend anyway)
+    origin: dict[int, set[int]] = {}
+    for i, p in enumerate(f.params):
+        origin[p.id] = {i}
+    reads: set[int] = set()
+    writes: set[int] = set()
+
+    def org(x: Any) -> set[int]:
+        if isinstance(x, ir.Value):
+            return origin.get(-x.id, set())
+        if isinstance(x, ir.LocalRef):
+            return origin.get(x.local.id, set())
+        return set()
+
+    # Two passes so that values flowing around loops are seen.
+    for _ in range(2):
+        for s in ir.walk(f.body):
+            if isinstance(s, ir.LoadLocal):
+                origin.setdefault(-s.result.id, set()).update(origin.get(s.local.id, set()))
+            elif isinstance(s, ir.StoreLocal):
+                origin.setdefault(s.local.id, set()).update(org(s.value))
+            elif isinstance(s, (ir.ArrayView, ir.Extract)):
+                src = s.array if isinstance(s, ir.ArrayView) else s.src
+                origin.setdefault(-s.result.id, set()).update(org(src))
+            elif isinstance(s, ir.ArrayLoad):
+                reads.update(org(s.array))
+            elif isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)):
+                writes.update(org(s.array))  # the old value an atomic returns carries no gradient
+            elif isinstance(s, ir.CallFunc):
+                r, w = array_access(s.func.ir, memo)
+                for i, a in enumerate(s.args):
+                    if i in r:
+                        reads.update(org(a))
+                    if i in w:
+                        writes.update(org(a))
+            elif isinstance(s, ir.Call):
+                for a in s.args:  # builtins taking arrays (e.g. sample_cdf, len) read them
+                    reads.update(org(a))
+    memo[key] = (reads, writes)
+    return reads, writes

@@ -1,0 +1,412 @@
+"""Adjoint (reverse-mode) C++ generation from the typed IR.
+
+For each function and kernel the adjoint runs a forward sweep (recomputing every value), then a reverse sweep that
+walks the statements backwards and calls each builtin's ``adj_`` function. The input is the jump-free form made by
+:mod:`.structurize`. Every value is declared once at the top of the function, so the reverse sweep can read what the
+forward sweep computed.
+
+Loops are differentiated exactly, including dynamic bounds, ``while``, ``break`` and ``continue``: each iteration of
+a loop pushes the variables the body modifies onto a per-thread checkpoint stack; the reverse sweep walks the
+iterations backwards, restores each iteration's state, replays that iteration forward and then reverses it. Loops
+nested in a loop are checkpointed during the replay of their enclosing iteration, so memory is proportional to the
+trip count of one loop level, not to the product.
+
+After an adjoint value has been propagated it is reset to zero, which makes repeated loop iterations correct.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..lang import scalars
+from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
+from . import ir
+from .emit_cpp import Emitter, cpp_type
+
+
+def differentiable(t: Any) -> bool:
+    """Whether values of type ``t`` carry gradients."""
+    if t is None or isinstance(t, ArrayT):
+        return False
+    if is_float(t):
+        return True
+    if is_composite(t):
+        return is_float(scalar_of(t))
+    if is_struct(t):
+        return any(differentiable(normalize_annotation(ft)) for ft in t.vars.values())
+    if isinstance(t, TupleT):
+        return any(differentiable(x) for x in t.types)
+    return False
+
+
+def _loop_modified(s: Any) -> list[ir.Local]:
+    """Locals a loop may change (its variable, stores and by-reference builtin arguments in its body)."""
+    out: dict[int, ir.Local] = {}
+    if isinstance(s, ir.ForRange):
+        out[s.var.id] = s.var
+    for t in ir.walk(s.body):
+        if isinstance(t, ir.StoreLocal):
+            out[t.local.id] = t.local
+        elif isinstance(t, ir.ForRange):
+            out[t.var.id] = t.var
+        for a in getattr(t, "args", None) or []:
+            if isinstance(a, ir.LocalRef):
+                out[a.local.id] = a.local
+    return list(out.values())
+
+
+class AdjointEmitter(Emitter):
+    """Writes adjoint functions and the backward kernel entry point."""
+
+    hoist = True
+
+    def __init__(self, base: Emitter) -> None:
+        super().__init__(line_directives=base.line_directives, checked=False)
+        self.tuple_names = base.tuple_names
+        self.types_done = base.types_done
+        self.type_defs = base.type_defs
+        self.loop_ids: dict[int, int] = {}
+        self.ckpt_now = False
+        self.dummy = 0
+
+    # Declarations ----------------------------------------------------------------------------------------------
+    def ct(self, t: Any) -> str:
+        return cpp_type(t, self.tuple_names)
+
+    def declarations(self, f: ir.FuncIR, with_locals: bool) -> list[str]:
+        lines: list[str] = []
+        seen: set[int] = set()
+        for s in ir.walk(f.body):
+            r = getattr(s, "result", None)
+            if r is not None and r.id not in seen:
+                seen.add(r.id)
+                t = self.ct(r.type)
+                lines.append(f"    {t} _v{r.id}{{}}; {t} adj_v{r.id}{{}};")
+            if isinstance(s, (ir.ForRange, ir.While)):
+                n = self.loop_ids.setdefault(id(s), len(self.loop_ids))
+                lines.append(f"    size_t _base{n} = 0, _esz{n} = 0; treadle::int64 _cnt{n} = 0;")
+        if with_locals:
+            for loc in f.locals:
+                t = self.ct(loc.type)
+                lines.append(f"    {t} var_{loc.name}{{}}; {t} adj_var_{loc.name}{{}};")
+        return lines
+
+    # Sweeps -----------------------------------------------------------------------------------------------------
+    def forward(self, block: ir.Block, lines: list[str], ind: str, ckpt: bool) -> None:
+        old = self.ckpt_now
+        self.ckpt_now = ckpt
+        self.block(block, lines, ind)
+        self.ckpt_now = old
+
+    def loop_prologue(self, s: Any, lines: list[str], ind: str) -> None:
+        s._ckpt = self.ckpt_now
+        if self.ckpt_now:
+            n = self.loop_ids[id(s)]
+            mods = _loop_modified(s)
+            size = " + ".join(f"sizeof(var_{m.name})" for m in mods) or "0"
+            lines.append(f"{ind}_base{n} = treadle::ckpt_size(); _cnt{n} = 0; _esz{n} = {size};")
+
+    def iter_prologue(self, s: Any, lines: list[str], ind: str) -> None:
+        if s._ckpt:
+            n = self.loop_ids[id(s)]
+            for m in _loop_modified(s):
+                lines.append(f"{ind}treadle::ckpt_push(var_{m.name});")
+            lines.append(f"{ind}++_cnt{n};")
+        s._saved_ckpt = self.ckpt_now
+        self.ckpt_now = False  # loops nested in this one are checkpointed when this iteration is replayed
+
+    def iter_epilogue(self, s: Any, lines: list[str], ind: str) -> None:
+        self.ckpt_now = s._saved_ckpt
+        super().iter_epilogue(s, lines, ind)
+
+    def adj(self, x: Any) -> str | None:
+        if isinstance(x, ir.Value):
+            return f"adj_v{x.id}"
+        if isinstance(x, ir.LocalRef):
+            return f"adj_var_{x.local.name}"
+        return None
+
+    def adj_or_dummy(self, x: Any, dummies: list[str]) -> str:
+        a = self.adj(x)
+        if a is not None:
+            return a
+        self.dummy += 1
+        name = f"_d{self.dummy}"
+        t = x.type if x.type is not None else scalars.int32
+        dummies.append(f"{self.ct(t)} {name}{{}};")
+        return name
+
+    def emit_adj(self, lines: list[str], ind: str, call: str, dummies: list[str]) -> None:
+        if dummies:
+            lines.append(f"{ind}{{ {' '.join(dummies)} {call}; }}")
+        else:
+            lines.append(f"{ind}{call};")
+
+    def accum(self, lines: list[str], ind: str, target: str | None, src: str, t: Any) -> None:
+        if target is not None and differentiable(t):
+            lines.append(f"{ind}adj_accum({target}, {src});")
+
+    def reverse(self, block: ir.Block, lines: list[str], ind: str) -> None:
+        for s in reversed(block.stmts):
+            self.rev(s, lines, ind)
+
+    def rev(self, s: ir.Stmt, lines: list[str], ind: str) -> None:  # noqa: C901 - one case per statement kind
+        op = self.op
+        r = getattr(s, "result", None)
+        if isinstance(s, ir.Call):
+            ov = s.overload
+            if r is None or not ov.differentiable or not differentiable(r.type):
+                return
+            cpp = ov.cpp
+            if cpp in ("op:select", "op:where"):
+                c, a, b = s.args
+                first, second = (b, a) if cpp == "op:select" else (a, b)
+                ta, tb = self.adj(first), self.adj(second)
+                lines.append(f"{ind}if ({op(c)}) {{ {f'adj_accum({ta}, adj_v{r.id});' if ta else ''} }}"
+                             f" else {{ {f'adj_accum({tb}, adj_v{r.id});' if tb else ''} }}")
+            elif not cpp.startswith("op"):
+                dummies: list[str] = []
+                adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
+                tmpl = ""
+                if ov.template:
+                    tmpl = "<" + ",".join(str(x) if isinstance(x, int) else self.ct(x) for x in ov.template) + ">"
+                args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
+                self.emit_adj(lines, ind, f"treadle::adj_{cpp}{tmpl}({', '.join(args)})", dummies)
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.CallFunc):
+            if not any(differentiable(a.type) for a in s.args) and not (r is not None and differentiable(r.type)):
+                return
+            dummies = []
+            adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
+            args = [op(a) for a in s.args] + adjs + ([f"adj_v{r.id}"] if r is not None else [])
+            self.emit_adj(lines, ind, f"adj_{s.func.cname}({', '.join(args)})", dummies)
+            if r is not None:
+                lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.Construct):
+            if differentiable(r.type):
+                self.rev_construct(s, lines, ind)
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.Extract):
+            if differentiable(r.type):
+                if s.field is not None:
+                    self.accum(lines, ind, f"{self.adj(s.src)}.{s.field}" if self.adj(s.src) else None,
+                               f"adj_v{r.id}", r.type)
+                elif isinstance(s.src.type, TupleT):
+                    tgt = self.adj(s.src)
+                    self.accum(lines, ind, f"{tgt}.f{s.index[0].value}" if tgt else None, f"adj_v{r.id}", r.type)
+                elif self.adj(s.src) is not None:
+                    dummies = []
+                    idx = [op(i) for i in s.index]
+                    didx = [self.adj_or_dummy(i, dummies) if False else self._int_dummy(i, dummies) for i in s.index]
+                    call = (f"treadle::adj_extract({op(s.src)}, {', '.join(idx)}, {self.adj(s.src)}, "
+                            f"{', '.join(didx)}, adj_v{r.id})")
+                    self.emit_adj(lines, ind, call, dummies)
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.Insert):
+            if differentiable(r.type):
+                self.rev_insert(s, lines, ind)
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.ArrayLoad):
+            if differentiable(r.type):
+                dummies = []
+                didx = [self._int_dummy(i, dummies) for i in s.indices]
+                dummies.append(f"{self.ct(s.array.type)} _da{{}};")
+                args = [op(s.array)] + [op(i) for i in s.indices] + ["_da"] + didx + [f"adj_v{r.id}"]
+                self.emit_adj(lines, ind, f"treadle::adj_load({', '.join(args)})", dummies)
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.ArrayStore):
+            tgt = self.adj(s.value)
+            if tgt is not None and differentiable(s.value.type):
+                dummies = []
+                didx = [self._int_dummy(i, dummies) for i in s.indices]
+                dummies.append(f"{self.ct(s.array.type)} _da{{}};")
+                args = [op(s.array)] + [op(i) for i in s.indices] + [op(s.value), "_da"] + didx + [tgt]
+                self.emit_adj(lines, ind, f"treadle::adj_store({', '.join(args)})", dummies)
+        elif isinstance(s, ir.ArrayAtomic):
+            tgt = self.adj(s.value)
+            if s.op in ("add", "sub") and differentiable(s.value.type):
+                idx = ", ".join(op(i) for i in s.indices)
+                dummies = []
+                if tgt is None:
+                    tgt = self.adj_or_dummy(s.value, dummies)
+                adj_r = f"adj_v{r.id}" if r is not None else f"{self.ct(s.value.type)}{{}}"
+                call = (f"treadle::adj_atomic_{s.op}(treadle::address({op(s.array)}, {idx}), {op(s.value)}, "
+                        f"treadle::grad_address({op(s.array)}, {idx}), {tgt}, {adj_r})")
+                self.emit_adj(lines, ind, call, dummies)
+            if r is not None:
+                lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.LoadLocal):
+            self.accum(lines, ind, f"adj_var_{s.local.name}", f"adj_v{r.id}", r.type)
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.StoreLocal):
+            if differentiable(s.local.type):
+                self.accum(lines, ind, self.adj(s.value), f"adj_var_{s.local.name}", s.local.type)
+                lines.append(f"{ind}adj_var_{s.local.name} = {{}};")
+        elif isinstance(s, ir.If):
+            then: list[str] = []
+            orelse: list[str] = []
+            self.reverse(s.then, then, ind + "    ")
+            self.reverse(s.orelse, orelse, ind + "    ")
+            if then or orelse:
+                lines.append(f"{ind}if ({op(s.cond)}) {{")
+                lines += then
+                lines.append(f"{ind}}} else {{")
+                lines += orelse
+                lines.append(f"{ind}}}")
+        elif isinstance(s, (ir.ForRange, ir.While)):
+            self.rev_loop(s, lines, ind)
+        # Tid, DeclLocal, ArrayView: nothing flows back.
+
+    def _int_dummy(self, i: Any, dummies: list[str]) -> str:
+        self.dummy += 1
+        name = f"_d{self.dummy}"
+        dummies.append(f"{self.ct(i.type)} {name}{{}};")
+        return name
+
+    def rev_construct(self, s: ir.Construct, lines: list[str], ind: str) -> None:
+        r = s.result
+        t = r.type
+        if not s.args or is_struct(t):
+            return
+        if isinstance(t, TupleT):
+            for i, a in enumerate(s.args):
+                self.accum(lines, ind, self.adj(a), f"adj_v{r.id}.f{i}", a.type)
+            return
+        if scalars.is_scalar_type(t):
+            a = s.args[0]
+            tgt = self.adj(a)
+            if tgt is not None and differentiable(a.type):
+                lines.append(f"{ind}treadle::adj_cast<{self.ct(t)}>({self.op(a)}, {tgt}, adj_v{r.id});")
+            return
+        if len(s.args) == 1 and is_composite(s.args[0].type):  # conversion between precisions
+            a = s.args[0]
+            self.accum(lines, ind, self.adj(a), f"{self.ct(a.type)}(adj_v{r.id})", a.type)
+            return
+        if len(s.args) == 1:  # fill from one scalar
+            a = s.args[0]
+            n = t._length_
+            terms = " + ".join(f"adj_v{r.id}.{'c' if t._wp_generic_type_str_ != 'mat_t' else 'data'}"
+                               f"{self._flat_index(t, k)}" for k in range(n))
+            self.accum(lines, ind, self.adj(a), f"{self.ct(scalar_of(t))}({terms})", a.type)
+            return
+        if getattr(t, "_wp_generic_type_str_", None) == "mat_t" and is_composite(s.args[0].type):  # from rows
+            for i, a in enumerate(s.args):
+                self.accum(lines, ind, self.adj(a), f"treadle::extract(adj_v{r.id}, {i})", a.type)
+            return
+        for k, a in enumerate(s.args):
+            if getattr(t, "_wp_generic_type_str_", None) == "mat_t":
+                cols = t._shape_[1]
+                src = f"treadle::extract(adj_v{r.id}, {k // cols}, {k % cols})"
+            else:
+                src = f"treadle::extract(adj_v{r.id}, {k})"
+            self.accum(lines, ind, self.adj(a), src, a.type)
+
+    def _flat_index(self, t: Any, k: int) -> str:
+        if t._wp_generic_type_str_ == "mat_t":
+            cols = t._shape_[1]
+            return f"[{k // cols}][{k % cols}]"
+        return f"[{k}]"
+
+    def rev_insert(self, s: ir.Insert, lines: list[str], ind: str) -> None:
+        r = s.result
+        if s.field is not None:
+            lines.append(f"{ind}{{ {self.ct(r.type)} _t = adj_v{r.id};")
+            self.accum(lines, ind + "  ", self.adj(s.value), f"_t.{s.field}", s.value.type)
+            lines.append(f"{ind}  _t.{s.field} = {{}};")
+            self.accum(lines, ind + "  ", self.adj(s.src), "_t", r.type)
+            lines.append(f"{ind}}}")
+            return
+        dummies: list[str] = []
+        src_adj = self.adj_or_dummy(s.src, dummies)
+        val_adj = self.adj_or_dummy(s.value, dummies)
+        didx = [self._int_dummy(i, dummies) for i in s.index]
+        args = ([self.op(s.src)] + [self.op(i) for i in s.index] + [self.op(s.value), src_adj] + didx
+                + [val_adj, f"adj_v{r.id}"])
+        self.emit_adj(lines, ind, f"treadle::adj_insert({', '.join(args)})", dummies)
+
+    def rev_loop(self, s: Any, lines: list[str], ind: str) -> None:
+        n = self.loop_ids[id(s)]
+        mods = _loop_modified(s)
+        body: list[str] = []
+        self.reverse(s.body, body, ind + "    ")
+        if not body:
+            return  # nothing differentiable happens in the loop
+        lines.append(f"{ind}for (treadle::int64 _k{n} = _cnt{n} - 1; _k{n} >= 0; --_k{n}) {{")
+        lines.append(f"{ind}    size_t _p{n} = _base{n} + size_t(_k{n}) * _esz{n};")
+        for m in mods:
+            lines.append(f"{ind}    _p{n} = treadle::ckpt_read(_p{n}, var_{m.name});")
+        self.forward(s.body, lines, ind + "    ", ckpt=True)
+        lines += body
+        lines.append(f"{ind}}}")
+        lines.append(f"{ind}treadle::ckpt_pop_to(_base{n});")
+
+    # Whole functions --------------------------------------------------------------------------------------------
+    def adjoint_function(self, f: ir.FuncIR, fwd_cname: str) -> str:
+        """``adj_<fn>(params..., adj_params&..., adj_ret)``: forward sweep, then reverse sweep."""
+        self.collect_types(f)
+        params = [f"{self.ct(p.type)} var_{p.name}" for p in f.params]
+        adj_params = [f"{self.ct(p.type)}& adj_var_{p.name}" for p in f.params]
+        ret = [f"const {self.ct(f.return_type)}& adj_ret"] if f.return_type is not None else []
+        lines = [f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(params + adj_params + ret)})", "{"]
+        lines += self.declarations(f, with_locals=True)
+        self.forward(f.body, lines, "    ", ckpt=True)
+        retval = getattr(f, "retval", None)
+        if retval is not None and f.return_type is not None:
+            self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
+        self.reverse(f.body, lines, "    ")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def adjoint_kernel(self, f: ir.FuncIR, symbol: str) -> str:
+        """The backward per-thread body and its ``extern "C"`` entry point."""
+        self.collect_types(f)
+        lines = [
+            "static void kernel_backward_body(const treadle::launch_bounds_t& bounds, treadle::int64 _flat, "
+            "const Args& args)",
+            "{",
+        ]
+        for p in f.params:
+            t = self.ct(p.type)
+            lines.append(f"    {t} var_{p.name} = args.{p.name}; {t} adj_var_{p.name}{{}};")
+        lines += self.declarations(f, with_locals=True)
+        if any(isinstance(s, ir.Tid) and s.dim >= 0 for s in ir.walk(f.body)):
+            lines.append("    treadle::int32 _tid[4];")
+            lines.append("    treadle::tid_from_index(bounds, _flat, _tid);")
+        lines.append("    (void)bounds; (void)_flat;")
+        self.forward(f.body, lines, "    ", ckpt=True)
+        self.reverse(f.body, lines, "    ")
+        lines.append("}")
+        lines += [
+            f'extern "C" TREADLE_EXPORT void {symbol}_cpu_backward(const treadle::launch_bounds_t* b, '
+            "const Args* a, treadle::int32 nthreads)",
+            "{",
+            "    const treadle::launch_bounds_t bounds = *b;",
+            "    const Args args = *a;",
+            "    const treadle::int64 n = bounds.size;",
+            "    if (nthreads <= 1) {",
+            "        for (treadle::int64 i = 0; i < n; ++i) kernel_backward_body(bounds, i, args);",
+            "        return;",
+            "    }",
+            "    #pragma omp parallel for schedule(static) num_threads(nthreads)",
+            "    for (treadle::int64 i = 0; i < n; ++i) kernel_backward_body(bounds, i, args);",
+            "}",
+        ]
+        return "\n".join(lines)
+
+    def struct_accumulators(self) -> list[str]:
+        """``adj_accum`` overloads for every struct type used (field by field, differentiable fields only)."""
+        out = []
+        for t in list(self.types_done):
+            if is_struct(t):
+                body = []
+                for name, ft in t.vars.items():
+                    if differentiable(normalize_annotation(ft)):
+                        body.append(f"    adj_accum(a.{name}, b.{name});")
+                out.append(f"static TREADLE_FUNC void adj_accum({t.native_name}& a, const {t.native_name}& b)\n"
+                           "{\n" + "\n".join(body) + ("\n" if body else "") + "    (void)a; (void)b;\n}")
+            elif isinstance(t, TupleT):
+                name = self.tuple_names[t]
+                body = [f"    adj_accum(a.f{i}, b.f{i});" for i, et in enumerate(t.types) if differentiable(et)]
+                out.append(f"static TREADLE_FUNC void adj_accum({name}& a, const {name}& b)\n"
+                           "{\n" + "\n".join(body) + ("\n" if body else "") + "    (void)a; (void)b;\n}")
+        return out
