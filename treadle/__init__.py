@@ -144,6 +144,29 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from ._src.interop.dlpack import from_dlpack as from_dlpack
+from ._src.interop.dlpack import to_dlpack as to_dlpack
+from ._src.interop.jax import device_from_jax as device_from_jax
+from ._src.interop.jax import device_to_jax as device_to_jax
+from ._src.interop.jax import dtype_from_jax as dtype_from_jax
+from ._src.interop.jax import dtype_to_jax as dtype_to_jax
+from ._src.interop.jax import from_jax as from_jax
+from ._src.interop.jax import to_jax as to_jax
+from ._src.interop.paddle import device_from_paddle as device_from_paddle
+from ._src.interop.paddle import device_to_paddle as device_to_paddle
+from ._src.interop.paddle import dtype_from_paddle as dtype_from_paddle
+from ._src.interop.paddle import dtype_to_paddle as dtype_to_paddle
+from ._src.interop.paddle import from_paddle as from_paddle
+from ._src.interop.paddle import stream_from_paddle as stream_from_paddle
+from ._src.interop.paddle import to_paddle as to_paddle
+from ._src.interop.torch import device_from_torch as device_from_torch
+from ._src.interop.torch import device_to_torch as device_to_torch
+from ._src.interop.torch import dtype_from_torch as dtype_from_torch
+from ._src.interop.torch import dtype_to_torch as dtype_to_torch
+from ._src.interop.torch import from_torch as from_torch
+from ._src.interop.torch import stream_from_torch as stream_from_torch
+from ._src.interop.torch import stream_to_torch as stream_to_torch
+from ._src.interop.torch import to_torch as to_torch
 
 __version__ = config.version
 

@@ -14,6 +14,7 @@ from treadle._src.lang import creation as C
 from treadle._src.lang.array import array, array1d, array2d, array3d, array4d, from_ptr, is_array, is_array_annotation
 from treadle._src.lang.matrix import mat22, mat22h, mat33, mat33d, mat44
 from treadle._src.lang.quat import quat, quath, spatial_matrixd, spatial_vector, transform, transformd
+from treadle._src.lang.struct import struct
 from treadle._src.lang.vector import vec2, vec2h, vec3, vec3d, vec3h, vec3i, vec4ub
 
 ALL_SCALARS = scalars.scalar_types
@@ -26,10 +27,7 @@ def _sample(t: Any, shape: tuple[int, ...]) -> np.ndarray:
     return (np.arange(n) % 100).astype(t._np_).reshape(shape)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# annotations
-
-
+# ---- annotations ----
 def test_annotation_basic():
     a = array(dtype=float)
     assert is_array_annotation(a) and not is_array(a)
@@ -66,10 +64,7 @@ def test_array2d_with_data():
     assert is_array(a) and a.shape == (2, 3) and a.dtype is scalars.float32
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# construction and dtype inference
-
-
+# ---- construction and dtype inference ----
 @pytest.mark.parametrize("t", ALL_SCALARS, ids=lambda t: t.__name__)
 def test_infer_dtype_from_numpy(t):
     data = _sample(t, (5,))
@@ -203,10 +198,7 @@ def test_alignment(n):
             assert a.ptr is None
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# zero-copy
-
-
+# ---- zero-copy ----
 def test_zero_copy_from_numpy():
     n = np.zeros(8, dtype=np.float32)
     a = array(n, dtype=float, copy=False)
@@ -262,10 +254,7 @@ def test_array_interface():
     assert z.numpy().shape == (0,)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# indexing and views
-
-
+# ---- indexing and views ----
 def test_index_1d():
     a = array(np.arange(10, dtype=np.float32))
     assert a[3] == 3.0 and isinstance(a[3], float)
@@ -328,6 +317,46 @@ def test_quaternions_transforms_spatial():
     assert C.full(2, quath(0, 0, 0, 1)).dtype is quath
     assert C.zeros(2, dtype=spatial_matrixd).numpy().shape == (2, 6, 6)
     np.testing.assert_array_equal(C.ones(1, dtype=quat).numpy(), [[1, 1, 1, 1]])
+
+
+@struct
+class _S:
+    a: float
+    b: vec3
+    c: scalars.int8
+
+
+def test_struct_arrays():
+    s = _S(a=1.5, b=vec3(1, 2, 3), c=7)
+    arr = array([s, _S()], dtype=_S)
+    n = arr.numpy()
+    assert n.dtype == _S.numpy_dtype() and n.dtype.itemsize == 20 and arr.strides == (20,) and n.shape == (2,)
+    assert n[0]["a"] == 1.5 and n[0]["b"].tolist() == [1, 2, 3] and n[0]["c"] == 7 and n[1]["a"] == 0
+    vals = arr.list()
+    assert isinstance(vals[0], _S) and vals[0].a == 1.5 and vals[0].c == 7 and vals[1].b == vec3(0, 0, 0)
+    assert isinstance(arr[0], _S) and arr[0].b == vec3(1, 2, 3)
+    assert repr(arr).endswith("_S)") and str(arr).startswith("[(1.5")
+    ai = arr.__array_interface__
+    assert ai["typestr"] == "|V20" and [d[0] for d in ai["descr"] if d[0]] == ["a", "b", "c"]
+    z = C.zeros((2, 3), dtype=_S)
+    assert z.strides == (60, 20) and not z.numpy()["a"].any()
+    z[1, 2] = s
+    z[0, ::2].fill_(s)
+    np.testing.assert_array_equal(z.numpy()["c"], [[7, 0, 7], [0, 0, 7]])
+    z.zero_()
+    assert not z.numpy()["c"].any()
+    f = C.full(2, s)
+    assert f.dtype is _S and f.list()[1].a == 1.5
+    back = array(n, dtype=_S)
+    assert back.list()[0].c == 7 and back.ptr != arr.ptr
+    nested = array([[s, s], [_S(), s]], dtype=_S)
+    assert nested.shape == (2, 2) and nested.numpy()["c"].tolist() == [[7, 7], [0, 7]]
+    c2 = C.clone(nested[:, 1])
+    assert c2.is_contiguous and c2.numpy()["c"].tolist() == [7, 7]
+    with pytest.raises(ValueError, match="expected an instance of struct"):
+        arr.fill_(1.0)
+    with pytest.raises(TypeError, match="Cannot make an array of struct"):
+        array(np.zeros(3), dtype=_S)
 
 
 def test_setitem():
@@ -404,10 +433,7 @@ def test_contiguous_and_to():
     assert b.to("cpu") is b
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# gradients and the native descriptor
-
-
+# ---- gradients and the native descriptor ----
 def test_requires_grad():
     a = C.zeros((2, 3), requires_grad=True)
     g = a.grad
@@ -473,10 +499,7 @@ def test_ctype_descriptor():
     assert list(t.strides)[:2] == [12, 36]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# fill, zero, assign, copy
-
-
+# ---- fill, zero, assign, copy ----
 def test_fill_scalars():
     a = C.zeros((2, 3))
     a.fill_(2)
@@ -585,10 +608,7 @@ def test_copy():
     assert vs.list()[1] == vec3(4, 5, 6)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# creation functions
-
-
+# ---- creation functions ----
 def test_creation_functions():
     assert C.zeros((2, 3)).shape == (2, 3) and C.zeros(3).dtype is scalars.float32
     assert C.zeros([2, 3]).shape == (2, 3)
@@ -668,10 +688,7 @@ def test_from_numpy_and_dtype_conversions():
         C.dtype_to_numpy(vec3)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# list, str, repr, misc
-
-
+# ---- list, str, repr, misc ----
 def test_list_values():
     assert array(np.arange(12, dtype=np.int32).reshape(3, 4)).list() == list(range(12))  # flat, as the reference
     assert array([1.5, 2.5], dtype=scalars.float16).list() == [1.5, 2.5]
@@ -738,10 +755,7 @@ def test_from_ptr_and_deleter():
         array(ptr=buf.ctypes.data, dtype=float)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# errors
-
-
+# ---- errors ----
 def test_shape_errors():
     with pytest.raises(ValueError, match="maximum number of dimensions is 4"):
         C.zeros((1, 1, 1, 1, 1))

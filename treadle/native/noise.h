@@ -11,7 +11,7 @@
 // curlnoise: the curl of a noise potential (2-D: psi scalar, v = (-dpsi/dy, dpsi/dx); 3-D/4-D: three potential
 // fields, curl over x, y, z; the 4th coordinate is time). Octave i adds gain^i * curl(lacunarity^i * x) with its own
 // potential seeds. Its adjoint uses the analytic Hessians of the potentials.
-// random.py holds a bit-identical Python twin of noise/pnoise/curlnoise; keep the operation order in step.
+// random.py holds a Python twin of noise/pnoise/curlnoise (same operations, same order); keep the two in step.
 #pragma once
 #include "random.h"
 

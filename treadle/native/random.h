@@ -8,8 +8,9 @@
 //     states, so states that are hashes of consecutive seeds/offsets give independent-looking streams.
 //   - rand_init(seed) = mix32(seed ^ K); rand_init(seed, offset) = mix32(rand_init(seed) ^ mix32(offset + K')).
 //     Both are bijective in their last argument: distinct offsets (threads) always start from distinct states.
-// Every function here has a bit-identical NumPy/Python twin in treadle/_src/builtins/random.py (Python scope and
-// constant folding), so keep the two in step: same operations in the same order, same float/double precision.
+// Every function here has a Python twin in treadle/_src/builtins/random.py (Python scope and constant folding) doing
+// the same operations in the same order and precision: integer results are identical, float results agree to
+// rounding (the C++ compiler may fuse multiply-adds, libm differs slightly). Keep the two in step.
 //
 // None of these is differentiable; noise.h holds the differentiable noise functions.
 #pragma once

@@ -69,7 +69,10 @@ class Tape:
         if self._checking() and inst is not None:
             from ..compiler.access import array_access
 
-            r, w = array_access(inst.ir)
+            acc = getattr(inst, "_array_access", None)
+            if acc is None:
+                acc = inst._array_access = array_access(inst.ir)
+            r, w = acc
             names = kernel.param_names
             for i in sorted(r):
                 a = args[i] if i < len(args) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import operators as operators
+from . import random as random
 from . import scalar_math as scalar_math
 from . import utility as utility
 from . import vector_math as vector_math

@@ -131,9 +131,20 @@ def prepare_adjoint(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptio
 
 def compile_batch(items: list[Built], options: CompileOptions) -> None:
     """Make sure every item has a library: cache hits are found, misses are compiled together in one TU."""
+    _compile_unique(items, options)
+    _share_twins(items)
+
+
+def _compile_unique(items: list[Built], options: CompileOptions) -> None:
     cache = get_cache()
-    missing = []
+    missing: list[Built] = []
+    by_key: dict[str, Built] = {}
     for it in items:
+        twin = by_key.get(it.key)
+        if twin is not None:  # the same code twice: build once
+            it.twin = twin  # type: ignore[attr-defined]
+            continue
+        by_key[it.key] = it
         it.lib_path = cache.lookup(it.key) if config.cache_kernels else None
         if it.lib_path is None:
             missing.append(it)
@@ -159,6 +170,13 @@ def compile_batch(items: list[Built], options: CompileOptions) -> None:
                     _compile_publish([it], it.key, options)
                 except CompileError as e1:
                     it.error = e1
+
+
+def _share_twins(items: list[Built]) -> None:
+    for it in items:
+        twin = getattr(it, "twin", None)
+        if twin is not None:
+            it.lib_path, it.error = twin.lib_path, twin.error
 
 
 def _compile_publish(items: list[Built], batch_key: str, options: CompileOptions) -> None:

@@ -685,6 +685,19 @@ class array:
             raise AttributeError("__array_interface__ is only available for CPU arrays; use .numpy() to copy to host")
         return self._interface()
 
+    # DLPack protocol. Implemented in interop/dlpack.py, imported at call time because interop builds on lang.
+    def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
+        """A DLPack capsule viewing this array (zero-copy); see :func:`treadle._src.interop.dlpack.export_array`."""
+        from ..interop import dlpack
+
+        return dlpack.export_array(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)`` of this array in DLPack terms (``(1, 0)`` for the CPU)."""
+        from ..interop import dlpack
+
+        return dlpack.dlpack_device(self)
+
     def numpy(self) -> np.ndarray:
         """A NumPy view of the data (zero-copy on the CPU; a host copy for device memory).
 

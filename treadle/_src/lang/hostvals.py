@@ -45,7 +45,10 @@ def to_numpy(value: Any, t: Any) -> Any:
     if isinstance(value, type):
         return value
     if is_composite(t):
-        arr = np.array(value, dtype=scalar_of(t)._np_)
+        if hasattr(value, "__array__"):
+            arr = np.asarray(value.__array__(), dtype=scalar_of(t)._np_)
+        else:
+            arr = np.array(value, dtype=scalar_of(t)._np_)
         return arr.reshape(t._shape_)
     if isinstance(value, scalars.scalar_base):
         value = value.value

@@ -109,7 +109,7 @@ def load_backward(insts: list[KernelInstance]) -> None:
     """Compile the backward passes of several kernel instances in one batch and bind their entry points."""
     from ..compiler.pipeline import compile_batch, load_symbol
 
-    todo = [i for i in insts if getattr(i, "backward_entry", None) is None]
+    todo = list({id(i): i for i in insts if getattr(i, "backward_entry", None) is None}.values())
     if not todo:
         return
     by_opts: dict[str, list[KernelInstance]] = {}
