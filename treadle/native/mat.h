@@ -134,6 +134,19 @@ TREADLE_MAT_T void adj_div(const mat_t<R, C, T>& a, T s, mat_t<R, C, T>& adj_a, 
     adj_a += adj_ret / s;
     adj_s -= ddot(a, adj_ret) / (s * s);
 }
+// s / m, elementwise (as for vectors).
+TREADLE_MAT_T mat_t<R, C, T> div(TREADLE_SCALAR(T) s, const mat_t<R, C, T>& a) {
+    mat_t<R, C, T> r;
+    TREADLE_MAT_LOOP(i, j) r.data[i][j] = T(s / a.data[i][j]);
+    return r;
+}
+TREADLE_MAT_T void adj_div(T s, const mat_t<R, C, T>& a, T& adj_s, mat_t<R, C, T>& adj_a,
+                           const mat_t<R, C, T>& adj_ret) {
+    TREADLE_MAT_LOOP(i, j) {
+        adj_s += adj_ret.data[i][j] / a.data[i][j];
+        adj_a.data[i][j] -= adj_ret.data[i][j] * s / (a.data[i][j] * a.data[i][j]);
+    }
+}
 
 TREADLE_MAT_T mat_t<R, C, T> cw_mul(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
     mat_t<R, C, T> r;
