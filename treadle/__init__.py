@@ -8,9 +8,9 @@ from __future__ import annotations
 import typing as _typing
 
 from . import config as config
-from ._src.builtins import exported_builtins as _exported_builtins
 from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
+from ._src.builtins import exported_builtins as _exported_builtins
 from ._src.errors import CheckedModeError as CheckedModeError
 from ._src.errors import CodegenError as CodegenError
 from ._src.errors import CompileError as CompileError
@@ -24,6 +24,29 @@ from ._src.errors import WarpCodegenIndexError as WarpCodegenIndexError
 from ._src.errors import WarpCodegenKeyError as WarpCodegenKeyError
 from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
+from ._src.interop.dlpack import from_dlpack as from_dlpack
+from ._src.interop.dlpack import to_dlpack as to_dlpack
+from ._src.interop.jax import device_from_jax as device_from_jax
+from ._src.interop.jax import device_to_jax as device_to_jax
+from ._src.interop.jax import dtype_from_jax as dtype_from_jax
+from ._src.interop.jax import dtype_to_jax as dtype_to_jax
+from ._src.interop.jax import from_jax as from_jax
+from ._src.interop.jax import to_jax as to_jax
+from ._src.interop.paddle import device_from_paddle as device_from_paddle
+from ._src.interop.paddle import device_to_paddle as device_to_paddle
+from ._src.interop.paddle import dtype_from_paddle as dtype_from_paddle
+from ._src.interop.paddle import dtype_to_paddle as dtype_to_paddle
+from ._src.interop.paddle import from_paddle as from_paddle
+from ._src.interop.paddle import stream_from_paddle as stream_from_paddle
+from ._src.interop.paddle import to_paddle as to_paddle
+from ._src.interop.torch import device_from_torch as device_from_torch
+from ._src.interop.torch import device_to_torch as device_to_torch
+from ._src.interop.torch import dtype_from_torch as dtype_from_torch
+from ._src.interop.torch import dtype_to_torch as dtype_to_torch
+from ._src.interop.torch import from_torch as from_torch
+from ._src.interop.torch import stream_from_torch as stream_from_torch
+from ._src.interop.torch import stream_to_torch as stream_to_torch
+from ._src.interop.torch import to_torch as to_torch
 from ._src.lang.array import array as array
 from ._src.lang.array import array1d as array1d
 from ._src.lang.array import array2d as array2d
@@ -47,11 +70,11 @@ from ._src.lang.function import Function as Function
 from ._src.lang.kernel import Kernel as Kernel
 from ._src.lang.kernel import Module as Module
 from ._src.lang.kernel import ModuleBuildOptions as ModuleBuildOptions
-from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import constant as constant
 from ._src.lang.kernel import func as func
 from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
+from ._src.lang.kernel import overload as overload
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
 from ._src.lang.matrix import mat22 as mat22
@@ -144,29 +167,6 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
-from ._src.interop.dlpack import from_dlpack as from_dlpack
-from ._src.interop.dlpack import to_dlpack as to_dlpack
-from ._src.interop.jax import device_from_jax as device_from_jax
-from ._src.interop.jax import device_to_jax as device_to_jax
-from ._src.interop.jax import dtype_from_jax as dtype_from_jax
-from ._src.interop.jax import dtype_to_jax as dtype_to_jax
-from ._src.interop.jax import from_jax as from_jax
-from ._src.interop.jax import to_jax as to_jax
-from ._src.interop.paddle import device_from_paddle as device_from_paddle
-from ._src.interop.paddle import device_to_paddle as device_to_paddle
-from ._src.interop.paddle import dtype_from_paddle as dtype_from_paddle
-from ._src.interop.paddle import dtype_to_paddle as dtype_to_paddle
-from ._src.interop.paddle import from_paddle as from_paddle
-from ._src.interop.paddle import stream_from_paddle as stream_from_paddle
-from ._src.interop.paddle import to_paddle as to_paddle
-from ._src.interop.torch import device_from_torch as device_from_torch
-from ._src.interop.torch import device_to_torch as device_to_torch
-from ._src.interop.torch import dtype_from_torch as dtype_from_torch
-from ._src.interop.torch import dtype_to_torch as dtype_to_torch
-from ._src.interop.torch import from_torch as from_torch
-from ._src.interop.torch import stream_from_torch as stream_from_torch
-from ._src.interop.torch import stream_to_torch as stream_to_torch
-from ._src.interop.torch import to_torch as to_torch
 
 __version__ = config.version
 

@@ -64,14 +64,14 @@ def _make_module(tmp_path_factory):
         ret = REGISTRY.builtins[name].resolve([SAMPLES[k] for k in sig]).ret
         call = f"wp.{name}({', '.join(f'a{j}[0]' for j in range(len(sig)))})"
         if _flat_len(ret) == 1 and not hasattr(ret, "_shape_"):
-            expr = f"r * w[0]"
+            expr = "r * w[0]"
         elif len(getattr(ret, "_shape_", ())) == 2:
             rows, cols = ret._shape_
             expr = " + ".join(f"r[{i}, {j}] * w[{i * cols + j}]" for i in range(rows) for j in range(cols))
         else:
             expr = " + ".join(f"r[{i}] * w[{i}]" for i in range(ret._length_))
         lines += [
-            f"@wp.kernel(module='adjoint_cases')",
+            "@wp.kernel(module='adjoint_cases')",
             f"def k{idx}({params}, w: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):",
             f"    r = {call}",
             f"    out[0] = {expr}",

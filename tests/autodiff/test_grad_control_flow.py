@@ -96,7 +96,7 @@ def while_loop(x: wp.array(dtype=wp.float64), n: int, loss: wp.array(dtype=wp.fl
     i = wp.tid()
     v = x[i]
     y = v
-    k = int(0)
+    k = 0
     while k < n:
         y = wp.sqrt(y * y + v)
         k += 1

@@ -12,9 +12,17 @@ import math
 from typing import Any
 
 from ..lang import scalars
-from ..lang.typesys import ArrayT, OpaqueType, TupleT, generic_kind, is_composite, is_struct, normalize_annotation, scalar_of
+from ..lang.typesys import (
+    ArrayT,
+    OpaqueType,
+    TupleT,
+    generic_kind,
+    is_composite,
+    is_struct,
+    normalize_annotation,
+    scalar_of,
+)
 from . import ir
-
 
 _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
                   ir.CallFunc)
@@ -258,7 +266,6 @@ class Emitter:
                 expr = f"treadle::extract({src}, {', '.join(op(i) for i in s.index)})"
             lines.append(f"{ind}{self.decl(s.result)} = {expr};")
         elif isinstance(s, ir.Insert):
-            t = cpp_type(s.result.type, self.tuple_names)
             if s.field is not None:
                 lines.append(f"{ind}{self.decl_mut(s.result)} = {op(s.src)};")
                 lines.append(f"{ind}_v{s.result.id}.{s.field} = {op(s.value)};")

@@ -158,7 +158,7 @@ class CallMixin(ExprMixin):
                 local = self.locals.get(a.id) if isinstance(a, ast.Name) else None  # type: ignore[attr-defined]
                 if local is None:
                     raise self.err(f"argument {i + 1} of '{b.name}' must be a variable (it is updated in place)", a,
-                                   f"assign it to a variable first, e.g. 'v = ...' and pass 'v'", CodegenTypeError)
+                                   "assign it to a variable first, e.g. 'v = ...' and pass 'v'", CodegenTypeError)
                 self.assigned.add(a.id)  # type: ignore[attr-defined]
                 ops.append(ir.LocalRef(local))
             else:

@@ -29,7 +29,7 @@ from typing import Any
 from ..lang import array as _arr
 from ..lang import scalars
 from ..runtime import device as _device
-from .common import InteropError, fit_layout, scalar_size, stream_handle
+from .common import InteropError, fit_layout, scalar_size, stream_handle, wrap_memory
 
 # ---------------------------------------------------------------------------------------------------------------
 # The DLPack ABI (dlpack.h, version 1.x)
@@ -88,8 +88,8 @@ class DLTensor(ctypes.Structure):
         ("device", DLDevice),
         ("ndim", ctypes.c_int32),
         ("dtype", DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("shape", ctypes.c_void_p),  # int64_t*: plain addresses, set and read without pointer objects
+        ("strides", ctypes.c_void_p),
         ("byte_offset", ctypes.c_uint64),
     ]
 
@@ -119,6 +119,22 @@ class DLManagedTensorVersioned(ctypes.Structure):
 assert ctypes.sizeof(DLTensor) == 48 and ctypes.sizeof(DLManagedTensor) == 64
 assert ctypes.sizeof(DLManagedTensorVersioned) == 80
 
+#: Most dimensions an export can have: the array's, plus two inner dimensions for matrices.
+_MAX_EXPORT_DIMS = _arr.MAX_DIMS + 2
+
+
+class _LegacyBlock(ctypes.Structure):
+    """One export in one allocation: the managed tensor, then its shape and strides."""
+
+    _fields_ = [("managed", DLManagedTensor), ("dims", ctypes.c_int64 * (2 * _MAX_EXPORT_DIMS))]
+
+
+class _VersionedBlock(ctypes.Structure):
+    _fields_ = [("managed", DLManagedTensorVersioned), ("dims", ctypes.c_int64 * (2 * _MAX_EXPORT_DIMS))]
+
+
+_DIMS_OFFSET = {_LegacyBlock: _LegacyBlock.dims.offset, _VersionedBlock: _VersionedBlock.dims.offset}
+
 _B = scalars
 _TO_DL: dict[Any, tuple[int, int]] = {
     _B.bool: (DLDataTypeCode.kDLBool, 8),
@@ -134,6 +150,7 @@ _TO_DL: dict[Any, tuple[int, int]] = {
     _B.float32: (DLDataTypeCode.kDLFloat, 32),
     _B.float64: (DLDataTypeCode.kDLFloat, 64),
 }
+_TO_DL = {k: (int(code), bits) for k, (code, bits) in _TO_DL.items()}  # plain ints: cheaper to store in ctypes
 _FROM_DL: dict[tuple[int, int], Any] = {v: k for k, v in _TO_DL.items()}
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -334,28 +351,24 @@ def export_array(
     _sync_for_consumer(arr, stream)
 
     ndim = len(shape)
-    shape_buf = (ctypes.c_int64 * ndim)(*shape)
-    strides_buf = (ctypes.c_int64 * ndim)(*strides)
-    managed: DLManagedTensor | DLManagedTensorVersioned
+    block_type = _VersionedBlock if versioned else _LegacyBlock
+    block = block_type()
+    managed = block.managed
     if versioned:
-        managed = DLManagedTensorVersioned()
         managed.version.major, managed.version.minor = DLPACK_VERSION
         managed.flags = FLAG_IS_COPIED if copied else 0
-    else:
-        managed = DLManagedTensor()
+    addr = ctypes.addressof(block)
+    dims = addr + _DIMS_OFFSET[block_type]
+    block.dims[: 2 * ndim] = shape + strides
     t = managed.dl_tensor
-    t.data = src.ptr or None
+    t.data = src.ptr
     dev_type, dev_id = dlpack_device(src)
-    t.device.device_type, t.device.device_id = int(dev_type), dev_id
+    t.device.device_type, t.device.device_id = dev_type, dev_id
     t.ndim = ndim
-    t.dtype.code, t.dtype.bits, t.dtype.lanes = int(code_bits[0]), code_bits[1], 1
-    t.shape = ctypes.cast(shape_buf, ctypes.POINTER(ctypes.c_int64))
-    t.strides = ctypes.cast(strides_buf, ctypes.POINTER(ctypes.c_int64))
-    t.byte_offset = 0
-    managed.manager_ctx = None
+    t.dtype.code, t.dtype.bits, t.dtype.lanes = code_bits[0], code_bits[1], 1
+    t.shape, t.strides = dims, dims + 8 * ndim
     managed.deleter = _RELEASE_ADDR
-    addr = ctypes.addressof(managed)
-    _EXPORTS.add(addr, (managed, shape_buf, strides_buf, src))
+    _EXPORTS.add(addr, (block, src))
     try:
         return _capsule_new(addr, _name_ptr(_VERSIONED if versioned else _LEGACY), _DESTRUCTOR_ADDR)
     except BaseException:
@@ -384,11 +397,15 @@ def is_capsule(obj: Any) -> bool:
     return type(obj).__name__ == "PyCapsule"
 
 
+_HOST_TYPES = (int(DLDeviceType.kDLCPU), int(DLDeviceType.kDLCUDAHost))
+_CUDA_TYPES = (int(DLDeviceType.kDLCUDA), int(DLDeviceType.kDLCUDAManaged))
+
+
 def device_from_dl(device_type: int, device_id: int) -> Any:
     """The Treadle device of a DLPack ``(device_type, device_id)``."""
-    if device_type in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):
+    if device_type in _HOST_TYPES:
         return _device.get_device("cpu")
-    if device_type in (DLDeviceType.kDLCUDA, DLDeviceType.kDLCUDAManaged):
+    if device_type in _CUDA_TYPES:
         return _device.get_device(f"cuda:{int(device_id)}")
     try:
         name = DLDeviceType(device_type).name
@@ -398,7 +415,7 @@ def device_from_dl(device_type: int, device_id: int) -> Any:
 
 
 def _consumer_stream(device_type: int, device_id: int) -> int | None:
-    if device_type not in (DLDeviceType.kDLCUDA, DLDeviceType.kDLCUDAManaged):
+    if device_type not in _CUDA_TYPES:
         return None
     dev = device_from_dl(device_type, device_id)
     try:
@@ -444,14 +461,16 @@ def _read_tensor(t: DLTensor, dtype: Any) -> tuple[Any, Any, tuple[int, ...], tu
             f"DLPack data type {_describe_dl_dtype(code, bits, lanes)} is not supported by Treadle (supported: {names})"
         )
     ndim = int(t.ndim)
-    shape = tuple(int(t.shape[i]) for i in range(ndim))
+    shape = tuple((ctypes.c_int64 * ndim).from_address(t.shape)) if ndim else ()
     itemsize = scalar_size(scalar)
-    if t.strides:
-        strides = tuple(int(t.strides[i]) * itemsize for i in range(ndim))
+    if t.strides and ndim:
+        strides = tuple(s * itemsize for s in (ctypes.c_int64 * ndim).from_address(t.strides))
     else:
         strides = _arr.contiguous_strides(shape, itemsize)
+    data = (t.data or 0) + t.byte_offset
+    if dtype is None and 0 < ndim <= _arr.MAX_DIMS and min(strides) >= 0:
+        return dev, scalar, shape, strides, data  # already a valid Treadle layout
     wdtype, outer, byte_strides = fit_layout(scalar, shape, strides, dtype, "DLPack tensor")
-    data = (int(t.data) if t.data else 0) + int(t.byte_offset)
     return dev, wdtype, outer, byte_strides, data
 
 
@@ -483,7 +502,7 @@ def import_capsule(capsule: Any, dtype: Any = None) -> Any:
     if _capsule_set_name(capsule, _name_ptr(b"used_" + name)) != 0:
         raise InteropError("from_dlpack(): could not mark the capsule as used")
     try:
-        result = _arr.array(ptr=data, dtype=wdtype, shape=shape, strides=strides, device=dev)
+        result = wrap_memory(data, wdtype, shape, strides, dev, owner=None)
     except BaseException:
         _call_foreign_deleter(ptr, deleter)
         raise

@@ -19,9 +19,19 @@ from typing import Any
 from ..lang import abi, scalars
 from ..lang import array as _arr
 from ..runtime import device as _device
-from .common import InteropError, external_stream, fit_layout, require_scalar_map, stream_handle
+from .common import (
+    InteropError,
+    external_stream,
+    fit_layout,
+    require_scalar_map,
+    scalar_size,
+    stream_handle,
+    wrap_memory,
+)
+from .dlpack import export_array
 
 
+@functools.cache
 def _torch() -> Any:
     import torch
 
@@ -55,6 +65,13 @@ def _maps() -> tuple[dict[Any, Any], dict[Any, Any]]:
         if tt is not None:
             frm[tt] = t
     return to, frm
+
+
+@functools.cache
+def _scalar_info(torch_dtype: Any) -> tuple[Any, int]:
+    """``(Treadle scalar type, item size)`` of a ``torch.dtype`` (cached: this is on the ``from_torch`` hot path)."""
+    t = dtype_from_torch(torch_dtype)
+    return t, scalar_size(t)
 
 
 def dtype_to_torch(warp_dtype: Any) -> Any:
@@ -168,11 +185,14 @@ def _torch_grad(t: Any) -> Any:
 
 
 def _layout(t: Any, dtype: Any) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...]]:
-    itemsize = t.element_size()
-    src = dtype_from_torch(t.dtype)
+    src, itemsize = _scalar_info(t.dtype)
+    dev = _device.get_device("cpu") if t.is_cpu else device_from_torch(t.device)
+    shape = tuple(t.shape)
     strides = tuple(s * itemsize for s in t.stride())
-    wdtype, shape, byte_strides = fit_layout(src, tuple(t.shape), strides, dtype, "PyTorch tensor")
-    return device_from_torch(t.device), wdtype, shape, byte_strides
+    if dtype is None and 0 < len(shape) <= _arr.MAX_DIMS:
+        return dev, src, shape, strides  # torch strides are never negative: nothing to check
+    wdtype, shape, strides = fit_layout(src, shape, strides, dtype, "PyTorch tensor")
+    return dev, wdtype, shape, strides
 
 
 def from_torch(
@@ -222,8 +242,8 @@ def from_torch(
             desc.strides[i] = s
         desc.ndim = len(shape)
         return desc
-    result = _arr.array(ptr=ptr, dtype=wdtype, shape=shape, strides=strides, device=dev, retain_grad=retain_grad)
-    result._owner = t  # the array's keep-alive slot: the tensor (and its storage) lives as long as the array
+    result = wrap_memory(ptr, wdtype, shape, strides, dev, owner=t)  # the tensor lives as long as the array
+    result.retain_grad = retain_grad
     if g is not None:
         result.grad = g
     return result
@@ -242,7 +262,11 @@ def to_torch(a: Any, requires_grad: bool | None = None) -> Any:
     torch = _torch()
     if not _arr.is_array(a):
         raise TypeError(f"to_torch() expects a Treadle array, got {type(a).__name__}")
-    t = torch.utils.dlpack.from_dlpack(a)
+    stream = None
+    if a.device.is_cuda:  # DLPack's handshake: the exporter orders its pending work before PyTorch's stream
+        handle = torch.cuda.current_stream(device_to_torch(a.device)).cuda_stream
+        stream = handle or 1  # 0 is the legacy default stream, which DLPack spells 1
+    t = torch.utils.dlpack.from_dlpack(export_array(a, stream=stream))
     if requires_grad is None:
         requires_grad = a.requires_grad
     if requires_grad:

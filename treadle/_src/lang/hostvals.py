@@ -26,7 +26,11 @@ def host_type_of(value: Any) -> Any:
         if t is not None:
             return t
     if isinstance(value, builtins.int):
-        return scalars.int32
+        if -(2**31) <= value < 2**31:
+            return scalars.int32
+        if 0 <= value < 2**32:
+            return scalars.uint32
+        return scalars.int64 if value < 2**63 else scalars.uint64
     if isinstance(value, builtins.float):
         return scalars.float32
     t = type(value)
@@ -68,7 +72,9 @@ def from_numpy_result(result: Any, t: Any) -> Any:
     if t is scalars.bool:
         return builtins.bool(result)
     if scalars.is_int_type(t):
-        return builtins.int(np.asarray(result).astype(t._np_))
+        v = builtins.int(np.asarray(result).astype(t._np_))
+        # Unsigned results keep their type (as the reference returns wp.uint32 states), so they round-trip.
+        return t(v) if not t._is_signed_ else v
     if scalars.is_float_type(t):
         return builtins.float(np.asarray(result).astype(t._np_))
     return result

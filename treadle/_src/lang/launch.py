@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from ... import config
+from ..autodiff.state import active_tape
 from ..errors import LaunchError
+from ..runtime.device import get_device
 from . import scalars
 from .abi import MAX_DIMS, LaunchBounds
 from .kernel import Kernel, KernelInstance
 from .typesys import ArrayT, contains_any, is_composite, is_struct, type_str
-from ..autodiff.state import active_tape
-from ..runtime.device import get_device
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region).
 SERIAL_THRESHOLD = 2048
