@@ -152,7 +152,7 @@ class AdjointEmitter(Emitter):
 
     def rev(self, s: ir.Stmt, lines: list[str], ind: str) -> None:  # noqa: C901 - one case per statement kind
         op = self.op
-        r = getattr(s, "result", None)
+        r: Any = getattr(s, "result", None)
         if isinstance(s, ir.Call):
             ov = s.overload
             if r is None or not ov.differentiable or not differentiable(r.type):
@@ -225,13 +225,13 @@ class AdjointEmitter(Emitter):
         elif isinstance(s, ir.ArrayAtomic):
             tgt = self.adj(s.value)
             if s.op in ("add", "sub") and differentiable(s.value.type):
-                idx = ", ".join(op(i) for i in s.indices)
+                idx_text = ", ".join(op(i) for i in s.indices)
                 dummies = []
                 if tgt is None:
                     tgt = self.adj_or_dummy(s.value, dummies)
                 adj_r = f"adj_v{r.id}" if r is not None else f"{self.ct(s.value.type)}{{}}"
-                call = (f"treadle::adj_atomic_{s.op}(treadle::address({op(s.array)}, {idx}), {op(s.value)}, "
-                        f"treadle::grad_address({op(s.array)}, {idx}), {tgt}, {adj_r})")
+                call = (f"treadle::adj_atomic_{s.op}(treadle::address({op(s.array)}, {idx_text}), {op(s.value)}, "
+                        f"treadle::grad_address({op(s.array)}, {idx_text}), {tgt}, {adj_r})")
                 self.emit_adj(lines, ind, call, dummies)
             if r is not None:
                 lines.append(f"{ind}adj_v{r.id} = {{}};")
