@@ -8,6 +8,7 @@ from __future__ import annotations
 import typing as _typing
 
 from . import config as config
+from . import types as types
 from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
 from ._src.builtins import exported_builtins as _exported_builtins
@@ -76,6 +77,7 @@ from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.kernel import overload as overload
 from ._src.lang.launch import Launch as Launch
+from ._src.lang.struct import struct as struct
 from ._src.lang.launch import launch as launch
 from ._src.lang.matrix import mat22 as mat22
 from ._src.lang.matrix import mat22d as mat22d

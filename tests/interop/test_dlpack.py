@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import subprocess
+import sys
+import textwrap
+import threading
 import weakref
 
 import numpy as np
@@ -11,6 +15,7 @@ import pytest
 
 import treadle as wp
 from treadle._src.interop import dlpack as dl
+from treadle._src.interop.common import wrap_memory
 
 
 @wp.kernel
@@ -335,3 +340,63 @@ def test_launch_accepts_array_interface_producers() -> None:
     buf = np.arange(6, dtype=np.float32)
     wp.launch(scale, dim=6, inputs=[InterfaceOnly(buf), 2.0], device="cpu")
     np.testing.assert_array_equal(buf, np.arange(6, dtype=np.float32) * 2.0)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# robustness
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def test_wrap_memory_matches_the_array_constructor() -> None:
+    buf = np.zeros(64, dtype=np.float32)
+    owner = object()
+    for dtype, shape, strides in ((wp.float32, (4, 3), (48, 8)), (wp.vec3, (5,), (12,)), (wp.float32, (0, 2), (8, 4))):
+        fast = wrap_memory(buf.ctypes.data, dtype, shape, strides, wp.get_device("cpu"), owner)
+        ref = wp.array(ptr=buf.ctypes.data, dtype=dtype, shape=shape, strides=strides, device="cpu")
+        for field in ("ptr", "shape", "strides", "ndim", "size", "capacity", "dtype", "device", "is_contiguous"):
+            assert getattr(fast, field) == getattr(ref, field), (field, dtype, shape)
+        assert fast._owner is owner
+
+
+def test_consumers_on_other_threads_release_exactly_once() -> None:
+    a = wp.array(np.arange(100, dtype=np.float32), device="cpu")
+    rel = Releases()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(200):
+                n = np.from_dlpack(a)
+                assert n[7] == 7.0
+                del n
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    collect()
+    assert not errors
+    assert rel.delta() == {"exported": 800, "released": 800, "unknown_releases": 0}
+
+
+def test_live_exchanges_at_interpreter_exit() -> None:
+    # Consumers still holding Treadle memory (and Treadle arrays holding foreign memory) when Python exits.
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        import treadle as wp
+        a = wp.array(np.arange(5, dtype=np.float32), device="cpu")
+        held = np.from_dlpack(a)
+        imported = wp.from_dlpack(np.arange(4.0))
+        unconsumed = wp.zeros(2, device="cpu").__dlpack__(max_version=(1, 0))
+        cycle = [held, imported, unconsumed]
+        cycle.append(cycle)
+        print("done")
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "done" and "Exception" not in r.stderr

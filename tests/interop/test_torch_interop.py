@@ -211,6 +211,13 @@ def test_from_torch_requires_grad_false_and_explicit_grad() -> None:
     assert c.grad is gw
 
 
+def test_non_leaf_tensor_grad() -> None:
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2.0
+    a = wp.from_torch(y)
+    assert a.requires_grad and a.grad.ptr == y.grad.data_ptr()
+
+
 def test_vector_grad_mapping() -> None:
     t = torch.zeros(6, 3, requires_grad=True)
     a = wp.from_torch(t, dtype=wp.vec3)

@@ -88,6 +88,8 @@ namespace treadle {
 
 // Accumulate an adjoint: a += b (struct and tuple overloads are generated next to their types).
 template <typename T> TREADLE_FUNC void adj_accum(T& a, const T& b) { a = treadle::add(a, b); }
+// Accumulate into a gradient buffer element that other threads may update too.
+template <typename T> TREADLE_FUNC void adj_atomic_accum(T* g, const T& v) { treadle::atomic_add(g, v); }
 
 // Per-thread checkpoint stack for differentiating loops: each iteration pushes the variables its body modifies;
 // the reverse sweep reads them back by position and pops the loop's entries when done.

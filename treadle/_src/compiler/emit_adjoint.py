@@ -206,6 +206,18 @@ class AdjointEmitter(Emitter):
             if differentiable(r.type):
                 self.rev_insert(s, lines, ind)
             lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.ArrayLoad) and is_struct(r.type):
+            if differentiable(r.type):
+                idx = ", ".join(op(i) for i in s.indices)
+                lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {idx}); "
+                             f"if (_g) adj_atomic_accum(_g, adj_v{r.id}); }}")
+            lines.append(f"{ind}adj_v{r.id} = {{}};")
+        elif isinstance(s, ir.ArrayStore) and is_struct(s.value.type):
+            tgt = self.adj(s.value)
+            if tgt is not None and differentiable(s.value.type):
+                idx = ", ".join(op(i) for i in s.indices)
+                lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {idx}); "
+                             f"if (_g) adj_accum({tgt}, *_g); }}")
         elif isinstance(s, ir.ArrayLoad):
             if differentiable(r.type):
                 dummies = []
@@ -393,10 +405,20 @@ class AdjointEmitter(Emitter):
         ]
         return "\n".join(lines)
 
+    def _depth(self, t: Any) -> int:
+        if is_struct(t):
+            return 1 + max([self._depth(normalize_annotation(ft)) for ft in t.vars.values()] or [0])
+        if isinstance(t, TupleT):
+            return 1 + max([self._depth(x) for x in t.types] or [0])
+        return 0
+
     def struct_accumulators(self) -> list[str]:
         """``adj_accum`` overloads for every struct type used (field by field, differentiable fields only)."""
         out = []
-        for t in list(self.types_done):
+        ordered = [t for t in self.types_done if is_struct(t) or isinstance(t, TupleT)]
+        # nested structs first, so each overload can call the ones of its fields
+        ordered.sort(key=lambda t: self._depth(t))
+        for t in ordered:
             if is_struct(t):
                 body = []
                 for name, ft in t.vars.items():
@@ -404,6 +426,11 @@ class AdjointEmitter(Emitter):
                         body.append(f"    adj_accum(a.{name}, b.{name});")
                 out.append(f"static TREADLE_FUNC void adj_accum({t.native_name}& a, const {t.native_name}& b)\n"
                            "{\n" + "\n".join(body) + ("\n" if body else "") + "    (void)a; (void)b;\n}")
+                atomic = [b.replace("adj_accum(a.", "adj_atomic_accum(&g->").replace(", b.", ", v.")
+                          for b in body]
+                out.append(f"static TREADLE_FUNC void adj_atomic_accum({t.native_name}* g, "
+                           f"const {t.native_name}& v)\n"
+                           "{\n" + "\n".join(atomic) + ("\n" if atomic else "") + "    (void)g; (void)v;\n}")
             elif isinstance(t, TupleT):
                 name = self.tuple_names[t]
                 body = [f"    adj_accum(a.f{i}, b.f{i});" for i, et in enumerate(t.types) if differentiable(et)]

@@ -70,7 +70,7 @@ def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str
     adj = AdjointEmitter(em)
     adj_funcs = [adj.adjoint_function(structurize(fi.ir), fi.cname) for fi in funcs]
     backward = adj.adjoint_kernel(structurize(kernel_ir), "@SYMBOL@")
-    inner = "\n\n".join(["using treadle::adj_accum;", *em.type_defs, *adj.struct_accumulators(), *fwd_funcs,
+    inner = "\n\n".join(["using treadle::adj_accum;\nusing treadle::adj_atomic_accum;", *em.type_defs, *adj.struct_accumulators(), *fwd_funcs,
                           *adj_funcs, args_struct, backward])
     digest = hashlib.sha256(inner.encode()).hexdigest()
     symbol = f"tb_{digest[:24]}"
