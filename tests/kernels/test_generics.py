@@ -90,3 +90,20 @@ def test_recorded_launch_replays(device):
     cmd.set_param_at_index(1, 0.0)
     cmd.launch()
     np.testing.assert_allclose(out.numpy(), [4.0] * 4)
+
+
+@wp.func
+def first_component(v: wp.types.vector(length=Any, dtype=float)) -> float:
+    return v[0] * float(len(v))
+
+
+@wp.kernel
+def generic_vec_kernel(out: wp.array(dtype=float)):
+    out[0] = first_component(wp.vec2(1.0, 2.0))
+    out[1] = first_component(wp.vec4(3.0, 0.0, 0.0, 0.0))
+
+
+def test_generic_vector_annotations(device):
+    out = wp.zeros(2, dtype=float, device=device)
+    wp.launch(generic_vec_kernel, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), [2.0, 12.0])

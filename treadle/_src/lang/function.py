@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import CodegenError, CodegenTypeError
 from . import scalars
-from .typesys import TupleT, contains_any, normalize_annotation, type_str
+from .typesys import TupleT, contains_any, normalize_annotation, type_str, types_match
 
 AnyT = Any
 
@@ -181,7 +181,7 @@ class Function:
             ok = True
             for op, pt in zip(ops, fdef.param_types):
                 if contains_any(pt):
-                    if pt is AnyT or _array_generic_match(pt, op.type):
+                    if pt is AnyT or _array_generic_match(pt, op.type) or types_match(pt, op.type):
                         types.append(op.type)
                         score += 1
                         continue
@@ -259,4 +259,5 @@ class _BindError(Exception):
 def _array_generic_match(pt: Any, at: Any) -> bool:
     from .typesys import ArrayT
 
-    return isinstance(pt, ArrayT) and isinstance(at, ArrayT) and pt.ndim == at.ndim and pt.dtype is AnyT
+    return (isinstance(pt, ArrayT) and isinstance(at, ArrayT) and pt.ndim == at.ndim
+            and (pt.dtype is AnyT or types_match(pt.dtype, at.dtype)))

@@ -16,7 +16,7 @@ from ..runtime.device import get_device
 from . import scalars
 from .abi import MAX_DIMS, LaunchBounds
 from .kernel import Kernel, KernelInstance
-from .typesys import ArrayT, contains_any, is_composite, is_struct, type_str
+from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region).
 SERIAL_THRESHOLD = 2048
@@ -67,6 +67,10 @@ def value_type(v: Any, declared: Any) -> Any:
             dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
             return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
         return declared
+    if isinstance(declared, GenericComposite):
+        if declared.matches(type(v)):
+            return type(v)
+        raise LaunchError(f"a {type(v).__name__} argument does not match the generic parameter type {declared!r}")
     if declared is Any:
         if isinstance(v, bool):
             return scalars.bool

@@ -59,6 +59,36 @@ class OpaqueType:
         return self.__name__
 
 
+class GenericComposite:
+    """A generic vector/matrix annotation such as ``vector(length=Any, dtype=float)`` (matches by kind)."""
+
+    def __init__(self, kind: str, shape: tuple[Any, ...], dtype: Any) -> None:
+        self.kind = kind
+        self.shape = shape
+        self.dtype = dtype
+
+    def matches(self, t: Any) -> bool:
+        """True if the concrete type ``t`` is an instance of this generic type."""
+        if generic_kind(t) != self.kind:
+            return False
+        if self.dtype is not AnyT and t._wp_scalar_type_ != self.dtype:
+            return False
+        return all(want is AnyT or want == got for want, got in zip(self.shape, t._shape_))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, GenericComposite) and (self.kind, self.shape, self.dtype)
+                == (other.kind, other.shape, other.dtype))
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.shape, id(self.dtype)))
+
+    def __repr__(self) -> str:
+        dims = ", ".join("Any" if d is AnyT else str(d) for d in self.shape)
+        return f"{'vector' if self.kind == 'vec_t' else 'matrix'}({dims}, {type_str(self.dtype)})"
+
+    __name__ = "generic"
+
+
 def is_scalar(t: Any) -> bool:
     """True for scalar types (``bool`` included)."""
     return scalars.is_scalar_type(t)
@@ -156,6 +186,8 @@ def types_match(expected: Any, actual: Any) -> bool:
     """True if a value of type ``actual`` may be passed where ``expected`` is declared (``Any`` matches all)."""
     if expected is AnyT:
         return True
+    if isinstance(expected, GenericComposite):
+        return expected.matches(actual)
     if isinstance(expected, ArrayT) and isinstance(actual, ArrayT):
         return expected.ndim == actual.ndim and types_match(expected.dtype, actual.dtype)
     return bool(expected == actual)
@@ -163,7 +195,7 @@ def types_match(expected: Any, actual: Any) -> bool:
 
 def contains_any(t: Any) -> bool:
     """True if the type is generic (``Any`` somewhere inside)."""
-    if t is AnyT:
+    if t is AnyT or isinstance(t, GenericComposite):
         return True
     if isinstance(t, ArrayT):
         return contains_any(t.dtype)

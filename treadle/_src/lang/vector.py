@@ -502,7 +502,14 @@ def vector_type_name(length: builtins.int, dtype: Any) -> str:
 
 
 def vector(length: builtins.int, dtype: Any) -> type[vec_base]:
-    """The vector type of ``length`` components of scalar type ``dtype`` (cached: same arguments, same class)."""
+    """The vector type of ``length`` components of scalar type ``dtype`` (cached: same arguments, same class).
+
+    With ``typing.Any`` for the length or dtype the result is a generic annotation matching any such vector.
+    """
+    if length is Any or dtype is Any:
+        from .typesys import GenericComposite
+
+        return GenericComposite("vec_t", (length,), normalize_scalar(dtype) if dtype is not Any else Any)  # type: ignore[return-value]
     length = operator.index(length)
     if length < 0:
         raise ValueError(f"vector length must not be negative, got {length}")
