@@ -92,6 +92,21 @@ class AdjointEmitter(Emitter):
         return lines
 
     # Sweeps -----------------------------------------------------------------------------------------------------
+    _NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
+
+    def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
+        """Forward replay: like the forward kernel, but without side effects (stores, atomics, printing)."""
+        if isinstance(s, ir.ArrayStore):
+            return
+        if isinstance(s, ir.ArrayAtomic):
+            if s.result is not None:
+                idx = ", ".join(self.op(i) for i in s.indices)
+                lines.append(f"{ind}_v{s.result.id} = treadle::load({self.op(s.array)}, {idx});")
+            return
+        if isinstance(s, ir.Call) and s.overload.builtin.name in self._NO_REPLAY:
+            return
+        super().stmt(s, lines, ind)
+
     def forward(self, block: ir.Block, lines: list[str], ind: str, ckpt: bool) -> None:
         old = self.ckpt_now
         self.ckpt_now = ckpt

@@ -167,6 +167,8 @@ class ExprMixin:
         if isinstance(r, (ir.Value, ir.Const)):
             return r
         if isinstance(r, PyObj):
+            if type(r.obj).__name__ == "_TidRequest":  # wp.tid() used as a value: the flat thread index
+                return self.make_tid(1, r.obj.node)  # type: ignore[attr-defined]
             c = self.py_constant(r.obj, node)
             if c is not None:
                 return c

@@ -197,7 +197,9 @@ class _ExportRegistry:
 
     def __init__(self) -> None:
         self._live: dict[int, tuple[Any, ...]] = {}
-        self._lock = threading.Lock()
+        # Re-entrant: a garbage collection inside a locked section can destroy an unconsumed capsule, whose
+        # destructor releases through this registry on the same thread.
+        self._lock = threading.RLock()
         self.exported = 0
         self.released = 0
         self.unknown_releases = 0

@@ -33,7 +33,7 @@ class Module:
     def option(self, name: str, default: Any) -> Any:
         return self.options.get(name, default)
 
-    def load(self, device: Any = None) -> None:
+    def load(self, device: Any = None, block_dim: Any = None) -> None:
         """Compile (or fetch from the cache) every non-generic kernel of this module in one batch."""
         with self.lock:
             pending = []
