@@ -77,7 +77,6 @@ from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.kernel import overload as overload
 from ._src.lang.launch import Launch as Launch
-from ._src.lang.struct import struct as struct
 from ._src.lang.launch import launch as launch
 from ._src.lang.matrix import mat22 as mat22
 from ._src.lang.matrix import mat22d as mat22d
@@ -109,6 +108,7 @@ from ._src.lang.scalars import uint8 as uint8
 from ._src.lang.scalars import uint16 as uint16
 from ._src.lang.scalars import uint32 as uint32
 from ._src.lang.scalars import uint64 as uint64
+from ._src.lang.struct import struct as struct
 from ._src.lang.vector import vec2 as vec2
 from ._src.lang.vector import vec2b as vec2b
 from ._src.lang.vector import vec2d as vec2d

@@ -219,3 +219,40 @@ def test_numpy_arrays_passed_directly(device):
     ys = np.ones(5, dtype=np.float32)
     wp.launch(saxpy, dim=5, inputs=[xs, ys, 3.0])
     np.testing.assert_allclose(ys, 3.0 * xs + 1.0)
+
+
+@wp.kernel
+def slicing(a: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    row = a[1]
+    tail = a[0, 1:]
+    rev = a[2, ::-1]
+    col = a[:, 2]
+    sub = a[1:, ::2]
+    out[0] = row[2] + tail[0] + rev[0] + col[1] + sub[1, 1]
+    out[1] = float(tail.shape[0] * 100 + rev.shape[0] * 10 + sub.shape[1])
+    s = wp.lower_bound(col, 5.0)
+    out[2] = float(s)
+
+
+@wp.kernel
+def null_array(a: wp.array(dtype=float), out: wp.array(dtype=int)):
+    if a:
+        out[0] = 1
+    else:
+        out[0] = 2
+
+
+def test_array_slicing_in_kernels(device):
+    an = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = wp.zeros(3, dtype=float, device=device)
+    wp.launch(slicing, dim=1, inputs=[wp.array(an, device=device), out], device=device)
+    ref = an[1][2] + an[0, 1:][0] + an[2, ::-1][0] + an[:, 2][1] + an[1:, ::2][1, 1]
+    np.testing.assert_allclose(out.numpy(), [ref, 3 * 100 + 4 * 10 + 2, np.searchsorted(an[:, 2], 5.0)])
+
+
+def test_array_truthiness(device):
+    out = wp.zeros(1, dtype=int, device=device)
+    wp.launch(null_array, dim=1, inputs=[None, out], device=device)
+    assert out.numpy()[0] == 2
+    wp.launch(null_array, dim=1, inputs=[wp.zeros(1, dtype=float, device=device), out], device=device)
+    assert out.numpy()[0] == 1

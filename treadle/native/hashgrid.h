@@ -6,9 +6,12 @@
 // points (and their groups) sit next to the ranges so that a query reads memory in cell order.
 //
 // A kernel refers to a grid by its id: the address of a `hash_grid_t` that the Python object owns.
-// Queries visit the cells overlapped by the box [p - r, p + r] and return the points within r of p (a small
-// relative slack keeps every point a user's own `length(p - q) <= r` test would accept). Wrapped cells are visited
-// once: when the box spans a whole period on an axis, that axis visits each cell index once.
+// Queries visit the cells overlapped by the box [p - r, p + r] (each physical cell once, even when the box spans a
+// whole period of the wrapped grid) and skip the candidates that cannot be neighbours: those farther than r from p
+// in the grid's periodic metric (period dim * cell_width per axis; a small relative slack keeps every point that a
+// caller's own `length(p - q) <= r` test would accept). The periodic metric keeps the reference behaviour that
+// points of aliased cells are candidates, which periodic-domain code relies on, while a plain Euclidean test in the
+// caller still sees exactly the points within r.
 #pragma once
 #include "vec.h"
 
@@ -52,6 +55,7 @@ template <typename T> struct hash_grid_query_t {
     typedef typename detail::hash_compute<T>::type C;
     const hash_grid_t* grid;
     C px, py, pz, r2;
+    C period[3], inv_period[3];
     int32 lo[3], hi[3];   // cell range (unwrapped), or [0, dim) on an axis that spans a period
     int32 cell[3];        // current cell
     int32 cur, end;       // remaining sorted positions of the current cell
@@ -82,6 +86,11 @@ template <typename T> TREADLE_FUNC bool hash_grid_advance_cell(hash_grid_query_t
     return false;
 }
 
+// The periodic image of d closest to 0.
+template <typename C> TREADLE_FUNC C hash_min_image(C d, C period, C inv_period) {
+    return d - period * floor(d * inv_period + C(0.5));
+}
+
 template <typename C> TREADLE_FUNC void hash_load_point(const hash_grid_t& g, int32 s, C& x, C& y, C& z) {
     if (g.dtype == 1) {
         const float32* p = (const float32*)g.sorted_points + 3 * (int64)s;
@@ -96,15 +105,15 @@ template <typename C> TREADLE_FUNC void hash_load_point(const hash_grid_t& g, in
 }
 }  // namespace detail
 
-template <typename T>
-TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, T radius, int32 group) {
+template <typename T, typename R>
+TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius, int32 group) {
     typedef typename detail::hash_compute<T>::type C;
     hash_grid_query_t<T> q = {};
     q.grid = (const hash_grid_t*)id;
     q.done = 1;
     if (q.grid == nullptr || q.grid->num_points <= 0) return q;
     const hash_grid_t& g = *q.grid;
-    const C r = C(radius) > C(0) ? C(radius) : C(0);
+    const C r0 = C(float64(radius)), r = r0 > C(0) ? r0 : C(0);
     q.px = C(p.c[0]), q.py = C(p.c[1]), q.pz = C(p.c[2]);
     // Slack of a few ulps (relative) so that rounding in the caller's own distance test never drops a point.
     q.r2 = r * r * C(1.00001) + C(1e-30);
@@ -115,6 +124,8 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
         int32 hi = detail::hash_cell_coord((pc[a] + r) * inv);
         if ((int64)hi - (int64)lo + 1 >= g.dim[a]) lo = 0, hi = g.dim[a] - 1;
         q.lo[a] = lo, q.hi[a] = hi, q.cell[a] = lo;
+        q.period[a] = C(g.cell_width * g.dim[a]);
+        q.inv_period[a] = C(1.0 / (g.cell_width * g.dim[a]));
     }
     q.group = group;
     q.use_group = g.sorted_groups != nullptr ? 1 : 0;
@@ -123,8 +134,8 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
     return q;
 }
 
-template <typename T>
-TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, T radius) {
+template <typename T, typename R>
+TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius) {
     hash_grid_query_t<T> q = hash_grid_query(id, p, radius, 0);
     q.use_group = 0;
     return q;
@@ -140,7 +151,9 @@ template <typename T> TREADLE_FUNC bool hash_grid_query_next(hash_grid_query_t<T
             if (q.use_group && g.sorted_groups[s] != q.group) continue;
             C x, y, z;
             detail::hash_load_point(g, s, x, y, z);
-            const C dx = x - q.px, dy = y - q.py, dz = z - q.pz;
+            const C dx = detail::hash_min_image(x - q.px, q.period[0], q.inv_period[0]);
+            const C dy = detail::hash_min_image(y - q.py, q.period[1], q.inv_period[1]);
+            const C dz = detail::hash_min_image(z - q.pz, q.period[2], q.inv_period[2]);
             if (dx * dx + dy * dy + dz * dz <= q.r2) {
                 index = g.point_ids[s];
                 return true;

@@ -124,3 +124,87 @@ inline void ckpt_pop_to(size_t pos) { tl_ckpt.size = pos; }
 #endif
 
 }  // namespace treadle
+
+// ------------------------------------------------------------------------------------------------ array slicing
+namespace treadle {
+
+// One entry per indexed dimension of `arr[...]` in kernel code: an integer index, or a Python-style slice.
+struct slice_spec {
+    int64 start;
+    int64 stop;
+    int64 step;
+    int32 kind;  // 0: integer index; 1: slice (bit 2: has start, bit 4: has stop)
+};
+
+template <typename T> TREADLE_FUNC array_t<T> subview(const array_t<T>& a, const slice_spec* sp, int n) {
+    array_t<T> r;
+    int64 off = 0;
+    int od = 0;
+    for (int d = 0; d < a.ndim; ++d) {
+        const int64 ext = a.shape[d];
+        if (d < n && sp[d].kind == 0) {
+            int64 i = sp[d].start;
+#if defined(TREADLE_CHECKED)
+            if (i < 0 || i >= ext) treadle_report_oob(d, (long long)i, (long long)ext);
+#endif
+            off += i * a.strides[d];
+            continue;
+        }
+        int64 start = 0, len = ext, step = 1;
+        if (d < n) {
+            step = sp[d].step;
+            const bool has_start = (sp[d].kind & 2) != 0, has_stop = (sp[d].kind & 4) != 0;
+            if (step == 0) {
+#if defined(TREADLE_CHECKED)
+                treadle_report_oob(-3, 0, 0);
+#endif
+                step = 1;
+            }
+            int64 s = sp[d].start, e = sp[d].stop;
+            if (step > 0) {
+                s = has_start ? (s < 0 ? s + ext : s) : 0;
+                e = has_stop ? (e < 0 ? e + ext : e) : ext;
+                s = s < 0 ? 0 : (s > ext ? ext : s);
+                e = e < 0 ? 0 : (e > ext ? ext : e);
+                len = e > s ? (e - s + step - 1) / step : 0;
+            } else {
+                s = has_start ? (s < 0 ? s + ext : s) : ext - 1;
+                e = has_stop ? (e < 0 ? e + ext : e) : -1;
+                s = s < -1 ? -1 : (s > ext - 1 ? ext - 1 : s);
+                e = e < -1 ? -1 : (e > ext - 1 ? ext - 1 : e);
+                len = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            }
+            start = s;
+        }
+        r.shape[od] = len;
+        r.strides[od] = a.strides[d] * step;
+        off += start * a.strides[d];
+        ++od;
+    }
+    for (int d = od; d < 4; ++d) {
+        r.shape[d] = 0;
+        r.strides[d] = 0;
+    }
+    r.ndim = od;
+    r.flags = a.flags;
+    r.data = reinterpret_cast<T*>(reinterpret_cast<char*>(a.data) + off);
+    r.grad = a.grad ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.grad) + off) : nullptr;
+    return r;
+}
+
+}  // namespace treadle
+
+namespace treadle {
+// First index in the sorted range [lo, hi) of a 1-d array whose value is not less than v.
+template <typename T> TREADLE_FUNC int32 lower_bound(const array_t<T>& a, int32 lo, int32 hi, const T& v) {
+    while (lo < hi) {
+        const int32 mid = lo + (hi - lo) / 2;
+        if (*address(a, mid) < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+template <typename T> TREADLE_FUNC int32 lower_bound(const array_t<T>& a, const T& v) {
+    return lower_bound(a, 0, int32(a.shape[0]), v);
+}
+}  // namespace treadle

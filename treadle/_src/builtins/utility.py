@@ -126,3 +126,29 @@ def _array_dim_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 builtin("_array_dim", group="Utility", rule=_array_dim_rule, cpp="op:shape", kernel_only=True, differentiable=False,
         signature="arr.shape[d]", doc="Extent of an array along dimension d.")
+
+
+def _array_valid_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    need(isinstance(types[0], ArrayT), "expected an array")
+    return scalars.bool
+
+
+builtin("_array_valid", group="Utility", rule=_array_valid_rule, cpp="op1:(bool)", kernel_only=True,
+        differentiable=False, signature="bool(arr)", doc="True if the array is not null.")
+
+
+def _lower_bound_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2, 4)
+    arr = types[0]
+    need(isinstance(arr, ArrayT) and arr.ndim == 1, "lower_bound needs a 1-d array")
+    need(types[-1] == arr.dtype and (is_int(arr.dtype) or is_float(arr.dtype)),
+         f"the value must have the array's scalar type {type_str(arr.dtype)}")
+    if len(types) == 4:
+        need(is_int(types[1]) and is_int(types[2]), "the range bounds must be integers")
+    return scalars.int32
+
+
+builtin("lower_bound", group="Utility", rule=_lower_bound_rule, kernel_only=True, differentiable=False,
+        signature="lower_bound(arr, value) | lower_bound(arr, arr_begin, arr_end, value) -> int",
+        doc="Index of the first element of a sorted 1-d array (or of [arr_begin, arr_end)) not less than value.")

@@ -223,15 +223,15 @@ class AdjointEmitter(Emitter):
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.ArrayLoad) and is_struct(r.type):
             if differentiable(r.type):
-                idx = ", ".join(op(i) for i in s.indices)
-                lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {idx}); "
+                where = ", ".join(op(i) for i in s.indices)
+                lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_atomic_accum(_g, adj_v{r.id}); }}")
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.ArrayStore) and is_struct(s.value.type):
             tgt = self.adj(s.value)
             if tgt is not None and differentiable(s.value.type):
-                idx = ", ".join(op(i) for i in s.indices)
-                lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {idx}); "
+                where = ", ".join(op(i) for i in s.indices)
+                lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_accum({tgt}, *_g); }}")
         elif isinstance(s, ir.ArrayLoad):
             if differentiable(r.type):

@@ -275,6 +275,18 @@ class Emitter:
         elif isinstance(s, ir.ArrayLoad):
             idx = ", ".join(op(i) for i in s.indices)
             lines.append(f"{ind}{self.decl(s.result)} = treadle::load({op(s.array)}, {idx});")
+        elif isinstance(s, ir.ArrayView) and any(isinstance(i, ir.SliceSpec) for i in s.indices):
+            specs = []
+            for i in s.indices:
+                if isinstance(i, ir.SliceSpec):
+                    kind = 1 | (2 if i.start is not None else 0) | (4 if i.stop is not None else 0)
+                    parts = [op(p) if p is not None else "0" for p in (i.start, i.stop)]
+                    step = op(i.step) if i.step is not None else "1"
+                    specs.append(f"{{treadle::int64({parts[0]}), treadle::int64({parts[1]}), treadle::int64({step}), {kind}}}")
+                else:
+                    specs.append(f"{{treadle::int64({op(i)}), 0, 0, 0}}")
+            lines.append(f"{ind}{self.decl_mut(s.result)} = [&]() {{ const treadle::slice_spec _sp[] = "
+                         f"{{{', '.join(specs)}}}; return treadle::subview({op(s.array)}, _sp, {len(specs)}); }}();")
         elif isinstance(s, ir.ArrayView):
             idx = ", ".join(op(i) for i in s.indices)
             lines.append(f"{ind}{self.decl(s.result)} = treadle::view({op(s.array)}, {idx});")
@@ -370,6 +382,8 @@ class Emitter:
                 return f"treadle::int32({args[0]}.shape[{args[1]}])"
             return f"({args[0]} {sym} {args[1]})"
         if cpp.startswith("op1:"):
+            if cpp == "op1:(bool)":
+                return f"({args[0]}.data != nullptr)"
             return f"({cpp[4:]}{args[0]})"
         tmpl = ""
         if ov.template:

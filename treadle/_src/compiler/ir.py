@@ -84,6 +84,20 @@ class LocalRef:
         return f"&${self.local.name}"
 
 
+class SliceSpec:
+    """``start:stop:step`` in an array subscript (each part an operand or ``None``)."""
+
+    __slots__ = ("start", "stop", "step")
+
+    def __init__(self, start: Any, stop: Any, step: Any) -> None:
+        self.start = start
+        self.stop = stop
+        self.step = step
+
+    def __repr__(self) -> str:
+        return f"{self.start!r}:{self.stop!r}:{self.step!r}"
+
+
 @dataclasses.dataclass(eq=False)
 class Stmt:
     """Base of all statements."""
@@ -366,6 +380,10 @@ def verify(f: FuncIR) -> None:
     defined: set[int] = set()
 
     def use(op: Any) -> None:
+        if isinstance(op, SliceSpec):
+            for part in (op.start, op.stop, op.step):
+                use(part)
+            return
         if isinstance(op, Value) and op.id not in defined:
             raise AssertionError(f"IR: {op!r} used before definition in {f.name}")
 

@@ -83,7 +83,7 @@ class CallMixin(ExprMixin):
 
     # Builtins --------------------------------------------------------------------------------------------------
     def call_args(self, node: ast.Call, names: list[str] | None = None) -> list[Any]:
-        args = [self.expr(a) for a in node.args]
+        args = [self._tid_value(self.expr(a)) for a in node.args]
         if node.keywords:
             if names is None:
                 raise self.err("keyword arguments are not supported for this call", node, cls=CodegenTypeError)
@@ -96,6 +96,11 @@ class CallMixin(ExprMixin):
             if by_name:
                 raise self.err(f"unexpected keyword argument(s): {', '.join(str(k) for k in by_name)}", node, cls=CodegenTypeError)
         return args
+
+    def _tid_value(self, a: Any) -> Any:
+        if isinstance(a, PyObj) and isinstance(a.obj, _TidRequest):
+            return self.as_operand(a, a.obj.node)
+        return a
 
     def call_declared(self, b: Builtin, node: ast.Call) -> Any:
         lowering = b.lowering

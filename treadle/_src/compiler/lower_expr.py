@@ -310,6 +310,8 @@ class ExprMixin:
         if is_int(v.type) or is_float(v.type):
             zero = ir.Const(0, v.type)
             return self.call_builtin(REGISTRY.builtins["_cmp_ne"], [v, zero], node)
+        if isinstance(v.type, ArrayT):  # `if arr:` tests for a non-null array
+            return self.call_builtin(REGISTRY.builtins["_array_valid"], [v], node)
         raise self.err(f"a value of type {type_str(v.type)} cannot be used as a condition", node,
                        "compare it explicitly, e.g. 'if length(v) > 0.0:'", CodegenTypeError)
 
@@ -382,15 +384,30 @@ class ExprMixin:
         return r
 
     # Subscripts ----------------------------------------------------------------------------------------------
-    def index_operands(self, node: ast.expr) -> list[Any]:
-        if isinstance(node, ast.Tuple):
-            items = [self.value(e) for e in node.elts]
-        elif isinstance(node, ast.Slice):
-            raise self.err("slices are not supported in kernels", node, "index single elements", CodegenIndexError)
-        else:
-            items = [self.value(node)]
+    def slice_spec(self, node: ast.Slice) -> ir.SliceSpec:
+        parts: list[Any] = []
+        for part in (node.lower, node.upper, node.step):
+            if part is None:
+                parts.append(None)
+                continue
+            v = self.value(part)
+            if not is_int(v.type):
+                raise self.err(f"slice bounds must be integers, got {type_str(v.type)}", part, cls=CodegenIndexError)
+            parts.append(v)
+        if isinstance(parts[2], ir.Const) and parts[2].value == 0:
+            raise self.err("slice step cannot be zero", node.step, cls=CodegenIndexError)
+        return ir.SliceSpec(*parts)
+
+    def index_operands(self, node: ast.expr, allow_slices: bool = False) -> list[Any]:
+        nodes = node.elts if isinstance(node, ast.Tuple) else [node]
+        if any(isinstance(n, ast.Slice) for n in nodes):
+            if not allow_slices:
+                raise self.err("slices are only supported on arrays in kernels", node, "index single elements",
+                               CodegenIndexError)
+            return [self.slice_spec(n) if isinstance(n, ast.Slice) else self.index_operands(n)[0] for n in nodes]
+        items = [self.value(e) for e in nodes]
         out = []
-        for it, n in zip(items, node.elts if isinstance(node, ast.Tuple) else [node]):
+        for it, n in zip(items, nodes):
             if not (is_int(it.type) or (isinstance(it, ir.Const) and it.type is scalars.int32)):
                 raise self.err(f"indices must be integers, got {type_str(it.type)}", n,
                                "convert with int(...)", CodegenIndexError)
@@ -407,7 +424,7 @@ class ExprMixin:
                 raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
             return base.items[idx[0].value]
         val = self.as_operand(base, node)
-        idx = self.index_operands(node.slice)
+        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT))
         return self.subscript_value(val, idx, node)
 
     def subscript_python(self, base: PyObj, node: ast.Subscript) -> Any:
@@ -429,6 +446,11 @@ class ExprMixin:
         if isinstance(t, ArrayT):
             if len(idx) > t.ndim:
                 raise self.err(f"too many indices ({len(idx)}) for a {t.ndim}-d array", node, cls=CodegenIndexError)
+            if any(isinstance(i, ir.SliceSpec) for i in idx):
+                kept = t.ndim - sum(1 for i in idx if not isinstance(i, ir.SliceSpec))
+                r = self.new_value(ArrayT(t.dtype, kept), "slice")
+                self.emit(ir.ArrayView(loc, r, val, idx))
+                return r
             if len(idx) < t.ndim:
                 r = self.new_value(ArrayT(t.dtype, t.ndim - len(idx)), "view")
                 self.emit(ir.ArrayView(loc, r, val, idx))

@@ -226,6 +226,8 @@ class KernelInstance:
             what = f"index {index} is out of bounds for dimension {dim} of extent {extent}"
         elif dim == -2:
             what = f"integer division or modulo by zero ({index} / 0)"
+        elif dim == -3:
+            what = "slice step cannot be zero"
         else:
             what = f"component index {index} is out of range for {extent} components"
         text = f"{where}kernel '{self.kernel.key}', thread {tid}: {what}"
