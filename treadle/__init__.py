@@ -76,6 +76,7 @@ from ._src.lang.kernel import func as func
 from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.kernel import overload as overload
+from ._src.lang.kernel import static as static
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
 from ._src.lang.matrix import mat22 as mat22
@@ -169,6 +170,11 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+
+from ._src.geometry.hash_grid import HashGrid as HashGrid
+from ._src.geometry.types import HashGridQuery as HashGridQuery
+from ._src.geometry.types import HashGridQueryD as HashGridQueryD
+from ._src.geometry.types import HashGridQueryH as HashGridQueryH
 
 __version__ = config.version
 

@@ -107,3 +107,36 @@ def test_generic_vector_annotations(device):
     out = wp.zeros(2, dtype=float, device=device)
     wp.launch(generic_vec_kernel, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy(), [2.0, 12.0])
+
+
+@wp.func
+def times_two(x: float) -> float:
+    return 2.0 * x
+
+
+@wp.func
+def plus_one(x: float) -> float:
+    return x + 1.0
+
+
+FUNCS = [times_two, plus_one]
+TABLE = [1.5, 2.5, 3.5]
+
+
+@wp.kernel
+def static_kernel(out: wp.array(dtype=float)):
+    v = wp.vec3()
+    for i in range(3):  # unrolled: i is a constant in each copy
+        v[i] = wp.static(TABLE[i]) * float(wp.static(i + 1))
+    out[0] = v[0] + v[1] + v[2]
+    acc = float(1.0)
+    for j in range(2):
+        acc = wp.static(FUNCS[j])(acc)
+    out[1] = acc
+    out[2] = wp.static(len(TABLE) * 10)
+
+
+def test_static_expressions_and_unrolled_loops(device):
+    out = wp.zeros(3, dtype=float, device=device)
+    wp.launch(static_kernel, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), [1.5 + 5.0 + 10.5, 3.0, 30.0])

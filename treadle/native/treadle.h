@@ -9,3 +9,4 @@
 #include "array.h"
 #include "print.h"
 #include "noise.h"
+#include "hashgrid.h"

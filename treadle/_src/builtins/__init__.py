@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import geometry as geometry
 from . import operators as operators
 from . import random as random
 from . import scalar_math as scalar_math

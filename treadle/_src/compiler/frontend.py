@@ -70,6 +70,7 @@ class Lowerer(CallMixin):
         self.infer_return = infer_return
         self.return_seen = False
         self.params: list[ir.Local] = []
+        self.const_bindings: dict[str, Any] = {}
         args = src.tree.args
         names = [a.arg for a in args.args]
         for name, t in zip(names, param_types):
@@ -114,6 +115,9 @@ class Lowerer(CallMixin):
     # Names ------------------------------------------------------------------------------------------------------
     def read_name(self, node: ast.Name) -> Any:
         name = node.id
+        bound = self.const_bindings.get(name)
+        if bound is not None:  # the variable of an unrolled loop: a constant in each copy of the body
+            return bound
         local = self.locals.get(name)
         if local is not None:
             if name not in self.assigned:
@@ -467,6 +471,9 @@ class Lowerer(CallMixin):
         static_trips = None
         if all(isinstance(x, ir.Const) for x in (start, stop, step)):
             static_trips = len(range(start.value, stop.value, step.value))  # type: ignore[union-attr]
+            if static_trips <= self.ctx.max_unroll and self.unrollable(node, name):
+                self.unroll(node, var, range(start.value, stop.value, step.value), it_t)
+                return
         before = set(self.assigned)
         body = ir.Block()
         self.assigned.add(name)
@@ -476,6 +483,34 @@ class Lowerer(CallMixin):
         if not (static_trips and not _has_break(node.body)):
             self.assigned = before | ({name} if static_trips else set())
         self.emit(ir.ForRange(self.loc(node), var, start, stop, step, body))
+
+    def unrollable(self, node: ast.For, name: str) -> bool:
+        """Constant-trip loops are unrolled unless they jump or assign their own variable."""
+        for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                return False
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+                return False
+        return True
+
+    def unroll(self, node: ast.For, var: ir.Local, values: range, it_t: Any) -> None:
+        """Lower the body once per iteration with the loop variable bound to a constant (``wp.static(i)`` works)."""
+        name = var.name
+        outer = self.const_bindings.get(name)
+        self.loop_depth += 1
+        try:
+            for v in values:
+                c = ir.Const(v, it_t)
+                self.emit(ir.StoreLocal(self.loc(node), var, c))
+                self.assigned.add(name)
+                self.const_bindings[name] = c
+                self.block(node.body)
+        finally:
+            self.loop_depth -= 1
+            if outer is None:
+                self.const_bindings.pop(name, None)
+            else:
+                self.const_bindings[name] = outer
 
     def reversed_range(self, start: Any, stop: Any, step: Any, node: ast.AST) -> tuple[Any, Any, Any]:
         from ..builtins import REGISTRY

@@ -24,6 +24,7 @@ from ..lang.typesys import (
 )
 from . import ir
 from .lower_expr import PY_BUILTIN_MAP, ExprMixin, PyObj, TupleVal, convert_const
+from .source import MISSING as _MISSING
 
 
 def _is_user_function(obj: Any) -> bool:
@@ -70,8 +71,8 @@ class CallMixin(ExprMixin):
             return self.construct_struct(obj, node)
         if getattr(obj, "_treadle_type_factory_", None):
             return self.call_type_factory(obj, node)
-        if obj is getattr(self.ctx, "static_fn", None):
-            raise self.err("wp.static() is not supported yet", node, cls=UnsupportedConstructError)
+        if getattr(obj, "_treadle_static_", False):
+            return self.eval_static(node)
         name = getattr(obj, "__name__", type(obj).__name__)
         for a in node.args:  # report unsupported constructs in the arguments first
             self.expr(a)
@@ -80,6 +81,26 @@ class CallMixin(ExprMixin):
                            f"decorate '{name}' with @wp.func (and annotate its parameters)",
                            UnsupportedConstructError)
         raise self.err(f"'{name}' is not callable", node, cls=CodegenTypeError)
+
+    def eval_static(self, node: ast.Call) -> Any:
+        """``wp.static(expr)``: evaluate ``expr`` in Python when the kernel is built.
+
+        The expression sees the function's globals and closure, and the variables of enclosing unrolled loops.
+        """
+        if len(node.args) != 1 or node.keywords:
+            raise self.err("wp.static() takes exactly one expression", node, cls=CodegenTypeError)
+        scope = dict(self.src.globals)
+        scope.update({k: v for k, v in self.src.closure.items() if v is not _MISSING})
+        for k, c in self.const_bindings.items():  # type: ignore[attr-defined]
+            scope[k] = c.value
+        code = compile(ast.Expression(body=node.args[0]), self.src.file, "eval")
+        try:
+            value = eval(code, scope)  # noqa: S307 - the user's own compile-time expression
+        except Exception as e:
+            raise self.err(f"wp.static() expression failed when the kernel was built: {type(e).__name__}: {e}",
+                           node.args[0], "wp.static() can only use module globals, closure values and the "
+                           "variables of constant-range loops", CodegenError) from None
+        return self.wrap_python(value, node)
 
     # Builtins --------------------------------------------------------------------------------------------------
     def call_args(self, node: ast.Call, names: list[str] | None = None) -> list[Any]:

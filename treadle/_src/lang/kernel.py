@@ -446,3 +446,11 @@ class ModuleBuildOptions:
 
     def __init__(self, **options: Any) -> None:
         self.__dict__.update(options)
+
+
+def static(expr: Any) -> Any:
+    """Evaluate an expression when the kernel is built (inside kernels); in Python scope it returns ``expr``."""
+    return expr
+
+
+static._treadle_static_ = True  # type: ignore[attr-defined]

@@ -1,0 +1,262 @@
+"""``HashGrid``: a uniform grid of hashed cells for fixed-radius neighbour queries.
+
+Build (all on the grid's device, in Treadle kernels except the sort):
+
+1. ``_hash_keys``: the cell of each point, ``floor(p / cell_width)`` wrapped modulo (dim_x, dim_y, dim_z), flattened
+   with x fastest (computed in float64, exactly as the native query computes its cell range).
+2. a sort of the cell keys (NumPy's argsort on the CPU);
+3. ``_hash_scatter``: the sorted point ids, sorted copies of the points (and groups), and each non-empty cell's
+   [start, end) range. Only the cells touched by the previous build are cleared first (``_hash_clear``), so a
+   rebuild costs O(points), not O(cells).
+
+The native side (``treadle/native/hashgrid.h``) reads a ``hash_grid_t`` descriptor whose address is :attr:`id`;
+the descriptor and every buffer it points to are owned by this object.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ..builtins.exports import exported_builtins
+from ..lang import scalars
+from ..lang.array import array
+from ..lang.creation import empty, zeros
+from ..lang.kernel import func, kernel
+from ..lang.launch import launch
+from ..lang.vector import vec3d, vec3f, vec3h
+from ..runtime.device import get_device
+
+_B = exported_builtins()
+tid, floor = _B["tid"], _B["floor"]
+
+_VEC = {scalars.float16: vec3h, scalars.float32: vec3f, scalars.float64: vec3d}
+_DTYPE_CODE = {scalars.float16: 0, scalars.float32: 1, scalars.float64: 2}
+_MAX_CELLS = 2**31 - 1
+
+
+class HashGridDesc(ctypes.Structure):
+    """Mirror of ``treadle::hash_grid_t``."""
+
+    _fields_ = [
+        ("dim", ctypes.c_int32 * 3),
+        ("num_points", ctypes.c_int32),
+        ("cell_width", ctypes.c_double),
+        ("inv_cell_width", ctypes.c_double),
+        ("point_ids", ctypes.c_void_p),
+        ("cell_starts", ctypes.c_void_p),
+        ("cell_ends", ctypes.c_void_p),
+        ("sorted_points", ctypes.c_void_p),
+        ("sorted_groups", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+    ]
+
+
+@func
+def _wrapped_cell(x: scalars.float64, inv_w: scalars.float64, n: int) -> int:
+    c = floor(x * inv_w)
+    if not (c > scalars.float64(-1.0e9)):  # also catches NaN
+        c = scalars.float64(-1.0e9)
+    if c > scalars.float64(1.0e9):
+        c = scalars.float64(1.0e9)
+    m = int(c) % n
+    if m < 0:
+        m = m + n
+    return m
+
+
+@kernel(enable_backward=False)
+def _hash_keys(points: array(dtype=Any), inv_w: scalars.float64, dx: int, dy: int, dz: int, keys: array(dtype=int)):
+    i = tid()
+    p = points[i]
+    x = _wrapped_cell(scalars.float64(p[0]), inv_w, dx)
+    y = _wrapped_cell(scalars.float64(p[1]), inv_w, dy)
+    z = _wrapped_cell(scalars.float64(p[2]), inv_w, dz)
+    keys[i] = (z * dy + y) * dx + x
+
+
+@kernel(enable_backward=False)
+def _hash_clear(keys: array(dtype=int), n: int, cell_starts: array(dtype=int), cell_ends: array(dtype=int)):
+    i = tid()
+    if i < n:
+        k = keys[i]
+        cell_starts[k] = 0
+        cell_ends[k] = 0
+
+
+@kernel(enable_backward=False)
+def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array(dtype=Any),
+                  sorted_keys: array(dtype=int), point_ids: array(dtype=int), sorted_points: array(dtype=Any),
+                  cell_starts: array(dtype=int), cell_ends: array(dtype=int)):
+    i = tid()
+    n = keys.shape[0]
+    src = order[i]
+    k = keys[src]
+    sorted_keys[i] = k
+    point_ids[i] = src
+    sorted_points[i] = points[src]
+    first = i == 0
+    if not first:
+        first = keys[order[i - 1]] != k
+    if first:
+        cell_starts[k] = i
+    last = i == n - 1
+    if not last:
+        last = keys[order[i + 1]] != k
+    if last:
+        cell_ends[k] = i + 1
+
+
+@kernel(enable_backward=False)
+def _hash_gather_groups(order: array(dtype=int), groups: array(dtype=int), sorted_groups: array(dtype=int)):
+    i = tid()
+    sorted_groups[i] = groups[order[i]]
+
+
+def _flat_points(points: Any, vec: Any) -> Any:
+    """A 1-d view (or contiguous copy) of a points array of any dimensionality."""
+    if not isinstance(points, array):
+        return array(np.asarray(points, dtype=vec._wp_scalar_type_._np_).reshape(-1, 3), dtype=vec)
+    if points.ndim == 1:
+        return points
+    if not points.is_contiguous:
+        points = points.contiguous()
+    return points.reshape((points.size,))
+
+
+class HashGrid:
+    """A hash grid for neighbour queries among points (``hash_grid_query`` in kernels).
+
+    Args:
+        dim_x, dim_y, dim_z: number of cells along each axis; cell coordinates wrap around modulo these, so the
+            grid covers unbounded space (points of aliased cells are candidates of each other).
+        device: the device of the grid (and of the points it is built from).
+        dtype: precision of the points: ``float16``, ``float32`` (default) or ``float64``.
+    """
+
+    def __init__(self, dim_x: int, dim_y: int, dim_z: int, device: Any = None, dtype: Any = None) -> None:
+        dtype = scalars.float32 if dtype is None else scalars.scalar_from_python(dtype)
+        if dtype not in _VEC:
+            raise TypeError(f"HashGrid dtype must be float16, float32 or float64, got {getattr(dtype, '__name__', dtype)}")
+        dims = (int(dim_x), int(dim_y), int(dim_z))
+        if min(dims) <= 0:
+            raise ValueError(f"HashGrid dimensions must be positive, got {dims}")
+        if dims[0] * dims[1] * dims[2] > _MAX_CELLS:
+            raise RuntimeError(f"HashGrid cell count exceeds supported limit ({dims[0]}x{dims[1]}x{dims[2]} > "
+                               f"{_MAX_CELLS})")
+        self.device = get_device(device)
+        self.dtype = dtype
+        self._dim_x, self._dim_y, self._dim_z = dims
+        self._vec = _VEC[dtype]
+        self._desc = HashGridDesc()
+        self._desc.dim[:] = dims
+        self._desc.dtype = _DTYPE_CODE[dtype]
+        self.id = ctypes.addressof(self._desc)
+        self.reserved = False
+        self.groups: array | None = None
+        self._capacity = 0
+        self._group_capacity = 0
+        self._num_cells = dims[0] * dims[1] * dims[2]
+        self._cell_starts: array | None = None
+        self._cell_ends: array | None = None
+        self._prev_keys: array | None = None
+        self._prev_count = 0
+
+    # Buffers ----------------------------------------------------------------------------------------------------
+    def reserve(self, num_points: int, with_groups: bool = False) -> None:
+        """Allocate buffers for ``num_points`` points (builds grow them as needed)."""
+        n = max(int(num_points), 1)
+        if self._cell_starts is None:
+            self._cell_starts = zeros(self._num_cells, dtype=scalars.int32, device=self.device)
+            self._cell_ends = zeros(self._num_cells, dtype=scalars.int32, device=self.device)
+            self._desc.cell_starts = self._cell_starts.ptr
+            self._desc.cell_ends = self._cell_ends.ptr
+        if n > self._capacity:
+            self._keys = empty(n, dtype=scalars.int32, device=self.device)
+            self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
+            self._point_ids = zeros(n, dtype=scalars.int32, device=self.device)
+            self._sorted_points = zeros(n, dtype=self._vec, device=self.device)
+            if self._prev_keys is not None and self._prev_count:
+                # keep the previous build's keys so that its cells can still be cleared
+                old = self._prev_keys
+                self._sorted_keys.numpy()[: self._prev_count] = old.numpy()[: self._prev_count]
+            self._prev_keys = self._sorted_keys
+            self._capacity = n
+            self._desc.point_ids = self._point_ids.ptr
+            self._desc.sorted_points = self._sorted_points.ptr
+        if with_groups and n > self._group_capacity:
+            self._sorted_groups = zeros(n, dtype=scalars.int32, device=self.device)
+            self._group_capacity = n
+        self.reserved = True
+        self._desc.reserved = self._capacity
+
+    # Build ------------------------------------------------------------------------------------------------------
+    def build(self, points: Any, radius: float, groups: Any = None) -> None:
+        """Bin ``points`` (an array of vec3 in the grid's precision) into cells of width ``radius``.
+
+        Queries must use a radius no larger than the cell width... or they visit more cells: any query radius
+        works, the build radius only sets the cell size. ``groups`` (int32 per point) enables group-restricted
+        queries (``hash_grid_query(id, p, r, group)``).
+        """
+        radius = float(radius)
+        if not radius > 0.0:
+            raise ValueError(f"HashGrid.build() radius must be positive, got {radius}")
+        if isinstance(points, array) and points.dtype is not self._vec:
+            raise TypeError(f"HashGrid with dtype {self.dtype.__name__} expects points of type {self._vec.__name__}, "
+                            f"got {getattr(points.dtype, '__name__', points.dtype)}")
+        pts = _flat_points(points, self._vec)
+        n = pts.shape[0]
+        grp = None
+        if groups is not None:
+            grp = _flat_points_int(groups)
+            if grp.shape[0] != n:
+                raise ValueError(f"HashGrid.build(): {grp.shape[0]} groups for {n} points")
+        self.reserve(n, with_groups=grp is not None)
+        desc = self._desc
+        dev = self.device
+        if self._prev_count:
+            launch(_hash_clear, dim=self._prev_count,
+                   inputs=[self._prev_keys, self._prev_count, self._cell_starts, self._cell_ends],
+                   device=dev, record_tape=False)
+        desc.num_points = 0
+        desc.cell_width = radius
+        desc.inv_cell_width = 1.0 / radius
+        self._points_ref = pts
+        if n == 0:
+            self._prev_count = 0
+            desc.sorted_groups = None
+            self.groups = grp
+            return
+        keys = self._keys[:n] if self._capacity > n else self._keys
+        launch(_hash_keys, dim=n, inputs=[pts, 1.0 / radius, self._dim_x, self._dim_y, self._dim_z, keys],
+               device=dev, record_tape=False)
+        order_np = np.argsort(keys.numpy(), kind="quicksort").astype(np.int32)
+        order = array(order_np, dtype=scalars.int32, device=dev)
+        self._order = order
+        launch(_hash_scatter, dim=n,
+               inputs=[keys, order, pts, self._sorted_keys, self._point_ids, self._sorted_points,
+                       self._cell_starts, self._cell_ends], device=dev, record_tape=False)
+        if grp is not None:
+            launch(_hash_gather_groups, dim=n, inputs=[order, grp, self._sorted_groups], device=dev,
+                   record_tape=False)
+            desc.sorted_groups = self._sorted_groups.ptr
+        else:
+            desc.sorted_groups = None
+        self.groups = grp
+        self._prev_keys = self._sorted_keys
+        self._prev_count = n
+        desc.num_points = n
+
+    def __del__(self) -> None:  # the buffers are freed with their arrays; nothing native to release
+        pass
+
+
+def _flat_points_int(groups: Any) -> array:
+    if not isinstance(groups, array):
+        return array(np.asarray(groups, dtype=np.int32).reshape(-1), dtype=scalars.int32)
+    if groups.ndim != 1:
+        groups = groups.contiguous().reshape((groups.size,))
+    return groups
