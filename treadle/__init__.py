@@ -77,6 +77,9 @@ from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import static as static
+from ._src.lang.kernel import adjoint as adjoint
+from ._src.lang.kernel import func_grad as func_grad
+from ._src.lang.kernel import func_replay as func_replay
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
 from ._src.lang.matrix import mat22 as mat22

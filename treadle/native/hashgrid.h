@@ -2,8 +2,12 @@
 //
 // The grid itself is built by Python (treadle/_src/geometry/hash_grid.py) from Treadle kernels: points are binned
 // into cells of width `cell_width` (the build radius), cell coordinates wrap around modulo (dim_x, dim_y, dim_z),
-// points are sorted by cell and each cell records its [start, end) range in the sorted order. Sorted copies of the
-// points (and their groups) sit next to the ranges so that a query reads memory in cell order.
+// cells are numbered x fastest, points are sorted by cell and each non-empty cell records its [start, end) range in
+// the sorted order (interleaved in one array; empty cells hold [0, 0)). Sorted copies of the points (and groups)
+// sit next to the ranges so that a query reads memory in cell order.
+//
+// Because cells along x are consecutive in the sorted order, a query walks rows, not cells: the cells of one row
+// (up to two runs when the row wraps around) form one contiguous range of sorted points.
 //
 // A kernel refers to a grid by its id: the address of a `hash_grid_t` that the Python object owns.
 // Queries visit the cells overlapped by the box [p - r, p + r] (each physical cell once, even when the box spans a
@@ -23,8 +27,7 @@ struct hash_grid_t {
     float64 cell_width;
     float64 inv_cell_width;
     const int32* point_ids;     // sorted position -> original point index
-    const int32* cell_starts;   // per cell: first sorted position (dim_x * dim_y * dim_z entries)
-    const int32* cell_ends;     // per cell: one past the last sorted position (start == end: empty)
+    const int32* cell_ranges;   // per cell: [start, end) in the sorted order, interleaved (2 * cells entries)
     const void* sorted_points;  // vec3 of `dtype` in sorted order
     const int32* sorted_groups; // group of each sorted point, or null when built without groups
     int32 dtype;                // 0: float16, 1: float32, 2: float64
@@ -35,72 +38,107 @@ namespace detail {
 // Arithmetic type of a query: half computes in float.
 template <typename T> struct hash_compute { typedef T type; };
 template <> struct hash_compute<half> { typedef float32 type; };
+template <typename T> struct hash_dtype_code { static constexpr int32 value = 1; };
+template <> struct hash_dtype_code<half> { static constexpr int32 value = 0; };
+template <> struct hash_dtype_code<float64> { static constexpr int32 value = 2; };
 
-TREADLE_FUNC int32 hash_wrap(int32 i, int32 n) {
-    const int32 m = i % n;
-    return m < 0 ? m + n : m;
+TREADLE_FUNC int32 hash_wrap(int64 i, int32 n) {
+    const int64 m = i % n;
+    return (int32)(m < 0 ? m + n : m);
 }
 
-// floor(x) as an int, clamped far away from overflow.
-template <typename C> TREADLE_FUNC int32 hash_cell_coord(C x) {
-    const double d = (double)x;
-    if (!(d > -1.0e9)) return -1000000000;
-    if (d > 1.0e9) return 1000000000;
-    const int32 i = (int32)d;
-    return (d < (double)i) ? i - 1 : i;
+// floor(x) as an integer, clamped far away from overflow (NaN goes to the low end).
+TREADLE_FUNC int64 hash_cell_coord(float64 x) {
+    if (!(x > -1.0e9)) return -1000000000;
+    if (x > 1.0e9) return 1000000000;
+    return (int64)floor(x);
+}
+
+// The periodic image of d closest to 0.
+template <typename C> TREADLE_FUNC C hash_min_image(C d, C period) {
+    return d - period * floor(d / period + C(0.5));
 }
 }  // namespace detail
 
 template <typename T> struct hash_grid_query_t {
     typedef typename detail::hash_compute<T>::type C;
     const hash_grid_t* grid;
-    C px, py, pz, r2;
-    C period[3], inv_period[3];
-    int32 lo[3], hi[3];   // cell range (unwrapped), or [0, dim) on an axis that spans a period
-    int32 cell[3];        // current cell
-    int32 cur, end;       // remaining sorted positions of the current cell
+    C p[3];
+    C r2;
+    C period[3];
+    C half_period;        // smallest half period: only farther offsets can be periodic images
+    int32 x0, nx;         // first wrapped x cell of each row and the row length (<= dim_x)
+    int32 y0, ny, z0, nz; // first wrapped y / z cell and the counts
+    int32 j, k;           // current row (offsets from y0 / z0)
+    int32 seg;            // next run of the current row (0, 1; 2: row done)
+    int32 cur, end;       // remaining sorted positions of the current run
     int32 group;
     int32 use_group;
+    int32 generic;        // the grid's points are not of type T
     int32 done;
 };
 
 namespace detail {
-template <typename T> TREADLE_FUNC void hash_grid_enter_cell(hash_grid_query_t<T>& q) {
-    const hash_grid_t& g = *q.grid;
-    const int32 x = hash_wrap(q.cell[0], g.dim[0]), y = hash_wrap(q.cell[1], g.dim[1]),
-                z = hash_wrap(q.cell[2], g.dim[2]);
-    const int64 c = ((int64)z * g.dim[1] + y) * g.dim[0] + x;
-    q.cur = g.cell_starts[c];
-    q.end = g.cell_ends[c];
-}
-
-// Odometer over the cell range, x fastest; false when the range is exhausted.
-template <typename T> TREADLE_FUNC bool hash_grid_advance_cell(hash_grid_query_t<T>& q) {
-    for (int a = 0; a < 3; ++a) {
-        if (q.cell[a] < q.hi[a]) {
-            ++q.cell[a];
-            return true;
-        }
-        q.cell[a] = q.lo[a];
-    }
-    return false;
-}
-
-// The periodic image of d closest to 0.
-template <typename C> TREADLE_FUNC C hash_min_image(C d, C period, C inv_period) {
-    return d - period * floor(d * inv_period + C(0.5));
-}
-
-template <typename C> TREADLE_FUNC void hash_load_point(const hash_grid_t& g, int32 s, C& x, C& y, C& z) {
+template <typename C> TREADLE_FUNC void hash_load_point(const hash_grid_t& g, int32 s, C* x) {
     if (g.dtype == 1) {
         const float32* p = (const float32*)g.sorted_points + 3 * (int64)s;
-        x = C(p[0]), y = C(p[1]), z = C(p[2]);
+        x[0] = C(p[0]), x[1] = C(p[1]), x[2] = C(p[2]);
     } else if (g.dtype == 2) {
         const float64* p = (const float64*)g.sorted_points + 3 * (int64)s;
-        x = C(p[0]), y = C(p[1]), z = C(p[2]);
+        x[0] = C(p[0]), x[1] = C(p[1]), x[2] = C(p[2]);
     } else {
         const half* p = (const half*)g.sorted_points + 3 * (int64)s;
-        x = C(float32(p[0])), y = C(float32(p[1])), z = C(float32(p[2]));
+        x[0] = C(float32(p[0])), x[1] = C(float32(p[1])), x[2] = C(float32(p[2]));
+    }
+}
+
+// Sorted range covered by cells [c, c + n) of one row (consecutive cell numbers): from the first non-empty cell's
+// start to the last non-empty cell's end.
+TREADLE_FUNC void hash_run_range(const int32* ranges, int64 c, int32 n, int32& cur, int32& end) {
+    cur = 0, end = 0;
+    int32 i = 0;
+    for (; i < n; ++i) {
+        const int32 s = ranges[2 * (c + i)], e = ranges[2 * (c + i) + 1];
+        if (e > s) {
+            cur = s, end = e;
+            break;
+        }
+    }
+    for (int32 m = n - 1; m > i; --m) {
+        const int32 s = ranges[2 * (c + m)], e = ranges[2 * (c + m) + 1];
+        if (e > s) {
+            end = e;
+            break;
+        }
+    }
+}
+
+// Load the next non-empty run (row by row); false when the cell range is exhausted.
+template <typename T> TREADLE_FUNC bool hash_grid_next_run(hash_grid_query_t<T>& q) {
+    const hash_grid_t& g = *q.grid;
+    while (true) {
+        if (q.seg >= 2 || (q.seg == 1 && q.x0 + q.nx <= g.dim[0])) {
+            q.seg = 0;
+            if (++q.j >= q.ny) {
+                q.j = 0;
+                if (++q.k >= q.nz) return false;
+            }
+        }
+        int32 y = q.y0 + q.j, z = q.z0 + q.k;
+        y -= y >= g.dim[1] ? g.dim[1] : 0;
+        z -= z >= g.dim[2] ? g.dim[2] : 0;
+        const int64 row = ((int64)z * g.dim[1] + y) * g.dim[0];
+        int32 first, count;
+        if (q.seg == 0) {
+            first = q.x0;
+            count = q.x0 + q.nx <= g.dim[0] ? q.nx : g.dim[0] - q.x0;
+        } else {
+            first = 0;
+            count = q.x0 + q.nx - g.dim[0];
+        }
+        ++q.seg;
+        hash_run_range(g.cell_ranges, row + first, count, q.cur, q.end);
+        if (q.end > q.cur) return true;
     }
 }
 }  // namespace detail
@@ -113,24 +151,34 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
     q.done = 1;
     if (q.grid == nullptr || q.grid->num_points <= 0) return q;
     const hash_grid_t& g = *q.grid;
-    const C r0 = C(float64(radius)), r = r0 > C(0) ? r0 : C(0);
-    q.px = C(p.c[0]), q.py = C(p.c[1]), q.pz = C(p.c[2]);
-    // Slack of a few ulps (relative) so that rounding in the caller's own distance test never drops a point.
-    q.r2 = r * r * C(1.00001) + C(1e-30);
-    const C pc[3] = {q.px, q.py, q.pz};
-    const C inv = C(g.inv_cell_width);
+    const float64 r = float64(radius) > 0.0 ? float64(radius) : 0.0;
+    // Cell range in float64, exactly as the build computes cells, widened a hair so that a neighbour at distance r
+    // whose own test rounds the other way is still found.
+    const float64 rr = r * (1.0 + 1e-6) + 1e-300;
+    int32 first[3], count[3];
     for (int a = 0; a < 3; ++a) {
-        int32 lo = detail::hash_cell_coord((pc[a] - r) * inv);
-        int32 hi = detail::hash_cell_coord((pc[a] + r) * inv);
-        if ((int64)hi - (int64)lo + 1 >= g.dim[a]) lo = 0, hi = g.dim[a] - 1;
-        q.lo[a] = lo, q.hi[a] = hi, q.cell[a] = lo;
+        const float64 pa = float64(p.c[a]);
+        q.p[a] = C(pa);
+        const int64 lo = detail::hash_cell_coord((pa - rr) * g.inv_cell_width);
+        const int64 hi = detail::hash_cell_coord((pa + rr) * g.inv_cell_width);
+        const int64 n = hi - lo + 1;
+        first[a] = n >= g.dim[a] ? 0 : detail::hash_wrap(lo, g.dim[a]);
+        count[a] = n >= g.dim[a] ? g.dim[a] : (int32)n;
         q.period[a] = C(g.cell_width * g.dim[a]);
-        q.inv_period[a] = C(1.0 / (g.cell_width * g.dim[a]));
     }
+    q.half_period = q.period[0];
+    q.half_period = q.period[1] < q.half_period ? q.period[1] : q.half_period;
+    q.half_period = (q.period[2] < q.half_period ? q.period[2] : q.half_period) * C(0.5);
+    // A few ulps of slack so that rounding in the caller's own distance test never drops a point.
+    q.r2 = C(r * r * 1.00001);
+    q.x0 = first[0], q.nx = count[0];
+    q.y0 = first[1], q.ny = count[1];
+    q.z0 = first[2], q.nz = count[2];
     q.group = group;
     q.use_group = g.sorted_groups != nullptr ? 1 : 0;
-    q.done = 0;
-    detail::hash_grid_enter_cell(q);
+    q.generic = g.dtype != detail::hash_dtype_code<T>::value;
+    q.seg = 0;
+    q.done = detail::hash_grid_next_run(q) ? 0 : 1;
     return q;
 }
 
@@ -145,25 +193,33 @@ template <typename T> TREADLE_FUNC bool hash_grid_query_next(hash_grid_query_t<T
     typedef typename detail::hash_compute<T>::type C;
     if (q.done) return false;
     const hash_grid_t& g = *q.grid;
+    const T* pts = (const T*)g.sorted_points;
     while (true) {
         while (q.cur < q.end) {
             const int32 s = q.cur++;
             if (q.use_group && g.sorted_groups[s] != q.group) continue;
-            C x, y, z;
-            detail::hash_load_point(g, s, x, y, z);
-            const C dx = detail::hash_min_image(x - q.px, q.period[0], q.inv_period[0]);
-            const C dy = detail::hash_min_image(y - q.py, q.period[1], q.inv_period[1]);
-            const C dz = detail::hash_min_image(z - q.pz, q.period[2], q.inv_period[2]);
-            if (dx * dx + dy * dy + dz * dz <= q.r2) {
-                index = g.point_ids[s];
-                return true;
+            C x[3];
+            if (q.generic) {
+                detail::hash_load_point(g, s, x);
+            } else {
+                x[0] = C(pts[3 * (int64)s]), x[1] = C(pts[3 * (int64)s + 1]), x[2] = C(pts[3 * (int64)s + 2]);
             }
+            C d[3] = {x[0] - q.p[0], x[1] - q.p[1], x[2] - q.p[2]};
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > q.r2) {
+                // Rarely taken: a point of an aliased cell may be close as a periodic image.
+                const C m = max(max(abs(d[0]), abs(d[1])), abs(d[2]));
+                if (!(m > q.half_period)) continue;
+                for (int a = 0; a < 3; ++a)
+                    d[a] = detail::hash_min_image(d[a], q.period[a]);
+                if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > q.r2) continue;
+            }
+            index = g.point_ids[s];
+            return true;
         }
-        if (!detail::hash_grid_advance_cell(q)) {
+        if (!detail::hash_grid_next_run(q)) {
             q.done = 1;
             return false;
         }
-        detail::hash_grid_enter_cell(q);
     }
 }
 

@@ -384,6 +384,20 @@ class AdjointEmitter(Emitter):
         lines.append("}")
         return "\n".join(lines)
 
+    def custom_adjoint_function(self, g: ir.FuncIR, n_primal: int, fwd_cname: str) -> str:
+        """A ``@func_grad`` body as ``adj_<fn>``: primal params by value, adjoints by reference, then adj_ret."""
+        em = Emitter(line_directives=self.line_directives)
+        em.tuple_names, em.types_done, em.type_defs = self.tuple_names, self.types_done, self.type_defs
+        em.collect_types(g)
+        primal = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[:n_primal]]
+        adjs = [f"{self.ct(a.type)}& var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
+        rest = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[n_primal:]]
+        lines = [f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(primal + adjs + rest)})", "{"]
+        lines += em.local_decls(g)
+        em.block(g.body, lines, "    ")
+        lines.append("}")
+        return "\n".join(lines)
+
     def adjoint_kernel(self, f: ir.FuncIR, symbol: str) -> str:
         """The backward per-thread body and its ``extern "C"`` entry point."""
         self.collect_types(f)

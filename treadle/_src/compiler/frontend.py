@@ -55,7 +55,7 @@ class Lowerer(CallMixin):
     """Lowers one function body for one set of parameter types."""
 
     def __init__(self, src: FuncSource, param_types: list[Any], is_kernel: bool, ctx: LowerContext,
-                 return_type: Any = None, infer_return: bool = False) -> None:
+                 return_type: Any = None, infer_return: bool = False, adjoint_of: list[str] | None = None) -> None:
         self.src = src
         self.ctx = ctx
         self.is_kernel = is_kernel
@@ -77,6 +77,12 @@ class Lowerer(CallMixin):
             local = self.new_local(name, t)
             self.params.append(local)
             self.assigned.add(name)
+        # In a @func_grad body, wp.adjoint[x] names the adjoint of parameter x (passed by reference).
+        self.adjoint_locals: dict[str, ir.Local] = {}
+        for name, t in zip(adjoint_of or [], param_types):
+            self.next_id += 1
+            loc = ir.Local(self.next_id, f"adj__{name}", t)
+            self.adjoint_locals[name] = loc
 
     # Infrastructure ---------------------------------------------------------------------------------------------
     def err(self, msg: str, node: ast.AST | None, fix: str = "", cls: type = CodegenError) -> CodegenError:
@@ -136,6 +142,8 @@ class Lowerer(CallMixin):
         if self.infer_return and not self.return_seen:
             self.return_type = None
         body = self.blocks[0]
+        if self.adjoint_locals:
+            body.adjoint_locals = list(self.adjoint_locals.values())  # type: ignore[attr-defined]
         f = ir.FuncIR(
             name=self.src.qualname,
             params=self.params,
@@ -272,8 +280,24 @@ class Lowerer(CallMixin):
         self.emit(ir.StoreLocal(self.loc(node), local, value))
         self.assigned.add(name)
 
+    def adjoint_target(self, target: ast.expr) -> ir.Local | None:
+        """The adjoint local named by ``wp.adjoint[x]`` (in a ``@func_grad`` body), else ``None``."""
+        if not isinstance(target, ast.Subscript) or not self.adjoint_locals:
+            return None
+        base = self.expr(target.value)
+        if not (isinstance(base, PyObj) and getattr(base.obj, "_treadle_adjoint_", False)):
+            return None
+        if not isinstance(target.slice, ast.Name) or target.slice.id not in self.adjoint_locals:
+            raise self.err("wp.adjoint[...] takes a parameter name of the original function", target,
+                           f"parameters: {', '.join(self.adjoint_locals)}", CodegenError)
+        return self.adjoint_locals[target.slice.id]
+
     def assign_component(self, target: ast.expr, v: Any, node: ast.AST) -> None:
         """``a[i] = v``, ``v.x = s``, ``s.field.x = s``, ``m[i, j] = s``, ``arr[i].x = s``."""
+        adj = self.adjoint_target(target)
+        if adj is not None:
+            self.emit(ir.StoreLocal(self.loc(node), adj, self.coerce(v, adj.type, node, "the adjoint")))
+            return
         base_node = target.value  # type: ignore[attr-defined]
         if isinstance(target, ast.Subscript):
             base = self.expr(base_node)
@@ -611,9 +635,10 @@ def _has_break(stmts: list[ast.stmt]) -> bool:
 
 
 def lower_function(src: FuncSource, param_types: list[Any], *, is_kernel: bool, ctx: LowerContext,
-                   return_type: Any = None, infer_return: bool = False) -> tuple[ir.FuncIR, int]:
+                   return_type: Any = None, infer_return: bool = False,
+                   adjoint_of: list[str] | None = None) -> tuple[ir.FuncIR, int]:
     """Lower ``src`` for the given parameter types; returns the IR and the launch dimensionality used by tid()."""
-    low = Lowerer(src, param_types, is_kernel, ctx, return_type, infer_return)
+    low = Lowerer(src, param_types, is_kernel, ctx, return_type, infer_return, adjoint_of)
     f = low.lower()
     ndim = getattr(low, "launch_ndim", 1)
     f.launch_ndim = ndim

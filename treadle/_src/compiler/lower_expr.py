@@ -429,6 +429,11 @@ class ExprMixin:
 
     def subscript_python(self, base: PyObj, node: ast.Subscript) -> Any:
         obj = base.obj
+        if getattr(obj, "_treadle_adjoint_", False):
+            adj = self.adjoint_target(node)  # type: ignore[attr-defined]
+            v = self.new_value(adj.type)
+            self.emit(ir.LoadLocal(self.src.loc(node), v, adj))
+            return v
         try:
             key = ast.literal_eval(node.slice)
         except ValueError:

@@ -68,7 +68,9 @@ def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str
     fwd_funcs = [em.function(fi.ir, fi.cname) for fi in funcs]
     args_struct, _ = em.kernel(kernel_ir, "@SYMBOL@")
     adj = AdjointEmitter(em)
-    adj_funcs = [adj.adjoint_function(structurize(fi.ir), fi.cname) for fi in funcs]
+    adj_funcs = [adj.custom_adjoint_function(fi.grad_ir, len(fi.types), fi.cname)
+                 if getattr(fi, "grad_ir", None) is not None else adj.adjoint_function(structurize(fi.ir), fi.cname)
+                 for fi in funcs]
     backward = adj.adjoint_kernel(structurize(kernel_ir), "@SYMBOL@")
     inner = "\n\n".join(["using treadle::adj_accum;\nusing treadle::adj_atomic_accum;", *em.type_defs, *adj.struct_accumulators(), *fwd_funcs,
                           *adj_funcs, args_struct, backward])

@@ -46,8 +46,7 @@ class HashGridDesc(ctypes.Structure):
         ("cell_width", ctypes.c_double),
         ("inv_cell_width", ctypes.c_double),
         ("point_ids", ctypes.c_void_p),
-        ("cell_starts", ctypes.c_void_p),
-        ("cell_ends", ctypes.c_void_p),
+        ("cell_ranges", ctypes.c_void_p),
         ("sorted_points", ctypes.c_void_p),
         ("sorted_groups", ctypes.c_void_p),
         ("dtype", ctypes.c_int32),
@@ -79,18 +78,16 @@ def _hash_keys(points: array(dtype=Any), inv_w: scalars.float64, dx: int, dy: in
 
 
 @kernel(enable_backward=False)
-def _hash_clear(keys: array(dtype=int), n: int, cell_starts: array(dtype=int), cell_ends: array(dtype=int)):
-    i = tid()
-    if i < n:
-        k = keys[i]
-        cell_starts[k] = 0
-        cell_ends[k] = 0
+def _hash_clear(keys: array(dtype=int), cell_ranges: array(dtype=int)):
+    k = keys[tid()]
+    cell_ranges[2 * k] = 0
+    cell_ranges[2 * k + 1] = 0
 
 
 @kernel(enable_backward=False)
 def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array(dtype=Any),
                   sorted_keys: array(dtype=int), point_ids: array(dtype=int), sorted_points: array(dtype=Any),
-                  cell_starts: array(dtype=int), cell_ends: array(dtype=int)):
+                  cell_ranges: array(dtype=int)):
     i = tid()
     n = keys.shape[0]
     src = order[i]
@@ -102,12 +99,12 @@ def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array
     if not first:
         first = keys[order[i - 1]] != k
     if first:
-        cell_starts[k] = i
+        cell_ranges[2 * k] = i
     last = i == n - 1
     if not last:
         last = keys[order[i + 1]] != k
     if last:
-        cell_ends[k] = i + 1
+        cell_ranges[2 * k + 1] = i + 1
 
 
 @kernel(enable_backward=False)
@@ -160,8 +157,7 @@ class HashGrid:
         self._capacity = 0
         self._group_capacity = 0
         self._num_cells = dims[0] * dims[1] * dims[2]
-        self._cell_starts: array | None = None
-        self._cell_ends: array | None = None
+        self._cell_ranges: array | None = None
         self._prev_keys: array | None = None
         self._prev_count = 0
 
@@ -169,11 +165,9 @@ class HashGrid:
     def reserve(self, num_points: int, with_groups: bool = False) -> None:
         """Allocate buffers for ``num_points`` points (builds grow them as needed)."""
         n = max(int(num_points), 1)
-        if self._cell_starts is None:
-            self._cell_starts = zeros(self._num_cells, dtype=scalars.int32, device=self.device)
-            self._cell_ends = zeros(self._num_cells, dtype=scalars.int32, device=self.device)
-            self._desc.cell_starts = self._cell_starts.ptr
-            self._desc.cell_ends = self._cell_ends.ptr
+        if self._cell_ranges is None:
+            self._cell_ranges = zeros(2 * self._num_cells, dtype=scalars.int32, device=self.device)
+            self._desc.cell_ranges = self._cell_ranges.ptr
         if n > self._capacity:
             self._keys = empty(n, dtype=scalars.int32, device=self.device)
             self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
@@ -218,9 +212,8 @@ class HashGrid:
         desc = self._desc
         dev = self.device
         if self._prev_count:
-            launch(_hash_clear, dim=self._prev_count,
-                   inputs=[self._prev_keys, self._prev_count, self._cell_starts, self._cell_ends],
-                   device=dev, record_tape=False)
+            launch(_hash_clear, dim=self._prev_count, inputs=[self._prev_keys, self._cell_ranges], device=dev,
+                   record_tape=False)
         desc.num_points = 0
         desc.cell_width = radius
         desc.inv_cell_width = 1.0 / radius
@@ -238,7 +231,7 @@ class HashGrid:
         self._order = order
         launch(_hash_scatter, dim=n,
                inputs=[keys, order, pts, self._sorted_keys, self._point_ids, self._sorted_points,
-                       self._cell_starts, self._cell_ends], device=dev, record_tape=False)
+                       self._cell_ranges], device=dev, record_tape=False)
         if grp is not None:
             launch(_hash_gather_groups, dim=n, inputs=[order, grp, self._sorted_groups], device=dev,
                    record_tape=False)

@@ -115,7 +115,34 @@ class FuncInstance:
         self._ir = f
         self.return_type = f.return_type
         self.deps = list(ctx.deps)
+        self.grad_ir = self._lower_custom_grad()
         return f
+
+    def _lower_custom_grad(self) -> Any:
+        """Lower the ``@func_grad`` adjoint of this function, if it has one."""
+        grad_fn = self.fdef.owner.custom_grad
+        if grad_fn is None:
+            return None
+        from ... import config
+        from ..compiler.frontend import LowerContext, lower_function
+        from ..compiler.source import FuncSource
+
+        src = FuncSource(grad_fn)
+        n_primal = len(self.types)
+        types = list(self.types) + ([self.return_type] if self.return_type is not None else [])
+        nparams = len(src.tree.args.args)
+        if nparams != len(types):
+            raise CodegenError(
+                f"the custom gradient of '{self.name}' must take the function's {n_primal} parameter(s)"
+                + (" followed by the adjoint of its return value" if self.return_type is not None else "")
+                + f", got {nparams} parameter(s)", src.loc(src.tree),
+                "e.g. def adj_f(x: float, adj_ret: float): wp.adjoint[x] += ...")
+        ctx = LowerContext(max_unroll=config.max_unroll)
+        names = self.fdef.param_names
+        g, _ = lower_function(src, types, is_kernel=False, ctx=ctx, return_type=None, infer_return=False,
+                              adjoint_of=names)
+        self.deps = list({id(d): d for d in self.deps + list(ctx.deps)}.values())
+        return g
 
     @property
     def ir(self) -> Any:

@@ -454,3 +454,54 @@ def static(expr: Any) -> Any:
 
 
 static._treadle_static_ = True  # type: ignore[attr-defined]
+
+
+class _Adjoint:
+    """``wp.adjoint[x]`` inside a ``@func_grad`` body: the adjoint of parameter ``x`` (accumulate into it)."""
+
+    _treadle_adjoint_ = True
+
+    def __getitem__(self, key: Any) -> Any:
+        raise RuntimeError("wp.adjoint[...] can only be used inside a @wp.func_grad function")
+
+    def __repr__(self) -> str:
+        return "wp.adjoint"
+
+
+adjoint = _Adjoint()
+
+
+def func_grad(forward: Any) -> Any:
+    """Give a ``@func`` a hand-written adjoint.
+
+    The decorated function takes the forward function's parameters followed by the adjoint of its return value,
+    and accumulates into ``wp.adjoint[param]``::
+
+        @wp.func_grad(safe_sqrt)
+        def adj_safe_sqrt(x: float, adj_ret: float):
+            if x > 0.0:
+                wp.adjoint[x] += adj_ret / (2.0 * wp.sqrt(x))
+    """
+    if not isinstance(forward, Function):
+        raise TypeError("@wp.func_grad(f) needs a @wp.func f")
+
+    def deco(fn: Any) -> Any:
+        forward.custom_grad = fn
+        for fdef in forward.overloads:
+            for inst in fdef.instances.values():
+                inst._ir = None  # re-lower with the new adjoint
+        return fn
+
+    return deco
+
+
+def func_replay(forward: Any) -> Any:
+    """Give a ``@func`` a replacement used when the backward pass replays the forward computation."""
+    if not isinstance(forward, Function):
+        raise TypeError("@wp.func_replay(f) needs a @wp.func f")
+
+    def deco(fn: Any) -> Any:
+        forward.custom_replay = fn
+        return fn
+
+    return deco
