@@ -25,6 +25,10 @@ from ._src.errors import WarpCodegenIndexError as WarpCodegenIndexError
 from ._src.errors import WarpCodegenKeyError as WarpCodegenKeyError
 from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
+from ._src.geometry.hash_grid import HashGrid as HashGrid
+from ._src.geometry.types import HashGridQuery as HashGridQuery
+from ._src.geometry.types import HashGridQueryD as HashGridQueryD
+from ._src.geometry.types import HashGridQueryH as HashGridQueryH
 from ._src.interop.dlpack import from_dlpack as from_dlpack
 from ._src.interop.dlpack import to_dlpack as to_dlpack
 from ._src.interop.jax import device_from_jax as device_from_jax
@@ -71,15 +75,15 @@ from ._src.lang.function import Function as Function
 from ._src.lang.kernel import Kernel as Kernel
 from ._src.lang.kernel import Module as Module
 from ._src.lang.kernel import ModuleBuildOptions as ModuleBuildOptions
+from ._src.lang.kernel import adjoint as adjoint
 from ._src.lang.kernel import constant as constant
 from ._src.lang.kernel import func as func
+from ._src.lang.kernel import func_grad as func_grad
+from ._src.lang.kernel import func_replay as func_replay
 from ._src.lang.kernel import get_module as get_module
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import static as static
-from ._src.lang.kernel import adjoint as adjoint
-from ._src.lang.kernel import func_grad as func_grad
-from ._src.lang.kernel import func_replay as func_replay
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
 from ._src.lang.matrix import mat22 as mat22
@@ -173,11 +177,6 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
-
-from ._src.geometry.hash_grid import HashGrid as HashGrid
-from ._src.geometry.types import HashGridQuery as HashGridQuery
-from ._src.geometry.types import HashGridQueryD as HashGridQueryD
-from ._src.geometry.types import HashGridQueryH as HashGridQueryH
 
 __version__ = config.version
 

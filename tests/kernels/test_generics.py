@@ -129,7 +129,7 @@ def static_kernel(out: wp.array(dtype=float)):
     for i in range(3):  # unrolled: i is a constant in each copy
         v[i] = wp.static(TABLE[i]) * float(wp.static(i + 1))
     out[0] = v[0] + v[1] + v[2]
-    acc = float(1.0)
+    acc = 1.0
     for j in range(2):
         acc = wp.static(FUNCS[j])(acc)
     out[1] = acc
