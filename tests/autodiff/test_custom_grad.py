@@ -47,3 +47,55 @@ def test_func_grad_replaces_the_adjoint():
     np.testing.assert_allclose(x.grad.numpy(), [0.0 + 100.0, 1.0 + 100.0, 0.25 + 100.0], rtol=1e-6)
     np.testing.assert_allclose(y.grad.numpy(), [1000.0] * 3)
     np.testing.assert_allclose(loss.numpy()[0], np.sqrt(xs).sum() + xs.sum(), rtol=1e-6)
+
+
+@wp.func
+def counted(x: float, counter: wp.array(dtype=int)) -> float:
+    wp.atomic_add(counter, 0, 1)
+    return x * 3.0
+
+
+@wp.func_replay(counted)
+def replay_counted(x: float, counter: wp.array(dtype=int)) -> float:
+    wp.atomic_add(counter, 1, 1)  # the replay is seen through its side effect on slot 1
+    return x * 3.0
+
+
+@wp.kernel
+def use_replay(x: wp.array(dtype=float), counter: wp.array(dtype=int), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, counted(x[i], counter))
+
+
+def test_func_replay_is_used_in_the_backward_pass():
+    x = wp.array(np.ones(4, dtype=np.float32), requires_grad=True)
+    counter = wp.zeros(2, dtype=int)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(use_replay, dim=4, inputs=[x, counter, loss])
+    tape.backward(loss)
+    np.testing.assert_array_equal(counter.numpy(), [4, 4])
+    np.testing.assert_allclose(x.grad.numpy(), [3.0] * 4)
+
+
+@wp.func
+def writes_and_returns(x: float, log: wp.array(dtype=float)) -> float:
+    wp.atomic_add(log, 0, 1.0)
+    return x * x
+
+
+@wp.kernel
+def side_effects(x: wp.array(dtype=float), log: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, writes_and_returns(x[i], log))
+
+
+def test_backward_replay_has_no_side_effects():
+    x = wp.array(np.arange(3, dtype=np.float32), requires_grad=True)
+    log = wp.zeros(1, dtype=float)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(side_effects, dim=3, inputs=[x, log, loss])
+    tape.backward(loss)
+    assert log.numpy()[0] == 3.0 and loss.numpy()[0] == 5.0
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 2.0, 4.0])

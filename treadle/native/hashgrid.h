@@ -4,7 +4,8 @@
 // into cells of width `cell_width` (the build radius), cell coordinates wrap around modulo (dim_x, dim_y, dim_z),
 // cells are numbered x fastest, points are sorted by cell and each non-empty cell records its [start, end) range in
 // the sorted order (interleaved in one array; empty cells hold [0, 0)). Sorted copies of the points (and groups)
-// sit next to the ranges so that a query reads memory in cell order.
+// sit next to the ranges so that a query reads memory in cell order; the coordinates are stored axis by axis so that
+// the distance filter over a run of candidates vectorizes.
 //
 // Because cells along x are consecutive in the sorted order, a query walks rows, not cells: the cells of one row
 // (up to two runs when the row wraps around) form one contiguous range of sorted points.
@@ -28,7 +29,8 @@ struct hash_grid_t {
     float64 inv_cell_width;
     const int32* point_ids;     // sorted position -> original point index
     const int32* cell_ranges;   // per cell: [start, end) in the sorted order, interleaved (2 * cells entries)
-    const void* sorted_points;  // vec3 of `dtype` in sorted order
+    const void* sorted_points;  // coordinates of `dtype` in sorted order, by axis: x[0..stride), y[...], z[...]
+    int64 stride;
     const int32* sorted_groups; // group of each sorted point, or null when built without groups
     int32 dtype;                // 0: float16, 1: float32, 2: float64
     int32 reserved;             // points the buffers hold (hash_grid_point_id is -1 when nothing was reserved)
@@ -60,6 +62,8 @@ template <typename C> TREADLE_FUNC C hash_min_image(C d, C period) {
 }
 }  // namespace detail
 
+// Candidates are filtered in batches of 32 without branches on the (unpredictable) distance test: the survivors are
+// bits of a mask that `hash_grid_query_next` hands out one by one.
 template <typename T> struct hash_grid_query_t {
     typedef typename detail::hash_compute<T>::type C;
     const hash_grid_t* grid;
@@ -72,6 +76,8 @@ template <typename T> struct hash_grid_query_t {
     int32 j, k;           // current row (offsets from y0 / z0)
     int32 seg;            // next run of the current row (0, 1; 2: row done)
     int32 cur, end;       // remaining sorted positions of the current run
+    int32 base;           // sorted position of bit 0 of the masks
+    uint32 near, image;   // filtered candidates waiting to be handed out (see hash_grid_fill)
     int32 group;
     int32 use_group;
     int32 generic;        // the grid's points are not of type T
@@ -80,15 +86,14 @@ template <typename T> struct hash_grid_query_t {
 
 namespace detail {
 template <typename C> TREADLE_FUNC void hash_load_point(const hash_grid_t& g, int32 s, C* x) {
-    if (g.dtype == 1) {
-        const float32* p = (const float32*)g.sorted_points + 3 * (int64)s;
-        x[0] = C(p[0]), x[1] = C(p[1]), x[2] = C(p[2]);
-    } else if (g.dtype == 2) {
-        const float64* p = (const float64*)g.sorted_points + 3 * (int64)s;
-        x[0] = C(p[0]), x[1] = C(p[1]), x[2] = C(p[2]);
-    } else {
-        const half* p = (const half*)g.sorted_points + 3 * (int64)s;
-        x[0] = C(float32(p[0])), x[1] = C(float32(p[1])), x[2] = C(float32(p[2]));
+    for (int a = 0; a < 3; ++a) {
+        const int64 i = a * g.stride + s;
+        if (g.dtype == 1)
+            x[a] = C(((const float32*)g.sorted_points)[i]);
+        else if (g.dtype == 2)
+            x[a] = C(((const float64*)g.sorted_points)[i]);
+        else
+            x[a] = C(float32(((const half*)g.sorted_points)[i]));
     }
 }
 
@@ -189,32 +194,83 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
     return q;
 }
 
-template <typename T> TREADLE_FUNC bool hash_grid_query_next(hash_grid_query_t<T>& q, int32& index) {
+namespace detail {
+// Filter the next batch (up to 32 candidates) of the current run into bit masks: `near` marks points within r,
+// `image` points farther than r that may still be periodic images (an offset beyond half a period on some axis),
+// tested exactly when handed out. The loops have no branches, so they vectorize.
+template <typename T> TREADLE_FUNC void hash_grid_fill(hash_grid_query_t<T>& q) {
     typedef typename detail::hash_compute<T>::type C;
-    if (q.done) return false;
     const hash_grid_t& g = *q.grid;
-    const T* pts = (const T*)g.sorted_points;
-    while (true) {
-        while (q.cur < q.end) {
-            const int32 s = q.cur++;
-            if (q.use_group && g.sorted_groups[s] != q.group) continue;
+    const int32 s0 = q.cur;
+    const int32 n = q.end - s0 > 32 ? 32 : q.end - s0;
+    const C px = q.p[0], py = q.p[1], pz = q.p[2], r2 = q.r2, hp2 = q.half_period * q.half_period;
+    uint32 near = 0, image = 0;
+    if (!q.generic && !detail::is_same<T, half>::value) {
+        const T* xs = (const T*)g.sorted_points + s0;
+        const T* ys = xs + g.stride;
+        const T* zs = ys + g.stride;
+        for (int32 i = 0; i < n; ++i) {
+            const C dx = C(xs[i]) - px, dy = C(ys[i]) - py, dz = C(zs[i]) - pz;
+            const C ax = dx * dx, ay = dy * dy, az = dz * dz;
+            near |= (uint32)(ax + ay + az <= r2) << i;
+            image |= (uint32)((ax > hp2) | (ay > hp2) | (az > hp2)) << i;
+        }
+    } else {
+        for (int32 i = 0; i < n; ++i) {
             C x[3];
-            if (q.generic) {
-                detail::hash_load_point(g, s, x);
-            } else {
-                x[0] = C(pts[3 * (int64)s]), x[1] = C(pts[3 * (int64)s + 1]), x[2] = C(pts[3 * (int64)s + 2]);
-            }
-            C d[3] = {x[0] - q.p[0], x[1] - q.p[1], x[2] - q.p[2]};
-            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > q.r2) {
-                // Rarely taken: a point of an aliased cell may be close as a periodic image.
-                const C m = max(max(abs(d[0]), abs(d[1])), abs(d[2]));
-                if (!(m > q.half_period)) continue;
-                for (int a = 0; a < 3; ++a)
-                    d[a] = detail::hash_min_image(d[a], q.period[a]);
-                if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > q.r2) continue;
-            }
-            index = g.point_ids[s];
+            hash_load_point(g, s0 + i, x);
+            const C dx = x[0] - px, dy = x[1] - py, dz = x[2] - pz;
+            const C ax = dx * dx, ay = dy * dy, az = dz * dz;
+            near |= (uint32)(ax + ay + az <= r2) << i;
+            image |= (uint32)((ax > hp2) | (ay > hp2) | (az > hp2)) << i;
+        }
+    }
+    if (q.use_group) {
+        uint32 same = 0;
+        for (int32 i = 0; i < n; ++i)
+            same |= (uint32)(g.sorted_groups[s0 + i] == q.group) << i;
+        near &= same, image &= same;
+    }
+    q.base = s0;
+    q.near = near;
+    q.image = image & ~near;
+    q.cur = s0 + n;
+}
+
+// Exact periodic (minimum image) distance test of sorted point s.
+template <typename T> TREADLE_FUNC bool hash_grid_image_near(const hash_grid_query_t<T>& q, int32 s) {
+    typedef typename detail::hash_compute<T>::type C;
+    C x[3];
+    hash_load_point(*q.grid, s, x);
+    C d2 = C(0);
+    for (int a = 0; a < 3; ++a) {
+        const C d = hash_min_image(x[a] - q.p[a], q.period[a]);
+        d2 += d * d;
+    }
+    return d2 <= q.r2;
+}
+}  // namespace detail
+
+template <typename T> TREADLE_FUNC bool hash_grid_query_next(hash_grid_query_t<T>& q, int32& index) {
+    if (q.done) return false;
+    while (true) {
+        if (q.near) {
+            const int32 s = q.base + __builtin_ctz(q.near);
+            q.near &= q.near - 1;
+            index = q.grid->point_ids[s];
             return true;
+        }
+        while (q.image) {  // rare: candidates of aliased cells
+            const int32 s = q.base + __builtin_ctz(q.image);
+            q.image &= q.image - 1;
+            if (detail::hash_grid_image_near(q, s)) {
+                index = q.grid->point_ids[s];
+                return true;
+            }
+        }
+        if (q.cur < q.end) {
+            detail::hash_grid_fill(q);
+            continue;
         }
         if (!detail::hash_grid_next_run(q)) {
             q.done = 1;

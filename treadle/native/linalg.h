@@ -70,7 +70,7 @@ template <typename T> TREADLE_FUNC T inv_gap(T a, T b, T scale) {
 
 // One-sided Jacobi (Hestenes): plane rotations V make the columns of B = A V mutually orthogonal.
 template <unsigned N, typename T> TREADLE_FUNC void orthogonalize_columns(mat_t<N, N, T>& B, mat_t<N, N, T>& V) {
-    V = identity<N, T>();
+    V = treadle::identity<N, T>();
     for (int sweep = 0; sweep < 20; ++sweep) {
         bool rotated = false;
         for (unsigned p = 0; p + 1 < N; ++p)
@@ -203,7 +203,7 @@ template <typename T> TREADLE_FUNC void qr3_calc(const mat_t<3, 3, T>& A, mat_t<
 // Cyclic Jacobi on the symmetric part of A: S = Q diag(d) Q^T with Q a product of rotations (det +1).
 template <typename T> TREADLE_FUNC void eig3_calc(const mat_t<3, 3, T>& A, mat_t<3, 3, T>& Q, vec_t<3, T>& d) {
     mat_t<3, 3, T> S = (A + transpose(A)) * T(0.5);
-    Q = identity<3, T>();
+    Q = treadle::identity<3, T>();
     for (int sweep = 0; sweep < 20; ++sweep) {
         const T off = sq(S.data[0][1]) + sq(S.data[0][2]) + sq(S.data[1][2]);
         const T diag = sq(S.data[0][0]) + sq(S.data[1][1]) + sq(S.data[2][2]);
@@ -217,7 +217,7 @@ template <typename T> TREADLE_FUNC void eig3_calc(const mat_t<3, 3, T>& A, mat_t
                 const T theta = (S.data[q][q] - S.data[p][p]) / (T(2) * apq);
                 const T t = (theta >= T(0) ? T(1) : T(-1)) / (abs(theta) + sqrt(theta * theta + T(1)));
                 const T c = T(1) / sqrt(t * t + T(1)), s = t * c;
-                mat_t<3, 3, T> J = identity<3, T>();
+                mat_t<3, 3, T> J = treadle::identity<3, T>();
                 J.data[p][p] = c;
                 J.data[q][q] = c;
                 J.data[p][q] = s;

@@ -10,3 +10,7 @@
 #include "print.h"
 #include "noise.h"
 #include "hashgrid.h"
+#include "linalg.h"
+#include "quat.h"
+#include "transform.h"
+#include "spatial.h"

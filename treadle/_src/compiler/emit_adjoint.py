@@ -55,6 +55,45 @@ def _loop_modified(s: Any) -> list[ir.Local]:
     return list(out.values())
 
 
+_NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
+
+
+def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
+    """Emit ``s`` as the backward pass's forward replay does; returns False if it is emitted as usual.
+
+    The replay recomputes values only: array stores and atomics are dropped (an atomic's old value is read
+    instead), printing is skipped, and user functions are called through their side-effect-free replay variants.
+    """
+    if isinstance(s, ir.ArrayStore):
+        return True
+    if isinstance(s, ir.ArrayAtomic):
+        if s.result is not None:
+            idx = ", ".join(em.op(i) for i in s.indices)
+            lines.append(f"{ind}{em.decl(s.result)} = treadle::load({em.op(s.array)}, {idx});")
+        return True
+    if isinstance(s, ir.Call) and s.overload.builtin.name in _NO_REPLAY:
+        return True
+    if isinstance(s, ir.CallFunc):
+        args = ", ".join(em.op(a) for a in s.args)
+        call = f"{replay_name(s.func)}({args})"
+        lines.append(f"{ind}{em.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
+        return True
+    return False
+
+
+def replay_name(fi: Any) -> str:
+    """The C++ name of the function used for ``fi`` in forward replays."""
+    return f"{fi.cname}_replay"
+
+
+class ReplayEmitter(Emitter):
+    """Writes the side-effect-free replay variant of a ``@func`` (see :func:`replay_stmt`)."""
+
+    def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
+        if not replay_stmt(self, s, lines, ind):
+            super().stmt(s, lines, ind)
+
+
 class AdjointEmitter(Emitter):
     """Writes adjoint functions and the backward kernel entry point."""
 
@@ -92,20 +131,10 @@ class AdjointEmitter(Emitter):
         return lines
 
     # Sweeps -----------------------------------------------------------------------------------------------------
-    _NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
-
     def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
         """Forward replay: like the forward kernel, but without side effects (stores, atomics, printing)."""
-        if isinstance(s, ir.ArrayStore):
-            return
-        if isinstance(s, ir.ArrayAtomic):
-            if s.result is not None:
-                idx = ", ".join(self.op(i) for i in s.indices)
-                lines.append(f"{ind}_v{s.result.id} = treadle::load({self.op(s.array)}, {idx});")
-            return
-        if isinstance(s, ir.Call) and s.overload.builtin.name in self._NO_REPLAY:
-            return
-        super().stmt(s, lines, ind)
+        if not replay_stmt(self, s, lines, ind):
+            super().stmt(s, lines, ind)
 
     def forward(self, block: ir.Block, lines: list[str], ind: str, ckpt: bool) -> None:
         old = self.ckpt_now

@@ -61,11 +61,15 @@ def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = Fa
 
 def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:
     """C++ for the backward pass of one kernel: forward and adjoint functions plus the backward entry point."""
-    from .emit_adjoint import AdjointEmitter
+    from .emit_adjoint import AdjointEmitter, ReplayEmitter, replay_name
     from .structurize import structurize
 
     em = Emitter(line_directives=config.line_directives)
-    fwd_funcs = [em.function(fi.ir, fi.cname) for fi in funcs]
+    rem = ReplayEmitter(line_directives=config.line_directives)
+    rem.tuple_names, rem.types_done, rem.type_defs = em.tuple_names, em.types_done, em.type_defs
+    # Replays recompute values without side effects; a @func_replay body replaces a function's replay entirely.
+    fwd_funcs = [em.function(fi.replay_ir, replay_name(fi)) if getattr(fi, "replay_ir", None) is not None
+                 else rem.function(fi.ir, replay_name(fi)) for fi in funcs]
     args_struct, _ = em.kernel(kernel_ir, "@SYMBOL@")
     adj = AdjointEmitter(em)
     adj_funcs = [adj.custom_adjoint_function(fi.grad_ir, len(fi.types), fi.cname)

@@ -116,7 +116,23 @@ class FuncInstance:
         self.return_type = f.return_type
         self.deps = list(ctx.deps)
         self.grad_ir = self._lower_custom_grad()
+        self.replay_ir = self._lower_custom_replay()
         return f
+
+    def _lower_custom_replay(self) -> Any:
+        """Lower the ``@func_replay`` replacement used by the backward pass's forward replay, if any."""
+        fn = self.fdef.owner.custom_replay
+        if fn is None:
+            return None
+        from ... import config
+        from ..compiler.frontend import LowerContext, lower_function
+        from ..compiler.source import FuncSource
+
+        ctx = LowerContext(max_unroll=config.max_unroll)
+        r, _ = lower_function(FuncSource(fn), list(self.types), is_kernel=False, ctx=ctx,
+                              return_type=self.return_type, infer_return=False)
+        self.deps = list({id(d): d for d in self.deps + list(ctx.deps)}.values())
+        return r
 
     def _lower_custom_grad(self) -> Any:
         """Lower the ``@func_grad`` adjoint of this function, if it has one."""
