@@ -178,6 +178,24 @@ from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
 
+from ._src.builtins.transform import transform_expand as transform_expand
+from ._src.lang.quat import quat as quat
+from ._src.lang.quat import quatd as quatd
+from ._src.lang.quat import quatf as quatf
+from ._src.lang.quat import quath as quath
+from ._src.lang.quat import spatial_matrix as spatial_matrix
+from ._src.lang.quat import spatial_matrixd as spatial_matrixd
+from ._src.lang.quat import spatial_matrixf as spatial_matrixf
+from ._src.lang.quat import spatial_matrixh as spatial_matrixh
+from ._src.lang.quat import spatial_vector as spatial_vector
+from ._src.lang.quat import spatial_vectord as spatial_vectord
+from ._src.lang.quat import spatial_vectorf as spatial_vectorf
+from ._src.lang.quat import spatial_vectorh as spatial_vectorh
+from ._src.lang.quat import transform as transform
+from ._src.lang.quat import transformd as transformd
+from ._src.lang.quat import transformf as transformf
+from ._src.lang.quat import transformh as transformh
+
 __version__ = config.version
 
 #: Type annotations of the reference API.

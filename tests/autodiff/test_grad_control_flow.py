@@ -196,3 +196,21 @@ def test_component_writes():
             e[c] = 1e-6
             num[i, c] = (f(xs[i] + e) - f(xs[i] - e)) / 2e-6
     np.testing.assert_allclose(x.grad.numpy(), num, rtol=1e-6, atol=1e-8)
+
+
+@wp.kernel
+def local_array_grad(x: wp.array(dtype=wp.float64), loss: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    buf = wp.zeros(shape=(3,), dtype=wp.float64)
+    for k in range(3):
+        buf[k] = x[i] * wp.float64(k + 1)
+    s = wp.float64(0.0)
+    for k in range(3):
+        s = s + buf[k] * buf[k]
+    wp.atomic_add(loss, 0, s)
+
+
+def test_gradients_through_kernel_local_arrays():
+    xs = np.array([0.5, -1.25, 2.0])
+    g = grad_of(local_array_grad, xs, [])
+    np.testing.assert_allclose(g, 2.0 * xs * (1 + 4 + 9), rtol=1e-10)

@@ -256,3 +256,20 @@ def test_array_truthiness(device):
     assert out.numpy()[0] == 2
     wp.launch(null_array, dim=1, inputs=[wp.zeros(1, dtype=float, device=device), out], device=device)
     assert out.numpy()[0] == 1
+
+
+@wp.kernel
+def local_arrays(out: wp.array(dtype=float)):
+    a = wp.zeros(shape=(4,), dtype=float)
+    for i in range(out.shape[0] - 1):
+        a[i] = float(i) * 2.0
+    out[0] = a[3] + float(a.shape[0]) + a[2]
+    m = wp.zeros(shape=(2, 3), dtype=wp.vec2)
+    m[1, 2] = wp.vec2(1.0, 5.0)
+    out[1] = m[1, 2][1] + m[0, 0][0]
+
+
+def test_kernel_local_arrays(device):
+    out = wp.zeros(4, dtype=float, device=device)
+    wp.launch(local_arrays, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy()[:2], [0.0 + 4.0 + 4.0, 5.0])

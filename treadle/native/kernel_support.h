@@ -208,3 +208,26 @@ template <typename T> TREADLE_FUNC int32 lower_bound(const array_t<T>& a, const 
     return lower_bound(a, 0, int32(a.shape[0]), v);
 }
 }  // namespace treadle
+
+namespace treadle {
+// A contiguous descriptor over thread-private storage (kernel-local `wp.zeros(shape, dtype)`).
+template <typename T>
+TREADLE_FUNC array_t<T> local_array(T* data, T* grad, int ndim, int64 s0, int64 s1, int64 s2, int64 s3) {
+    array_t<T> a;
+    a.data = data;
+    a.grad = grad;
+    const int64 s[4] = {s0, s1, s2, s3};
+    int64 stride = sizeof(T);
+    for (int d = 3; d >= 0; --d) {
+        a.shape[d] = d < ndim ? s[d] : 0;
+        a.strides[d] = d < ndim ? stride : 0;
+        if (d < ndim) stride *= s[d];
+    }
+    a.ndim = ndim;
+    a.flags = 0;
+    return a;
+}
+template <typename T> TREADLE_FUNC void zero_fill(T* p, int64 n) {
+    for (int64 i = 0; i < n; ++i) p[i] = T();
+}
+}  // namespace treadle

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from . import geometry as geometry
+from . import linalg as linalg
+from . import math_helpers as math_helpers
 from . import operators as operators
 from . import random as random
+from . import quat as quat
 from . import scalar_math as scalar_math
+from . import spatial as spatial
+from . import transform as transform
 from . import utility as utility
 from . import vector_math as vector_math
 from .exports import exported_builtins as exported_builtins

@@ -64,6 +64,9 @@ def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
     The replay recomputes values only: array stores and atomics are dropped (an atomic's old value is read
     instead), printing is skipped, and user functions are called through their side-effect-free replay variants.
     """
+    local = getattr(em, "local_arrays", set())
+    if isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)) and isinstance(s.array, ir.Value) and s.array.id in local:
+        return False  # thread-private arrays are recomputed like any other value
     if isinstance(s, ir.ArrayStore):
         return True
     if isinstance(s, ir.ArrayAtomic):
@@ -88,6 +91,10 @@ def replay_name(fi: Any) -> str:
 
 class ReplayEmitter(Emitter):
     """Writes the side-effect-free replay variant of a ``@func`` (see :func:`replay_stmt`)."""
+
+    def function(self, f: ir.FuncIR, cname: str) -> str:
+        self.local_arrays = ir.local_array_values(f)
+        return super().function(f, cname)
 
     def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
         if not replay_stmt(self, s, lines, ind):
@@ -121,6 +128,12 @@ class AdjointEmitter(Emitter):
                 seen.add(r.id)
                 t = self.ct(r.type)
                 lines.append(f"    {t} _v{r.id}{{}}; {t} adj_v{r.id}{{}};")
+            if isinstance(s, ir.LocalArray):
+                el = self.ct(s.result.type.dtype)
+                n_el = 1
+                for d in s.shape:
+                    n_el *= d
+                lines.append(f"    {el} _lb{s.result.id}[{max(n_el, 1)}]{{}}; {el} _lg{s.result.id}[{max(n_el, 1)}]{{}};")
             if isinstance(s, (ir.ForRange, ir.While)):
                 n = self.loop_ids.setdefault(id(s), len(self.loop_ids))
                 lines.append(f"    size_t _base{n} = 0, _esz{n} = 0; treadle::int64 _cnt{n} = 0;")
@@ -400,6 +413,7 @@ class AdjointEmitter(Emitter):
     def adjoint_function(self, f: ir.FuncIR, fwd_cname: str) -> str:
         """``adj_<fn>(params..., adj_params&..., adj_ret)``: forward sweep, then reverse sweep."""
         self.collect_types(f)
+        self.local_arrays = ir.local_array_values(f)
         params = [f"{self.ct(p.type)} var_{p.name}" for p in f.params]
         adj_params = [f"{self.ct(p.type)}& adj_var_{p.name}" for p in f.params]
         ret = [f"const {self.ct(f.return_type)}& adj_ret"] if f.return_type is not None else []
@@ -430,6 +444,7 @@ class AdjointEmitter(Emitter):
     def adjoint_kernel(self, f: ir.FuncIR, symbol: str) -> str:
         """The backward per-thread body and its ``extern "C"`` entry point."""
         self.collect_types(f)
+        self.local_arrays = ir.local_array_values(f)
         lines = [
             "static void kernel_backward_body(const treadle::launch_bounds_t& bounds, treadle::int64 _flat, "
             "const Args& args)",

@@ -275,6 +275,8 @@ class Emitter:
         elif isinstance(s, ir.ArrayLoad):
             idx = ", ".join(op(i) for i in s.indices)
             lines.append(f"{ind}{self.decl(s.result)} = treadle::load({op(s.array)}, {idx});")
+        elif isinstance(s, ir.LocalArray):
+            self.local_array(s, lines, ind)
         elif isinstance(s, ir.ArrayView) and any(isinstance(i, ir.SliceSpec) for i in s.indices):
             specs = []
             for i in s.indices:
@@ -351,6 +353,24 @@ class Emitter:
         self.block(s.body, lines, ind + "    ")
         self.iter_epilogue(s, lines, ind + "    ")
         lines.append(f"{ind}}}")
+
+    def local_array(self, s: Any, lines: list[str], ind: str) -> None:
+        """Thread-private storage and its descriptor; hoisted code declares the storage at the top instead."""
+        t = s.result.type
+        el = cpp_type(t.dtype, self.tuple_names)
+        n = 1
+        for d in s.shape:
+            n *= d
+        dims = list(s.shape) + [0] * (4 - len(s.shape))
+        shape = ", ".join(str(d) for d in dims)
+        if self.hoist:
+            lines.append(f"{ind}treadle::zero_fill(_lb{s.result.id}, {n});")
+            grad = f"_lg{s.result.id}"
+        else:
+            lines.append(f"{ind}{el} _lb{s.result.id}[{max(n, 1)}]{{}};")
+            grad = "nullptr"
+        lines.append(f"{ind}{self.decl(s.result)} = treadle::local_array<{el}>(_lb{s.result.id}, {grad}, "
+                     f"{len(s.shape)}, {shape});")
 
     # Loop hooks (the adjoint emitter adds checkpointing) --------------------------------------------------------
     def loop_prologue(self, s: Any, lines: list[str], ind: str) -> None:

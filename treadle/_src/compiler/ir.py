@@ -180,6 +180,14 @@ class ArrayView(Stmt):
 
 
 @dataclasses.dataclass(eq=False)
+class LocalArray(Stmt):
+    """``result = wp.zeros(shape, dtype)`` inside a kernel: a zeroed array in thread-private memory."""
+
+    result: Value
+    shape: tuple[int, ...]
+
+
+@dataclasses.dataclass(eq=False)
 class ArrayAtomic(Stmt):
     """``result = atomic_<op>(arr, indices, value)`` returning the old value."""
 
@@ -326,6 +334,8 @@ def _fmt_stmt(s: Stmt, indent: str, out: list[str]) -> None:
         out.append(f"{indent}{res(s.result)}load {s.array!r}{s.indices!r}")
     elif isinstance(s, ArrayView):
         out.append(f"{indent}{res(s.result)}view {s.array!r}{s.indices!r}")
+    elif isinstance(s, LocalArray):
+        out.append(f"{indent}{res(s.result)}local_array{s.shape!r}")
     elif isinstance(s, ArrayStore):
         out.append(f"{indent}store {s.array!r}{s.indices!r} <- {s.value!r}")
     elif isinstance(s, ArrayAtomic):
@@ -418,3 +428,20 @@ def verify(f: FuncIR) -> None:
             define(getattr(s, "result", None))
 
     check(f.body, False)
+
+
+def local_array_values(f: FuncIR) -> set[int]:
+    """Ids of the values that refer to thread-private local arrays (directly, through variables or views)."""
+    vals: set[int] = set()
+    locs: set[int] = set()
+    for _ in range(2):  # twice, so values flowing around loops are seen
+        for s in walk(f.body):
+            if isinstance(s, LocalArray):
+                vals.add(s.result.id)
+            elif isinstance(s, StoreLocal) and isinstance(s.value, Value) and s.value.id in vals:
+                locs.add(s.local.id)
+            elif isinstance(s, LoadLocal) and s.local.id in locs:
+                vals.add(s.result.id)
+            elif isinstance(s, ArrayView) and isinstance(s.array, Value) and s.array.id in vals:
+                vals.add(s.result.id)
+    return vals

@@ -73,6 +73,8 @@ class CallMixin(ExprMixin):
             return self.call_type_factory(obj, node)
         if getattr(obj, "_treadle_static_", False):
             return self.eval_static(node)
+        if getattr(obj, "_treadle_local_array_", False):
+            return self.local_array(node)
         name = getattr(obj, "__name__", type(obj).__name__)
         for a in node.args:  # report unsupported constructs in the arguments first
             self.expr(a)
@@ -81,6 +83,31 @@ class CallMixin(ExprMixin):
                            f"decorate '{name}' with @wp.func (and annotate its parameters)",
                            UnsupportedConstructError)
         raise self.err(f"'{name}' is not callable", node, cls=CodegenTypeError)
+
+    def local_array(self, node: ast.Call) -> Any:
+        """``wp.zeros(shape, dtype)`` in a kernel: a zero-initialised thread-private array of constant shape."""
+        raw = self.call_args(node, ["shape", "dtype"])
+        if not raw:
+            raise self.err("wp.zeros() in a kernel needs a shape", node, "e.g. wp.zeros(shape=(4,), dtype=float)",
+                           CodegenTypeError)
+        shape_arg = raw[0]
+        items = shape_arg.items if isinstance(shape_arg, TupleVal) else [shape_arg]
+        shape = []
+        for it in items:
+            if not (isinstance(it, ir.Const) and isinstance(it.value, int) and it.value >= 0):
+                raise self.err("the shape of a kernel-local array must be made of constant integers", node,
+                               "use literals, wp.constant values or wp.static(...)", CodegenTypeError)
+            shape.append(int(it.value))
+        if not 1 <= len(shape) <= 4:
+            raise self.err("kernel-local arrays have 1 to 4 dimensions", node, cls=CodegenTypeError)
+        dtype = scalars.float32
+        if len(raw) > 1:
+            if not isinstance(raw[1], PyObj):
+                raise self.err("dtype must be a type", node, cls=CodegenTypeError)
+            dtype = normalize_annotation(raw[1].obj)
+        r = self.new_value(ArrayT(dtype, len(shape)), "local")
+        self.emit(ir.LocalArray(self.src.loc(node), r, tuple(shape)))
+        return r
 
     def eval_static(self, node: ast.Call) -> Any:
         """``wp.static(expr)``: evaluate ``expr`` in Python when the kernel is built.

@@ -48,6 +48,7 @@ class HashGridDesc(ctypes.Structure):
         ("point_ids", ctypes.c_void_p),
         ("cell_ranges", ctypes.c_void_p),
         ("sorted_points", ctypes.c_void_p),
+        ("stride", ctypes.c_int64),
         ("sorted_groups", ctypes.c_void_p),
         ("dtype", ctypes.c_int32),
         ("reserved", ctypes.c_int32),
@@ -86,7 +87,7 @@ def _hash_clear(keys: array(dtype=int), cell_ranges: array(dtype=int)):
 
 @kernel(enable_backward=False)
 def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array(dtype=Any),
-                  sorted_keys: array(dtype=int), point_ids: array(dtype=int), sorted_points: array(dtype=Any),
+                  sorted_keys: array(dtype=int), point_ids: array(dtype=int), sorted_points: array(dtype=Any, ndim=2),
                   cell_ranges: array(dtype=int)):
     i = tid()
     n = keys.shape[0]
@@ -94,7 +95,10 @@ def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array
     k = keys[src]
     sorted_keys[i] = k
     point_ids[i] = src
-    sorted_points[i] = points[src]
+    p = points[src]
+    sorted_points[0, i] = p[0]
+    sorted_points[1, i] = p[1]
+    sorted_points[2, i] = p[2]
     first = i == 0
     if not first:
         first = keys[order[i - 1]] != k
@@ -172,7 +176,7 @@ class HashGrid:
             self._keys = empty(n, dtype=scalars.int32, device=self.device)
             self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
             self._point_ids = zeros(n, dtype=scalars.int32, device=self.device)
-            self._sorted_points = zeros(n, dtype=self._vec, device=self.device)
+            self._sorted_points = zeros((3, n), dtype=self.dtype, device=self.device)
             if self._prev_keys is not None and self._prev_count:
                 # keep the previous build's keys so that its cells can still be cleared
                 old = self._prev_keys
@@ -181,6 +185,7 @@ class HashGrid:
             self._capacity = n
             self._desc.point_ids = self._point_ids.ptr
             self._desc.sorted_points = self._sorted_points.ptr
+            self._desc.stride = n
         if with_groups and n > self._group_capacity:
             self._sorted_groups = zeros(n, dtype=scalars.int32, device=self.device)
             self._group_capacity = n

@@ -218,6 +218,10 @@ def ffi_call(plan: Plan, args: list[Any], results: list[Any], *, aliases: dict[i
     import numpy as np
 
     d = get_dispatcher()
+    if aliases and vmap_method == "expand_dims":
+        # XLA requires an aliased operand and its result to have the same shape, which "expand_dims" breaks for an
+        # unbatched in-out argument (size-1 batch dim in, full batch out): broadcast instead.
+        vmap_method = "broadcast_all"
     call = jax.ffi.ffi_call(TARGET, results, input_output_aliases=aliases or None, vmap_method=vmap_method,
                             has_side_effect=has_side_effect)
     out = call(*args, plan=np.int64(plan.address), token=np.int64(d.token))

@@ -271,3 +271,7 @@ def from_numpy(
     return array(
         data=arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad, retain_grad=retain_grad
     )
+
+
+# Inside kernels, wp.zeros(shape, dtype) makes a thread-private local array (see compiler/lower_call.py).
+zeros._treadle_local_array_ = True  # type: ignore[attr-defined]
