@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import typing as _typing
 
+from . import autograd as autograd
 from . import config as config
 from . import types as types
 from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
 from ._src.builtins import exported_builtins as _exported_builtins
+from ._src.builtins.transform import transform_expand as transform_expand
 from ._src.errors import CheckedModeError as CheckedModeError
 from ._src.errors import CodegenError as CodegenError
 from ._src.errors import CompileError as CompileError
@@ -103,6 +105,22 @@ from ._src.lang.module_api import force_load as force_load
 from ._src.lang.module_api import get_module_options as get_module_options
 from ._src.lang.module_api import load_module as load_module
 from ._src.lang.module_api import set_module_options as set_module_options
+from ._src.lang.quat import quat as quat
+from ._src.lang.quat import quatd as quatd
+from ._src.lang.quat import quatf as quatf
+from ._src.lang.quat import quath as quath
+from ._src.lang.quat import spatial_matrix as spatial_matrix
+from ._src.lang.quat import spatial_matrixd as spatial_matrixd
+from ._src.lang.quat import spatial_matrixf as spatial_matrixf
+from ._src.lang.quat import spatial_matrixh as spatial_matrixh
+from ._src.lang.quat import spatial_vector as spatial_vector
+from ._src.lang.quat import spatial_vectord as spatial_vectord
+from ._src.lang.quat import spatial_vectorf as spatial_vectorf
+from ._src.lang.quat import spatial_vectorh as spatial_vectorh
+from ._src.lang.quat import transform as transform
+from ._src.lang.quat import transformd as transformd
+from ._src.lang.quat import transformf as transformf
+from ._src.lang.quat import transformh as transformh
 from ._src.lang.scalars import bool as bool  # noqa: A004
 from ._src.lang.scalars import float16 as float16
 from ._src.lang.scalars import float32 as float32
@@ -177,24 +195,6 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
-
-from ._src.builtins.transform import transform_expand as transform_expand
-from ._src.lang.quat import quat as quat
-from ._src.lang.quat import quatd as quatd
-from ._src.lang.quat import quatf as quatf
-from ._src.lang.quat import quath as quath
-from ._src.lang.quat import spatial_matrix as spatial_matrix
-from ._src.lang.quat import spatial_matrixd as spatial_matrixd
-from ._src.lang.quat import spatial_matrixf as spatial_matrixf
-from ._src.lang.quat import spatial_matrixh as spatial_matrixh
-from ._src.lang.quat import spatial_vector as spatial_vector
-from ._src.lang.quat import spatial_vectord as spatial_vectord
-from ._src.lang.quat import spatial_vectorf as spatial_vectorf
-from ._src.lang.quat import spatial_vectorh as spatial_vectorh
-from ._src.lang.quat import transform as transform
-from ._src.lang.quat import transformd as transformd
-from ._src.lang.quat import transformf as transformf
-from ._src.lang.quat import transformh as transformh
 
 __version__ = config.version
 

@@ -1,22 +1,21 @@
 // Hash grid neighbour queries (`hash_grid_query`, `hash_grid_query_next`, `hash_grid_point_id`).
 //
-// The grid itself is built by Python (treadle/_src/geometry/hash_grid.py) from Treadle kernels: points are binned
-// into cells of width `cell_width` (the build radius), cell coordinates wrap around modulo (dim_x, dim_y, dim_z),
-// cells are numbered x fastest, points are sorted by cell and each non-empty cell records its [start, end) range in
-// the sorted order (interleaved in one array; empty cells hold [0, 0)). Sorted copies of the points (and groups)
-// sit next to the ranges so that a query reads memory in cell order; the coordinates are stored axis by axis so that
-// the distance filter over a run of candidates vectorizes.
+// The grid is built by Python (treadle/_src/geometry/hash_grid.py) from Treadle kernels: points are binned into cells
+// of width `cell_width` (the build radius), cell coordinates wrap around modulo (dim_x, dim_y, dim_z), cells are
+// numbered x fastest, points are sorted by cell and each non-empty cell records its [start, end) range in the sorted
+// order (interleaved in one array; empty cells hold [0, 0)). Sorted copies of the points (and groups) sit next to the
+// ranges, coordinates stored axis by axis, so that a query reads memory in cell order and its distance filter
+// vectorizes. A kernel refers to a grid by its id: the address of a `hash_grid_t` owned by the Python object.
 //
-// Because cells along x are consecutive in the sorted order, a query walks rows, not cells: the cells of one row
-// (up to two runs when the row wraps around) form one contiguous range of sorted points.
+// A query walks rows of cells, not cells: cells along x are consecutive in the sorted order, so the cells of one row
+// (two runs when the row wraps around) are one contiguous range of sorted points. Rows that the query sphere misses
+// are skipped and each row is trimmed to the cells the sphere overlaps. Candidates are filtered 32 at a time without
+// branches on the (unpredictable) distance test; the survivors are bits of a mask handed out one by one.
 //
-// A kernel refers to a grid by its id: the address of a `hash_grid_t` that the Python object owns.
-// Queries visit the cells overlapped by the box [p - r, p + r] (each physical cell once, even when the box spans a
-// whole period of the wrapped grid) and skip the candidates that cannot be neighbours: those farther than r from p
-// in the grid's periodic metric (period dim * cell_width per axis; a small relative slack keeps every point that a
-// caller's own `length(p - q) <= r` test would accept). The periodic metric keeps the reference behaviour that
-// points of aliased cells are candidates, which periodic-domain code relies on, while a plain Euclidean test in the
-// caller still sees exactly the points within r.
+// What a query returns: every point within r of p in the grid's periodic metric (period dim * cell_width per axis),
+// plus a small relative slack so that a caller's own `length(p - q) <= r` test never sees fewer points. The periodic
+// metric keeps the reference behaviour that points of aliased cells are candidates (periodic-domain code relies on
+// it), while a plain Euclidean test in the caller still sees exactly the points within r.
 #pragma once
 #include "vec.h"
 
@@ -56,26 +55,42 @@ TREADLE_FUNC int64 hash_cell_coord(float64 x) {
     return (int64)floor(x);
 }
 
+// Distance from coordinate x to the cell [c w, (c + 1) w].
+TREADLE_FUNC float64 hash_axis_gap(float64 x, int64 c, float64 w) {
+    const float64 lo = (float64)c * w, hi = lo + w;
+    return x < lo ? lo - x : (x > hi ? x - hi : 0.0);
+}
+
+// Index of the lowest set bit (x != 0).
+TREADLE_FUNC int32 hash_ctz(uint32 x) {
+#if defined(TREADLE_CUDA)
+    return __ffs((int)x) - 1;
+#else
+    return __builtin_ctz(x);
+#endif
+}
+
 // The periodic image of d closest to 0.
 template <typename C> TREADLE_FUNC C hash_min_image(C d, C period) {
     return d - period * floor(d / period + C(0.5));
 }
 }  // namespace detail
 
-// Candidates are filtered in batches of 32 without branches on the (unpredictable) distance test: the survivors are
-// bits of a mask that `hash_grid_query_next` hands out one by one.
 template <typename T> struct hash_grid_query_t {
     typedef typename detail::hash_compute<T>::type C;
     const hash_grid_t* grid;
-    C p[3];
+    float64 pd[3];        // the query point and radius (widened a hair) in float64, for cell ranges
+    float64 rr;
+    C p[3];               // and in the compute precision, for the distance filter
     C r2;
     C period[3];
-    C half_period;        // smallest half period: only farther offsets can be periodic images
-    int32 x0, nx;         // first wrapped x cell of each row and the row length (<= dim_x)
-    int32 y0, ny, z0, nz; // first wrapped y / z cell and the counts
-    int32 j, k;           // current row (offsets from y0 / z0)
+    C half_period;        // smallest half period: only larger offsets can hide a periodic image
+    int64 lo[3];          // first cell of the box on each axis (unwrapped)
+    int32 n[3];           // cells of the box on each axis (== dim: the axis is covered whole)
+    int32 j, k;           // current row: cells lo[1] + j, lo[2] + k
+    int32 x0, nx;         // current row's first wrapped x cell and length, after trimming
     int32 seg;            // next run of the current row (0, 1; 2: row done)
-    int32 cur, end;       // remaining sorted positions of the current run
+    int32 cur, end;       // unfiltered sorted positions of the current run
     int32 base;           // sorted position of bit 0 of the masks
     uint32 near, image;   // filtered candidates waiting to be handed out (see hash_grid_fill)
     int32 group;
@@ -118,83 +133,52 @@ TREADLE_FUNC void hash_run_range(const int32* ranges, int64 c, int32 n, int32& c
     }
 }
 
-// Load the next non-empty run (row by row); false when the cell range is exhausted.
+// Trim the current row (j, k) to the x cells the query sphere overlaps; false if it misses the row.
+template <typename T> TREADLE_FUNC bool hash_grid_trim_row(hash_grid_query_t<T>& q) {
+    const hash_grid_t& g = *q.grid;
+    const float64 w = g.cell_width;
+    const float64 dy = q.n[1] >= g.dim[1] ? 0.0 : hash_axis_gap(q.pd[1], q.lo[1] + q.j, w);
+    const float64 dz = q.n[2] >= g.dim[2] ? 0.0 : hash_axis_gap(q.pd[2], q.lo[2] + q.k, w);
+    const float64 rx2 = q.rr * q.rr - dy * dy - dz * dz;
+    if (rx2 < 0.0) return false;
+    const float64 rx = sqrt(rx2);
+    int64 lo = hash_cell_coord((q.pd[0] - rx) * g.inv_cell_width);
+    int64 hi = hash_cell_coord((q.pd[0] + rx) * g.inv_cell_width);
+    if (q.n[0] < g.dim[0]) {
+        lo = lo > q.lo[0] ? lo : q.lo[0];
+        hi = hi < q.lo[0] + q.n[0] - 1 ? hi : q.lo[0] + q.n[0] - 1;
+    }
+    const int64 n = hi - lo + 1;
+    q.x0 = n >= g.dim[0] ? 0 : hash_wrap(lo, g.dim[0]);
+    q.nx = n >= g.dim[0] ? g.dim[0] : (int32)n;
+    return q.nx > 0;
+}
+
+// Load the next non-empty run (row by row); false when the rows are exhausted.
 template <typename T> TREADLE_FUNC bool hash_grid_next_run(hash_grid_query_t<T>& q) {
     const hash_grid_t& g = *q.grid;
     while (true) {
-        if (q.seg >= 2 || (q.seg == 1 && q.x0 + q.nx <= g.dim[0])) {
+        if (q.seg >= 2 || (q.seg == 1 && q.x0 + q.nx <= g.dim[0])) {  // row done: next one
             q.seg = 0;
-            if (++q.j >= q.ny) {
+            if (++q.j >= q.n[1]) {
                 q.j = 0;
-                if (++q.k >= q.nz) return false;
+                if (++q.k >= q.n[2]) return false;
             }
         }
-        int32 y = q.y0 + q.j, z = q.z0 + q.k;
-        y -= y >= g.dim[1] ? g.dim[1] : 0;
-        z -= z >= g.dim[2] ? g.dim[2] : 0;
-        const int64 row = ((int64)z * g.dim[1] + y) * g.dim[0];
-        int32 first, count;
-        if (q.seg == 0) {
-            first = q.x0;
-            count = q.x0 + q.nx <= g.dim[0] ? q.nx : g.dim[0] - q.x0;
-        } else {
-            first = 0;
-            count = q.x0 + q.nx - g.dim[0];
+        if (q.seg == 0 && !hash_grid_trim_row(q)) {
+            q.seg = 2;
+            continue;
         }
+        int32 y = hash_wrap(q.lo[1] + q.j, g.dim[1]), z = hash_wrap(q.lo[2] + q.k, g.dim[2]);
+        const int64 row = ((int64)z * g.dim[1] + y) * g.dim[0];
+        const int32 first = q.seg == 0 ? q.x0 : 0;
+        const int32 count = q.seg == 0 ? (q.x0 + q.nx <= g.dim[0] ? q.nx : g.dim[0] - q.x0) : q.x0 + q.nx - g.dim[0];
         ++q.seg;
         hash_run_range(g.cell_ranges, row + first, count, q.cur, q.end);
         if (q.end > q.cur) return true;
     }
 }
-}  // namespace detail
 
-template <typename T, typename R>
-TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius, int32 group) {
-    typedef typename detail::hash_compute<T>::type C;
-    hash_grid_query_t<T> q = {};
-    q.grid = (const hash_grid_t*)id;
-    q.done = 1;
-    if (q.grid == nullptr || q.grid->num_points <= 0) return q;
-    const hash_grid_t& g = *q.grid;
-    const float64 r = float64(radius) > 0.0 ? float64(radius) : 0.0;
-    // Cell range in float64, exactly as the build computes cells, widened a hair so that a neighbour at distance r
-    // whose own test rounds the other way is still found.
-    const float64 rr = r * (1.0 + 1e-6) + 1e-300;
-    int32 first[3], count[3];
-    for (int a = 0; a < 3; ++a) {
-        const float64 pa = float64(p.c[a]);
-        q.p[a] = C(pa);
-        const int64 lo = detail::hash_cell_coord((pa - rr) * g.inv_cell_width);
-        const int64 hi = detail::hash_cell_coord((pa + rr) * g.inv_cell_width);
-        const int64 n = hi - lo + 1;
-        first[a] = n >= g.dim[a] ? 0 : detail::hash_wrap(lo, g.dim[a]);
-        count[a] = n >= g.dim[a] ? g.dim[a] : (int32)n;
-        q.period[a] = C(g.cell_width * g.dim[a]);
-    }
-    q.half_period = q.period[0];
-    q.half_period = q.period[1] < q.half_period ? q.period[1] : q.half_period;
-    q.half_period = (q.period[2] < q.half_period ? q.period[2] : q.half_period) * C(0.5);
-    // A few ulps of slack so that rounding in the caller's own distance test never drops a point.
-    q.r2 = C(r * r * 1.00001);
-    q.x0 = first[0], q.nx = count[0];
-    q.y0 = first[1], q.ny = count[1];
-    q.z0 = first[2], q.nz = count[2];
-    q.group = group;
-    q.use_group = g.sorted_groups != nullptr ? 1 : 0;
-    q.generic = g.dtype != detail::hash_dtype_code<T>::value;
-    q.seg = 0;
-    q.done = detail::hash_grid_next_run(q) ? 0 : 1;
-    return q;
-}
-
-template <typename T, typename R>
-TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius) {
-    hash_grid_query_t<T> q = hash_grid_query(id, p, radius, 0);
-    q.use_group = 0;
-    return q;
-}
-
-namespace detail {
 // Filter the next batch (up to 32 candidates) of the current run into bit masks: `near` marks points within r,
 // `image` points farther than r that may still be periodic images (an offset beyond half a period on some axis),
 // tested exactly when handed out. The loops have no branches, so they vectorize.
@@ -251,17 +235,56 @@ template <typename T> TREADLE_FUNC bool hash_grid_image_near(const hash_grid_que
 }
 }  // namespace detail
 
+template <typename T, typename R>
+TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius, int32 group) {
+    typedef typename detail::hash_compute<T>::type C;
+    hash_grid_query_t<T> q = {};
+    q.grid = (const hash_grid_t*)id;
+    q.done = 1;
+    if (q.grid == nullptr || q.grid->num_points <= 0) return q;
+    const hash_grid_t& g = *q.grid;
+    const float64 r = float64(radius) > 0.0 ? float64(radius) : 0.0;
+    // Cells in float64, exactly as the build computes them, with the radius widened a hair so that a neighbour at
+    // distance r whose own test rounds the other way is still visited.
+    q.rr = r * (1.0 + 1e-6) + 1e-300;
+    C min_period = C(0);
+    for (int a = 0; a < 3; ++a) {
+        q.pd[a] = float64(p.c[a]);
+        q.p[a] = C(q.pd[a]);
+        const int64 lo = detail::hash_cell_coord((q.pd[a] - q.rr) * g.inv_cell_width);
+        const int64 hi = detail::hash_cell_coord((q.pd[a] + q.rr) * g.inv_cell_width);
+        q.lo[a] = lo;
+        q.n[a] = hi - lo + 1 >= g.dim[a] ? g.dim[a] : (int32)(hi - lo + 1);
+        q.period[a] = C(g.cell_width * g.dim[a]);
+        min_period = a == 0 || q.period[a] < min_period ? q.period[a] : min_period;
+    }
+    q.half_period = min_period * C(0.5);
+    q.r2 = C(r * r * 1.00001);  // slack: rounding in the caller's own distance test never drops a point
+    q.group = group;
+    q.use_group = g.sorted_groups != nullptr ? 1 : 0;
+    q.generic = g.dtype != detail::hash_dtype_code<T>::value;
+    q.done = detail::hash_grid_next_run(q) ? 0 : 1;
+    return q;
+}
+
+template <typename T, typename R>
+TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius) {
+    hash_grid_query_t<T> q = hash_grid_query(id, p, radius, 0);
+    q.use_group = 0;
+    return q;
+}
+
 template <typename T> TREADLE_FUNC bool hash_grid_query_next(hash_grid_query_t<T>& q, int32& index) {
     if (q.done) return false;
     while (true) {
         if (q.near) {
-            const int32 s = q.base + __builtin_ctz(q.near);
+            const int32 s = q.base + detail::hash_ctz(q.near);
             q.near &= q.near - 1;
             index = q.grid->point_ids[s];
             return true;
         }
         while (q.image) {  // rare: candidates of aliased cells
-            const int32 s = q.base + __builtin_ctz(q.image);
+            const int32 s = q.base + detail::hash_ctz(q.image);
             q.image &= q.image - 1;
             if (detail::hash_grid_image_near(q, s)) {
                 index = q.grid->point_ids[s];

@@ -432,7 +432,9 @@ def jacobian(function: Any, dim: Any = None, inputs: Sequence[Any] | None = None
         outputs: the output arguments of a kernel (a Python function's outputs are what it returns).
         input_output_mask: ``(input, output)`` pairs by index (position in ``inputs`` / ``outputs``) or by name
             (parameter names of a kernel or function; ``output_<j>`` for a function's return values). Default: all.
-        device, max_blocks, block_dim: passed to ``wp.launch`` (kernels only).
+        device: the launch device (kernels only).
+        max_blocks: passed to ``wp.launch`` (kernels only).
+        block_dim: passed to ``wp.launch`` (kernels only).
         max_outputs_per_var: evaluate only the first this many output components (rows) of each output (<= 0: all);
             the other rows are NaN.
         plot_jacobians: show the Jacobians with :func:`jacobian_plot` (needs matplotlib).
@@ -502,10 +504,7 @@ def _compare(ad: np.ndarray, fd: np.ndarray, rows: int, cols: int, shape: tuple[
     else:
         r, c = np.unravel_index(int(np.argmax(err)), err.shape)
         stats["max_abs"] = float(err[r, c])
-    ncomp = ad.shape[1] // max(1, shape[1]) if len(shape) > 1 else 1
-    stats["index"] = (int(r), *(int(k) for k in np.unravel_index(int(c), (shape[1],) + shape[2:])))
-    if ncomp == 1 and len(shape) == 2:
-        stats["index"] = (int(r), int(c))
+    stats["index"] = (int(r), *(int(k) for k in np.unravel_index(int(c), shape[1:])))
     stats["ad"], stats["fd"] = float(a[r, c]), float(f[r, c])
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(np.abs(f) > 0, err / np.abs(f), np.where(err == 0, 0.0, np.nan))

@@ -6,8 +6,8 @@ from . import geometry as geometry
 from . import linalg as linalg
 from . import math_helpers as math_helpers
 from . import operators as operators
-from . import random as random
 from . import quat as quat
+from . import random as random
 from . import scalar_math as scalar_math
 from . import spatial as spatial
 from . import transform as transform

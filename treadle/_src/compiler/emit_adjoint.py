@@ -64,7 +64,7 @@ def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
     The replay recomputes values only: array stores and atomics are dropped (an atomic's old value is read
     instead), printing is skipped, and user functions are called through their side-effect-free replay variants.
     """
-    local = getattr(em, "local_arrays", set())
+    local: set[int] = getattr(em, "local_arrays", set())
     if isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)) and isinstance(s.array, ir.Value) and s.array.id in local:
         return False  # thread-private arrays are recomputed like any other value
     if isinstance(s, ir.ArrayStore):

@@ -277,7 +277,9 @@ class ExprMixin:
         raise self.err(f"'{type_str(t)}' has no attribute '{name}'", node, cls=CodegenAttributeError)
 
     def extract_path(self, val: Any, path: list[Any], node: ast.AST) -> Any:
-        raise self.err("transform .p/.q access is not supported yet; use transform_get_translation()", node)
+        # Only transforms have named parts: t.p and t.q read through the builtins that return them.
+        name = "transform_get_translation" if path[-1] == "p" else "transform_get_rotation"
+        return self.call_builtin(REGISTRY.builtins[name], [val], node)
 
     def expr_Tuple(self, node: ast.Tuple) -> Any:
         return TupleVal([self.expr(e) for e in node.elts])

@@ -17,6 +17,28 @@ from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_an
 AnyT = Any
 
 
+class ModuleOptions(dict):  # type: ignore[type-arg]
+    """Options set on a module; unset ones read the global ``wp.config`` value at the time they are used."""
+
+    _DEFAULTS = {"enable_backward": "enable_backward", "max_unroll": "max_unroll", "mode": "mode",
+                 "optimization_level": "optimization_level", "lineinfo": "lineinfo"}
+    _FIXED = {"fast_math": False, "fuse_fp": True, "block_dim": 256, "cuda_output": None}
+
+    def __missing__(self, key: str) -> Any:
+        if key in self._DEFAULTS:
+            return getattr(config, self._DEFAULTS[key])
+        if key in self._FIXED:
+            return self._FIXED[key]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if key in self:
+            return self[key]
+        if key in self._DEFAULTS or key in self._FIXED:
+            return self.__missing__(key)
+        return default
+
+
 class Module:
     """The kernels and functions of one Python module (or a ``module="unique"`` kernel); the unit of loading."""
 
@@ -24,14 +46,15 @@ class Module:
         self.name = name
         self.kernels: list[Kernel] = []
         self.functions: dict[str, Function] = {}
-        self.options: dict[str, Any] = {}
+        self.options: ModuleOptions = ModuleOptions()
         self.lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"<treadle module {self.name!r}>"
 
     def option(self, name: str, default: Any) -> Any:
-        return self.options.get(name, default)
+        value = self.options.get(name, default)
+        return default if value is None else value
 
     def load(self, device: Any = None, block_dim: Any = None) -> None:
         """Compile (or fetch from the cache) every non-generic kernel of this module in one batch."""
@@ -277,14 +300,20 @@ class Kernel:
 
     _treadle_kernel_ = True
 
-    def __init__(self, fn: Callable[..., Any], key: str, module: Module, options: dict[str, Any],
-                 enable_backward: bool | None = None) -> None:
+    def __init__(self, func: Callable[..., Any], key: str | None = None, module: Any = None,
+                 options: dict[str, Any] | None = None, enable_backward: bool | None = None,
+                 code_transformers: Any = None) -> None:
         from ..compiler.source import MISSING, FuncSource
 
+        fn = func
+        if key is None:
+            key = getattr(fn, "__qualname__", fn.__name__)
+        if not isinstance(module, Module):
+            module = get_module(_module_name(fn, module))
         self.func = fn
         self.key = key
         self.module = module
-        self.options = dict(options)
+        self.options = dict(options or {})
         if enable_backward is not None:
             self.options["enable_backward"] = enable_backward
         self.src = FuncSource(fn)
@@ -307,6 +336,7 @@ class Kernel:
             if p.default is not inspect.Parameter.empty:
                 self.defaults[p.name] = p.default
         self.is_generic = any(contains_any(t) for t in self.param_types)
+        module.kernels = [x for x in module.kernels if x.key != key] + [self]
 
     @property
     def name(self) -> str:
@@ -375,9 +405,7 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
         if module_options:
             mod.options.update(module_options)
         key = name or getattr(fn, "__qualname__", fn.__name__)
-        k = Kernel(fn, key, mod, options, enable_backward)
-        mod.kernels = [x for x in mod.kernels if x.key != key] + [k]
-        return k
+        return Kernel(fn, key, mod, options, enable_backward)
 
     return wrap if f is None else wrap(f)
 
