@@ -44,8 +44,14 @@ template <> struct hash_dtype_code<half> { static constexpr int32 value = 0; };
 template <> struct hash_dtype_code<float64> { static constexpr int32 value = 2; };
 
 TREADLE_FUNC int32 hash_wrap(int64 i, int32 n) {
-    const int64 m = i % n;
-    return (int32)(m < 0 ? m + n : m);
+    const int32 m = (int32)i % n;  // |i| <= 1e9 (hash_cell_coord clamps): 32-bit division suffices
+    return m < 0 ? m + n : m;
+}
+
+// (w + d) mod n for 0 <= w < n, 0 <= d < n.
+TREADLE_FUNC int32 hash_add_wrap(int32 w, int32 d, int32 n) {
+    const int32 s = w + d;
+    return s >= n ? s - n : s;
 }
 
 // floor(x) as an integer, clamped far away from overflow (NaN goes to the low end).
@@ -86,6 +92,7 @@ template <typename T> struct hash_grid_query_t {
     C period[3];
     C half_period;        // smallest half period: only larger offsets can hide a periodic image
     int64 lo[3];          // first cell of the box on each axis (unwrapped)
+    int32 wlo[3];         // and wrapped
     int32 n[3];           // cells of the box on each axis (== dim: the axis is covered whole)
     int32 j, k;           // current row: cells lo[1] + j, lo[2] + k
     int32 x0, nx;         // current row's first wrapped x cell and length, after trimming
@@ -149,8 +156,13 @@ template <typename T> TREADLE_FUNC bool hash_grid_trim_row(hash_grid_query_t<T>&
         hi = hi < q.lo[0] + q.n[0] - 1 ? hi : q.lo[0] + q.n[0] - 1;
     }
     const int64 n = hi - lo + 1;
-    q.x0 = n >= g.dim[0] ? 0 : hash_wrap(lo, g.dim[0]);
-    q.nx = n >= g.dim[0] ? g.dim[0] : (int32)n;
+    if (n >= g.dim[0]) {
+        q.x0 = 0, q.nx = g.dim[0];
+    } else {
+        q.nx = (int32)n;
+        // Inside the box the row starts lo - box_lo cells after the box's wrapped start (no division needed).
+        q.x0 = q.n[0] < g.dim[0] ? hash_add_wrap(q.wlo[0], (int32)(lo - q.lo[0]), g.dim[0]) : hash_wrap(lo, g.dim[0]);
+    }
     return q.nx > 0;
 }
 
@@ -169,7 +181,7 @@ template <typename T> TREADLE_FUNC bool hash_grid_next_run(hash_grid_query_t<T>&
             q.seg = 2;
             continue;
         }
-        int32 y = hash_wrap(q.lo[1] + q.j, g.dim[1]), z = hash_wrap(q.lo[2] + q.k, g.dim[2]);
+        const int32 y = hash_add_wrap(q.wlo[1], q.j, g.dim[1]), z = hash_add_wrap(q.wlo[2], q.k, g.dim[2]);
         const int64 row = ((int64)z * g.dim[1] + y) * g.dim[0];
         const int32 first = q.seg == 0 ? q.x0 : 0;
         const int32 count = q.seg == 0 ? (q.x0 + q.nx <= g.dim[0] ? q.nx : g.dim[0] - q.x0) : q.x0 + q.nx - g.dim[0];
@@ -254,6 +266,7 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
         const int64 lo = detail::hash_cell_coord((q.pd[a] - q.rr) * g.inv_cell_width);
         const int64 hi = detail::hash_cell_coord((q.pd[a] + q.rr) * g.inv_cell_width);
         q.lo[a] = lo;
+        q.wlo[a] = detail::hash_wrap(lo, g.dim[a]);
         q.n[a] = hi - lo + 1 >= g.dim[a] ? g.dim[a] : (int32)(hi - lo + 1);
         q.period[a] = C(g.cell_width * g.dim[a]);
         min_period = a == 0 || q.period[a] < min_period ? q.period[a] : min_period;
