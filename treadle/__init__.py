@@ -196,6 +196,16 @@ from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
 
+# isort: split
+# JAX FFI primitives and the PyTorch custom-op helper (issue 7).
+from ._src.interop.jax_kernel import JaxCallableGraphMode as JaxCallableGraphMode
+from ._src.interop.jax_kernel import JaxModulePreloadMode as JaxModulePreloadMode
+from ._src.interop.jax_kernel import clear_jax_callable_graph_cache as clear_jax_callable_graph_cache
+from ._src.interop.jax_kernel import jax_callable as jax_callable
+from ._src.interop.jax_kernel import jax_kernel as jax_kernel
+from ._src.interop.torch_op import TorchOp as TorchOp
+from ._src.interop.torch_op import torch_op as torch_op
+
 __version__ = config.version
 
 #: Type annotations of the reference API.

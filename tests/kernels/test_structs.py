@@ -141,3 +141,32 @@ def test_struct_gradients():
     g = s.grad.numpy()
     np.testing.assert_allclose(g["k"], [0.5 * 0.25, 0.5 * 2.25])
     np.testing.assert_allclose(g["rest"], [-1.0, -4.5])
+
+
+@wp.struct
+class Counter:
+    value: float
+    v: wp.vec3
+
+
+@wp.func
+def next_index(counter: wp.array(dtype=int)) -> int:
+    wp.atomic_add(counter, 0, 1)
+    return 0
+
+
+@wp.kernel
+def aug_assign_once(counter: wp.array(dtype=int), data: wp.array(dtype=Counter)):
+    data[next_index(counter)].value += 5.0
+    data[next_index(counter)].v[1] += 2.0
+    data[next_index(counter)].v.z = 7.0
+
+
+def test_assignment_targets_are_evaluated_once(device):
+    counter = wp.zeros(1, dtype=int, device=device)
+    data = wp.zeros(1, dtype=Counter, device=device)
+    wp.launch(aug_assign_once, dim=1, inputs=[counter, data], device=device)
+    assert counter.numpy()[0] == 3
+    r = data.numpy()[0]
+    assert r["value"] == 5.0
+    np.testing.assert_allclose(r["v"], [0.0, 2.0, 7.0])

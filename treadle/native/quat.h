@@ -29,7 +29,14 @@ template <typename T> struct quat_t : vec_t<4, T> {
 namespace detail {
 template <typename T> struct scalar_of<quat_t<T>> { typedef T type; };
 template <unsigned N, typename T> TREADLE_FUNC const vec_t<N, T>& base(const vec_t<N, T>& v) { return v; }
+template <unsigned N, typename T> TREADLE_FUNC vec_t<N, T>* base_ptr(vec_t<N, T>* p) { return p; }
+template <typename T> struct is_composite<quat_t<T>> { static constexpr bool value = true; };
 }  // namespace detail
+
+#define TREADLE_VECLIKE_ATOMIC(V, name)                                                                           \
+    template <typename T> TREADLE_FUNC V<T> name(V<T>* addr, const V<T>& v) {                                      \
+        return V<T>(name(detail::base_ptr(addr), detail::base(v)));                                                \
+    }
 
 // Result-preserving arithmetic for a type V<T> derived from vec_t<N, T> (the adjoints of scalar.h and vec.h serve).
 #define TREADLE_VECLIKE_OPS(V)                                                                                     \
@@ -64,6 +71,24 @@ template <unsigned N, typename T> TREADLE_FUNC const vec_t<N, T>& base(const vec
     }                                                                                                              \
     template <typename T> TREADLE_FUNC V<T> lerp(const V<T>& a, const V<T>& b, TREADLE_SCALAR(T) t) {              \
         return V<T>(lerp(detail::base(a), detail::base(b), t));                                                    \
+    }                                                                                                              \
+    TREADLE_VECLIKE_ATOMIC(V, atomic_add)                                                                          \
+    TREADLE_VECLIKE_ATOMIC(V, atomic_sub)                                                                          \
+    TREADLE_VECLIKE_ATOMIC(V, atomic_min)                                                                          \
+    TREADLE_VECLIKE_ATOMIC(V, atomic_max)                                                                          \
+    TREADLE_VECLIKE_ATOMIC(V, atomic_exch)                                                                         \
+    namespace detail {                                                                                             \
+    /* print.h's expect_near compares through max_abs_diff, whose generic template would win over the vec_t  */    \
+    /* overload: these specializations forward to it.                                                        */    \
+    template <> TREADLE_FUNC double max_abs_diff<V<float32>>(const V<float32>& a, const V<float32>& b) {          \
+        return max_abs_diff(base(a), base(b));                                                                     \
+    }                                                                                                              \
+    template <> TREADLE_FUNC double max_abs_diff<V<float64>>(const V<float64>& a, const V<float64>& b) {          \
+        return max_abs_diff(base(a), base(b));                                                                     \
+    }                                                                                                              \
+    template <> TREADLE_FUNC double max_abs_diff<V<half>>(const V<half>& a, const V<half>& b) {                   \
+        return max_abs_diff(base(a), base(b));                                                                     \
+    }                                                                                                              \
     }
 
 TREADLE_VECLIKE_OPS(quat_t)

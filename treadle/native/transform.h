@@ -22,6 +22,7 @@ template <typename T> struct transform_t : vec_t<7, T> {
 
 namespace detail {
 template <typename T> struct scalar_of<transform_t<T>> { typedef T type; };
+template <typename T> struct is_composite<transform_t<T>> { static constexpr bool value = true; };
 }  // namespace detail
 
 TREADLE_VECLIKE_OPS(transform_t)

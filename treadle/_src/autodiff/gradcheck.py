@@ -205,17 +205,20 @@ class _Problem:
             self.outputs = list(outputs or [])
             if self.meta.is_empty:
                 self.meta.update_from_kernel(function, self.inputs)
-        else:
-            if not callable(function):
-                raise TypeError(f"function must be a kernel or a callable, got {type(function).__name__}")
-            snap = _Snapshot(self.inputs)
+            self.pairs = self._resolve_mask(input_output_mask)
+            return
+        if not callable(function):
+            raise TypeError(f"function must be a kernel or a callable, got {type(function).__name__}")
+        snap = _Snapshot(self.inputs)
+        try:
             # The outputs of a Python function are what it returns: evaluate once to find them.
             self.outputs = self.call_function()
-            if restore_inputs:
-                snap.restore()
             if self.meta.is_empty or not self.meta.output_labels:
                 self.meta.update_from_function(function, self.inputs, self.outputs)
-        self.pairs = self._resolve_mask(input_output_mask)
+            self.pairs = self._resolve_mask(input_output_mask)
+        finally:
+            if restore_inputs:
+                snap.restore()
 
     @property
     def key(self) -> str:

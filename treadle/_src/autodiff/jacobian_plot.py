@@ -75,7 +75,7 @@ def jacobian_plot(jacobians: dict[tuple[int, int], Any], kernel: Any, inputs: Se
     def norm(lo: float, hi: float) -> Any:
         if log_scale:
             lim = max(abs(lo), abs(hi), 1e-12)
-            return colors.SymLogNorm(linthresh=max(lim * 1e-6, 1e-12), vmin=-lim, vmax=lim)
+            return colors.SymLogNorm(linthresh=max(lim * 1e-3, 1e-12), vmin=-lim, vmax=lim)
         if lo == hi:
             lo, hi = lo - 1.0, hi + 1.0
         return colors.Normalize(vmin=lo, vmax=hi)

@@ -32,7 +32,7 @@ class CompileOptions:
         self.extra = list(extra or [])
 
     def flags(self) -> list[str]:
-        flags = ["-std=c++17", f"-O{self.opt_level}", "-march=native", "-fPIC", "-shared", "-fopenmp",
+        flags = ["-std=c++17", f"-O{self.opt_level}", "-march=native", "-fPIC", "-shared",
                  "-fno-math-errno", "-fvisibility=hidden", "-w"]
         if self.mode == "debug":
             flags += ["-DTREADLE_CHECKED", "-g"]
@@ -62,10 +62,14 @@ class CpuBackend:
 
     def compile(self, source: str, out: Path, options: CompileOptions) -> None:
         """Compile ``source`` into the shared library ``out``; raise :class:`CompileError` on failure."""
+        self.compile_raw(source, out, options.flags())
+
+    def compile_raw(self, source: str, out: Path, flags: list[str]) -> None:
+        """Compile ``source`` with exactly ``flags`` (plus the native include directory) into ``out``."""
         tc = self.toolchain()
         src = out.with_suffix(".cpp")
         src.write_text(source)
-        cmd = [tc.path, *options.flags(), "-I", str(NATIVE_DIR), "-o", str(out), str(src)]
+        cmd = [tc.path, *flags, "-I", str(NATIVE_DIR), "-o", str(out), str(src)]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -73,10 +77,6 @@ class CpuBackend:
             raise CompileError(f"could not run the C++ compiler: {e}") from None
         self.last_compile_seconds = time.perf_counter() - t0
         self.compile_count += 1
-        if config.verbose:
-            import sys
-
-            print(f"treadle: compiled {out.name} in {self.last_compile_seconds:.2f} s", file=sys.stderr)
         if proc.returncode != 0 or not out.exists():
             output = (proc.stderr or "") + (proc.stdout or "")
             raise compile_error_from_output(output, src)

@@ -35,22 +35,14 @@ def np_spatial_adjoint(r: Any, s: Any) -> np.ndarray:
     return np.block([[r, np.zeros((3, 3))], [s, r]])
 
 
-def _spatial_vector_host(*args: Any) -> Any:
-    if not args:
-        return np.zeros(6)
-    if len(args) == 2:
-        return np.concatenate([f64(args[0]), f64(args[1])])
-    return f64(args)
-
-
 def _spatial_vector_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     if not types:
         return make_type("v6", scalars.float32)
     return forms((("v3", "v3"), "v6"), (("s",) * 6, "v6"))(types, consts)
 
 
-builtin("spatial_vector", group=GROUP, rule=_spatial_vector_rule, template=scalar_template,
-        host=_spatial_vector_host,
+# Kernel-only, as in the reference: on the module, ``spatial_vector`` is the 6-vector type.
+builtin("spatial_vector", group=GROUP, rule=_spatial_vector_rule, template=scalar_template, kernel_only=True,
         signature="spatial_vector(w: vec3, v: vec3) -> spatial_vector | spatial_vector(wx, wy, wz, vx, vy, vz) | "
         "spatial_vector()",
         doc="A 6D spatial vector from its angular (top) and linear (bottom) parts, from 6 components, or zero.")

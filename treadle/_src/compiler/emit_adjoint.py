@@ -20,7 +20,7 @@ from typing import Any
 
 from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
-from . import ir
+from . import emit_entry, ir
 from .emit_cpp import Emitter, cpp_type
 
 
@@ -442,40 +442,23 @@ class AdjointEmitter(Emitter):
         return "\n".join(lines)
 
     def adjoint_kernel(self, f: ir.FuncIR, symbol: str) -> str:
-        """The backward per-thread body and its ``extern "C"`` entry point."""
+        """The backward per-thread body and its ``extern "C"`` entry points (see ``emit_entry``)."""
         self.collect_types(f)
         self.local_arrays = ir.local_array_values(f)
-        lines = [
-            "static void kernel_backward_body(const treadle::launch_bounds_t& bounds, treadle::int64 _flat, "
-            "const Args& args)",
-            "{",
-        ]
+        lines = emit_entry.body_head("kernel_backward_body")
         for p in f.params:
             t = self.ct(p.type)
             lines.append(f"    {t} var_{p.name} = args.{p.name}; {t} adj_var_{p.name}{{}};")
+            dense = emit_entry.dense_line(p.name, p.type)
+            if dense is not None:
+                lines.append(dense)
         lines += self.declarations(f, with_locals=True)
-        if any(isinstance(s, ir.Tid) and s.dim >= 0 for s in ir.walk(f.body)):
-            lines.append("    treadle::int32 _tid[4];")
-            lines.append("    treadle::tid_from_index(bounds, _flat, _tid);")
-        lines.append("    (void)bounds; (void)_flat;")
+        lines += emit_entry.tid_lines(f)
         self.forward(f.body, lines, "    ", ckpt=True)
         self.reverse(f.body, lines, "    ")
         lines.append("}")
-        lines += [
-            f'extern "C" TREADLE_EXPORT void {symbol}_cpu_backward(const treadle::launch_bounds_t* b, '
-            "const Args* a, treadle::int32 nthreads)",
-            "{",
-            "    const treadle::launch_bounds_t bounds = *b;",
-            "    const Args args = *a;",
-            "    const treadle::int64 n = bounds.size;",
-            "    if (nthreads <= 1) {",
-            "        for (treadle::int64 i = 0; i < n; ++i) kernel_backward_body(bounds, i, args);",
-            "        return;",
-            "    }",
-            "    #pragma omp parallel for schedule(static) num_threads(nthreads)",
-            "    for (treadle::int64 i = 0; i < n; ++i) kernel_backward_body(bounds, i, args);",
-            "}",
-        ]
+        lines.append("")
+        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f))
         return "\n".join(lines)
 
     def _depth(self, t: Any) -> int:

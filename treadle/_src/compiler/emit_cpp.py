@@ -22,7 +22,7 @@ from ..lang.typesys import (
     normalize_annotation,
     scalar_of,
 )
-from . import ir
+from . import emit_entry, ir
 
 _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
                   ir.CallFunc)
@@ -173,41 +173,23 @@ class Emitter:
         return [f"    {cpp_type(loc.type, self.tuple_names)} var_{loc.name}{{}};" for loc in f.locals]
 
     def kernel(self, f: ir.FuncIR, symbol: str) -> tuple[str, str]:
-        """The argument struct, the per-thread body and the CPU entry point of a kernel."""
+        """The argument struct, the per-thread body and the CPU entry points of a kernel (see ``emit_entry``)."""
         self.collect_types(f)
         fields = "\n".join(f"    {cpp_type(p.type, self.tuple_names)} {p.name};" for p in f.params)
         args_struct = f"struct Args {{\n{fields}\n    char _treadle_pad;\n}};"
-        lines = [
-            "static TREADLE_FUNC void kernel_body(const treadle::launch_bounds_t& bounds, treadle::int64 _flat, "
-            "const Args& args)",
-            "{",
-        ]
+        lines = emit_entry.body_head("kernel_body")
         for p in f.params:
             lines.append(f"    {cpp_type(p.type, self.tuple_names)} var_{p.name} = args.{p.name};")
+            dense = emit_entry.dense_line(p.name, p.type)
+            if dense is not None:
+                lines.append(dense)
         lines += self.local_decls(f)
-        if any(isinstance(s, ir.Tid) and s.dim >= 0 for s in ir.walk(f.body)):
-            lines.append("    treadle::int32 _tid[4];")
-            lines.append("    treadle::tid_from_index(bounds, _flat, _tid);")
-        lines.append("    (void)bounds; (void)_flat;")
+        lines += emit_entry.tid_lines(f)
         lines.append("    TREADLE_THREAD(_flat)")
         self.block(f.body, lines, "    ")
         lines.append("}")
-        entry = [
-            f'extern "C" TREADLE_EXPORT void {symbol}_cpu_forward(const treadle::launch_bounds_t* b, '
-            "const Args* a, treadle::int32 nthreads)",
-            "{",
-            "    const treadle::launch_bounds_t bounds = *b;",
-            "    const Args args = *a;",
-            "    const treadle::int64 n = bounds.size;",
-            "    if (nthreads <= 1) {",
-            "        for (treadle::int64 i = 0; i < n; ++i) kernel_body(bounds, i, args);",
-            "        return;",
-            "    }",
-            "    #pragma omp parallel for schedule(static) num_threads(nthreads)",
-            "    for (treadle::int64 i = 0; i < n; ++i) kernel_body(bounds, i, args);",
-            "}",
-        ]
-        return args_struct, "\n".join(lines) + "\n\n" + "\n".join(entry)
+        entry = emit_entry.entries(symbol, "forward", "kernel_body", f, checked=self.checked)
+        return args_struct, "\n".join(lines) + "\n\n" + entry
 
     # Statements -------------------------------------------------------------------------------------------------
     def op(self, x: Any) -> str:

@@ -39,6 +39,28 @@ UNSUPPORTED_STMT = {
 }
 
 
+class _LValue:
+    """Where an assignment writes: a variable or an array element, then a path of components/fields.
+
+    ``steps[k]`` is ``("index", [operands])`` or ``("field", name)``; ``types[k]`` is the type after step ``k``.
+    """
+
+    def __init__(self, local: ir.Local | None = None, array: Any = None, indices: list[Any] | None = None,
+                 type: Any = None) -> None:
+        self.local = local
+        self.array = array
+        self.indices = indices or []
+        self.steps: list[tuple[str, Any]] = []
+        self.types: list[Any] = []
+        self.type = type
+
+    def then(self, step: tuple[str, Any], t: Any) -> _LValue:
+        lv = _LValue(self.local, self.array, self.indices, t)
+        lv.steps = self.steps + [step]
+        lv.types = self.types + [t]
+        return lv
+
+
 class LowerContext:
     """What the lowerer needs from its caller: dependency tracking and settings."""
 
@@ -298,66 +320,92 @@ class Lowerer(CallMixin):
         if adj is not None:
             self.emit(ir.StoreLocal(self.loc(node), adj, self.coerce(v, adj.type, node, "the adjoint")))
             return
-        base_node = target.value  # type: ignore[attr-defined]
-        if isinstance(target, ast.Subscript):
-            base = self.expr(base_node)
-            if isinstance(base, (ir.Value, ir.Const)) and isinstance(base.type, ArrayT):
-                idx = self.index_operands(target.slice)
-                if len(idx) == base.type.ndim:
-                    val = self.coerce(v, base.type.dtype, node, "the stored value")
-                    self.emit(ir.ArrayStore(self.loc(node), base, idx, val))
-                    return
-                raise self.err(f"too many or too few indices ({len(idx)}) for a {base.type.ndim}-d array", target,
-                               f"index all {base.type.ndim} dimension(s): a[i{', j' * (base.type.ndim - 1)}] = ...",
-                               CodegenTypeError)
-            container = self.as_operand(base, node)
-            idx = self.index_operands(target.slice)
-            new = self.insert_component(container, idx, None, v, target)
-        else:
-            base = self.expr(base_node)
-            container = self.as_operand(base, node)
-            attr = target.attr  # type: ignore[attr-defined]
-            if is_struct(container.type):
-                ft = normalize_annotation(container.type.vars.get(attr)) if attr in container.type.vars else None
-                if ft is None:
-                    raise self.err(f"struct '{type_str(container.type)}' has no field '{attr}'", target,
-                                   cls=CodegenTypeError)
-                new = self.insert_component(container, [], attr, self.coerce(v, ft, node, f"field '{attr}'"),
-                                            target)
-            else:
-                i = self.component_index(container.type, attr, target)
-                new = self.insert_component(container, [ir.Const(i, scalars.int32)], None, v, target)
-        self.write_back(base_node, new, node)
+        self.store_lvalue(self.resolve_lvalue(target), v, node)
 
-    def insert_component(self, container: Any, idx: list[Any], field: str | None, v: Any, node: ast.AST) -> Any:
-        t = container.type
-        if field is None:
-            if isinstance(t, ArrayT):  # pragma: no cover - handled by the caller
-                raise self.err("internal: array insert", node)
-            if not is_composite(t):
-                raise self.err(f"a value of type {type_str(t)} has no components to assign", node,
-                               cls=CodegenTypeError)
-            if len(idx) == 1 and getattr(t, "_wp_generic_type_str_", None) == "mat_t":
-                comp_t = t._wp_row_type_
-            else:
-                comp_t = scalar_of(t)
-            for i, n in zip(idx, t._shape_):
-                self.check_const_index(i, n, node)
-            v = self.coerce(v, comp_t, node, "the assigned component")
-        r = self.new_value(t)
-        self.emit(ir.Insert(self.loc(node), r, container, idx, v, field=field))
-        return r
-
-    def write_back(self, base_node: ast.expr, new: Any, node: ast.AST) -> None:
-        """Store an updated composite back where it was read from (a local, a component, an array element)."""
-        if isinstance(base_node, ast.Name):
-            local = self.locals.get(base_node.id)
+    def resolve_lvalue(self, target: ast.expr) -> _LValue:
+        """Evaluate the parts of an assignment target once (indices included) and describe where it points."""
+        if isinstance(target, ast.Name):
+            local = self.locals.get(target.id)
             if local is None:
-                raise self.err(f"cannot assign to a component of '{base_node.id}': it is not a kernel variable",
-                               base_node, cls=CodegenTypeError)
-            self.emit(ir.StoreLocal(self.loc(node), local, new))
-            return
-        self.assign_component(base_node, new, node)
+                raise self.err(f"cannot assign to a component of '{target.id}': it is not a kernel variable",
+                               target, "assign the value to a variable first", CodegenTypeError)
+            if target.id not in self.assigned:
+                raise self.err(f"variable '{target.id}' may be used before it is assigned on some path", target,
+                               f"assign '{target.id}' a value before the if/loop that sets it", CodegenError)
+            return _LValue(local=local, type=local.type)
+        if isinstance(target, ast.Attribute):
+            lv = self.resolve_lvalue(target.value)
+            t = lv.type
+            if is_struct(t):
+                if target.attr not in t.vars:
+                    raise self.err(f"struct '{type_str(t)}' has no field '{target.attr}'", target,
+                                   f"fields are: {', '.join(t.vars)}", CodegenTypeError)
+                return lv.then(("field", target.attr), normalize_annotation(t.vars[target.attr]))
+            i = self.component_index(t, target.attr, target)
+            return lv.then(("index", [ir.Const(i, scalars.int32)]), scalar_of(t))
+        if isinstance(target, ast.Subscript):
+            lv = self.resolve_lvalue(target.value)
+            t = lv.type
+            if isinstance(t, ArrayT):
+                arr = self.load_lvalue(lv, target)
+                idx = self.index_operands(target.slice)
+                if len(idx) != t.ndim:
+                    raise self.err(f"too many or too few indices ({len(idx)}) for a {t.ndim}-d array", target,
+                                   f"index all {t.ndim} dimension(s): a[i{', j' * (t.ndim - 1)}] = ...",
+                                   CodegenTypeError)
+                return _LValue(array=arr, indices=idx, type=t.dtype)
+            if not is_composite(t):
+                raise self.err(f"a value of type {type_str(t)} has no components to assign", target,
+                               cls=CodegenTypeError)
+            idx = self.index_operands(target.slice)
+            for i, n in zip(idx, t._shape_):
+                self.check_const_index(i, n, target)
+            if getattr(t, "_wp_generic_type_str_", None) == "mat_t" and len(idx) == 1:
+                comp = t._wp_row_type_
+            elif len(idx) == len(t._shape_):
+                comp = scalar_of(t)
+            else:
+                raise self.err(f"wrong number of indices for {type_str(t)}", target, cls=CodegenTypeError)
+            return lv.then(("index", idx), comp)
+        raise self.err(f"cannot assign to {type(target).__name__}", target, cls=UnsupportedConstructError)
+
+    def load_lvalue(self, lv: _LValue, node: ast.AST, upto: int | None = None) -> Any:
+        """The current value at ``lv`` (or at its first ``upto`` steps)."""
+        loc = self.loc(node)
+        if lv.local is not None:
+            cur: Any = self.new_value(lv.local.type, lv.local.name)
+            self.emit(ir.LoadLocal(loc, cur, lv.local))
+        else:
+            cur = self.new_value(lv.array.type.dtype)
+            self.emit(ir.ArrayLoad(loc, cur, lv.array, list(lv.indices)))
+        steps = lv.steps if upto is None else lv.steps[:upto]
+        for (kind, what), t in zip(steps, lv.types):
+            nxt = self.new_value(t)
+            if kind == "field":
+                self.emit(ir.Extract(loc, nxt, cur, [], field=what))
+            else:
+                self.emit(ir.Extract(loc, nxt, cur, list(what)))
+            cur = nxt
+        return cur
+
+    def store_lvalue(self, lv: _LValue, v: Any, node: ast.AST) -> None:
+        """Write ``v`` at ``lv``: components are inserted into their containers back up to the root."""
+        loc = self.loc(node)
+        v = self.coerce(v, lv.type, node, "the assigned value")
+        for k in range(len(lv.steps) - 1, -1, -1):
+            container = self.load_lvalue(lv, node, upto=k)
+            kind, what = lv.steps[k]
+            r = self.new_value(container.type)
+            if kind == "field":
+                self.emit(ir.Insert(loc, r, container, [], v, field=what))
+            else:
+                self.emit(ir.Insert(loc, r, container, list(what), v))
+            v = r
+        if lv.local is not None:
+            self.emit(ir.StoreLocal(loc, lv.local, v))
+            self.assigned.add(lv.local.name)
+        else:
+            self.emit(ir.ArrayStore(loc, lv.array, list(lv.indices), v))
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         from ..builtins import REGISTRY
@@ -365,20 +413,27 @@ class Lowerer(CallMixin):
 
         op = BINOP_NAMES[type(node.op).__name__]
         target = node.target
-        if isinstance(target, ast.Subscript):
-            base = self.expr(target.value)
-            if isinstance(base, (ir.Value, ir.Const)) and isinstance(base.type, ArrayT) and op in ("add", "sub"):
-                idx = self.index_operands(target.slice)
-                if len(idx) == base.type.ndim:
-                    # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
-                    v = self.coerce(self.value(node.value), base.type.dtype, node, "the added value")
-                    self.emit(ir.ArrayAtomic(self.loc(node), None, op, base, idx, v))
-                    return
-        load_node = _as_load(target)
-        cur = self.value(load_node)
+        if isinstance(target, ast.Name):
+            cur = self.value(target)
+            rhs = self.value(node.value)
+            self.assign(target, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
+            return
+        adj = self.adjoint_target(target)
+        if adj is not None:
+            cur = self.new_value(adj.type)
+            self.emit(ir.LoadLocal(self.loc(node), cur, adj))
+            new = self.call_builtin(REGISTRY.builtins[op], [cur, self.value(node.value)], node)
+            self.emit(ir.StoreLocal(self.loc(node), adj, self.coerce(new, adj.type, node, "the adjoint")))
+            return
+        lv = self.resolve_lvalue(target)  # indices are evaluated exactly once
+        if lv.array is not None and not lv.steps and op in ("add", "sub"):
+            # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
+            v = self.coerce(self.value(node.value), lv.type, node, "the added value")
+            self.emit(ir.ArrayAtomic(self.loc(node), None, op, lv.array, list(lv.indices), v))
+            return
+        cur = self.load_lvalue(lv, node)
         rhs = self.value(node.value)
-        new = self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node)
-        self.assign(target, new, node)
+        self.store_lvalue(lv, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
 
     def stmt_Return(self, node: ast.Return) -> None:
         if self.is_kernel:

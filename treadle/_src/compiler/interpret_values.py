@@ -93,8 +93,16 @@ class ArrayRef:
         shape = self.data.shape
         for d, i in enumerate(idx):
             if not 0 <= i < shape[d]:
-                raise OutOfBounds(f"index {i} is out of bounds for dimension {d} of extent {shape[d]} "
-                                  f"(array '{self.name}', shape {self.shape})")
+                self.check_dim(d, i)
+
+    def check_dim(self, d: int, i: int) -> None:
+        """Raise :class:`OutOfBounds` unless ``0 <= i <`` the extent of dimension ``d``."""
+        if self.data is None:
+            raise OutOfBounds(f"array '{self.name}' is null (None was passed)")
+        n = self.data.shape[d]
+        if not 0 <= i < n:
+            raise OutOfBounds(f"index {i} is out of bounds for dimension {d} of extent {n} "
+                              f"(array '{self.name}', shape {self.shape})")
 
     def view(self, key: tuple[Any, ...], ndim: int, name: str) -> ArrayRef:
         """A sub-array for a NumPy index ``key`` (integers already checked), keeping the gradient offset."""

@@ -17,7 +17,7 @@ from ..runtime.cache import get_cache
 from . import ir
 from .emit_cpp import Emitter
 
-PRELUDE = '#include "treadle.h"\n#include "kernel_support.h"\n'
+PRELUDE = '#include "treadle.h"\n#include "kernel_support.h"\n#include "launch.h"\n'
 
 _header_hash: str | None = None
 
@@ -210,6 +210,9 @@ def load_library(path: Path) -> Any:
     """A cached library, loaded once per process."""
     lib = _libs.get(str(path))
     if lib is None:
+        from ..runtime.threadpool import get_cpu_runtime
+
+        get_cpu_runtime()  # first: kernel libraries bind its thread pool through a weak symbol when loaded
         lib = get_cpu_backend().load(path)
         _libs[str(path)] = lib
     return lib

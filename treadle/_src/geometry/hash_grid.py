@@ -62,7 +62,11 @@ def _wrapped_cell(x: scalars.float64, inv_w: scalars.float64, n: int) -> int:
         c = scalars.float64(-1.0e9)
     if c > scalars.float64(1.0e9):
         c = scalars.float64(1.0e9)
-    m = int(c) % n
+    # c mod n without an integer division (exact: |c| <= 1e9); the rounding of c / n is fixed up below
+    nf = scalars.float64(n)
+    m = int(c - nf * floor(c / nf))
+    if m >= n:
+        m = m - n
     if m < 0:
         m = m + n
     return m

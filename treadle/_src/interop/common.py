@@ -147,8 +147,71 @@ def require_scalar_map(table: dict[Any, Any], key: Any, what: str, lib: str) -> 
     raise InteropError(f"Cannot convert {what} {shown} to a {lib} type; supported: {names}")
 
 
+def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
+    """A foreign array passed straight to ``wp.launch`` as kernel argument of array type ``t``, without copying.
+
+    Called by the launch packer only when ``v`` is neither a Treadle array nor a NumPy-protocol object. Returns:
+
+    - an ``ArrayDesc`` (ready to pack) for a ``torch.Tensor`` (data only: gradients are mapped by ``from_torch``)
+      or for a descriptor from ``from_torch(..., return_ctype=True)`` (used as is; keep its tensor alive);
+    - a Treadle array view for any other object implementing ``__dlpack__`` (JAX, CuPy, Paddle ...);
+    - ``None`` when ``v`` is not array-like (the caller reports the type error).
+
+    Raises:
+        LaunchError: the data does not fit ``t`` (dimensions, element type) or lives on another device.
+    """
+    from ..errors import LaunchError
+    from ..lang.abi import ArrayDesc
+    from ..lang.typesys import contains_any
+
+    if isinstance(v, ArrayDesc):
+        if v.ndim != t.ndim:
+            raise LaunchError(f"{what} expects a {t.ndim}-d array, got a descriptor with {v.ndim} dimension(s)")
+        return v
+    dtype = None if contains_any(t.dtype) else t.dtype
+    try:
+        if type(v).__module__.startswith("torch") and hasattr(v, "data_ptr"):
+            from . import torch as _torch_interop
+
+            if device is not None:
+                dev = device if v.is_cpu and device.is_cpu else _torch_interop.device_from_torch(v.device)
+                if dev != device:
+                    raise LaunchError(f"{what} is a tensor on device '{v.device}' but the launch is on '{device}'")
+            desc = _torch_interop.from_torch(v, dtype=dtype, requires_grad=False, return_ctype=True)
+            if desc.ndim != t.ndim:
+                raise LaunchError(f"{what} expects a {t.ndim}-d array, got a tensor of shape {tuple(v.shape)}")
+            return desc
+        if hasattr(v, "__dlpack__"):
+            from .dlpack import from_dlpack
+
+            return from_dlpack(v, dtype=dtype)
+    except InteropError as e:
+        raise LaunchError(f"{what}: {e}") from None
+    return None
+
+
+def foreign_array_type(v: Any, declared: Any) -> Any:
+    """The concrete array type of a foreign array for a generic (``Any`` dtype) parameter, or ``None``."""
+    from ..lang.typesys import ArrayT, contains_any
+
+    if not contains_any(declared.dtype):
+        return declared
+    if type(v).__module__.startswith("torch") and hasattr(v, "data_ptr"):
+        from .torch import dtype_from_torch
+
+        return ArrayT(dtype_from_torch(v.dtype), declared.ndim)
+    if hasattr(v, "__dlpack__"):
+        from .dlpack import from_dlpack
+
+        a = from_dlpack(v)
+        return ArrayT(a.dtype, declared.ndim)
+    return None
+
+
 __all__ = [
     "InteropError",
+    "coerce_foreign_array",
+    "foreign_array_type",
     "external_stream",
     "fit_layout",
     "require_scalar_map",

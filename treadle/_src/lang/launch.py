@@ -66,7 +66,10 @@ def value_type(v: Any, declared: Any) -> Any:
 
             dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
             return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
-        return declared
+        # Interop hook: torch tensors / __dlpack__ objects passed straight to a generic kernel (interop/common.py).
+        from ..interop.common import foreign_array_type
+
+        return foreign_array_type(v, declared) or declared
     if isinstance(declared, GenericComposite):
         if declared.matches(type(v)):
             return type(v)
@@ -104,8 +107,17 @@ def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
             if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
                 v = _wrap_numpy(v, t, name, kernel)
             else:
-                raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
-                                  f"{type(v).__name__}")
+                # Interop hook (slow path only): torch tensors and from_torch(..., return_ctype=True) descriptors
+                # come back as a packed ArrayDesc, other __dlpack__ objects as a zero-copy Treadle array view.
+                from ..interop.common import coerce_foreign_array
+
+                foreign = coerce_foreign_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
+                if foreign is None:
+                    raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
+                                      f"{type(v).__name__}")
+                if not isinstance(foreign, array):
+                    return foreign  # an ArrayDesc, already checked
+                v = foreign
         if v.ndim != t.ndim:
             raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {t.ndim}-d array, got a "
                               f"{v.ndim}-d array of shape {v.shape}")
@@ -317,6 +329,9 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
+    if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/compiler/interpret.py
+        from ..compiler.interpret import interpret_launch
+        return interpret_launch(kernel, dim, args, dev, inputs, outputs, adjoint, list(adj_inputs) + list(adj_outputs), record_tape, record_cmd)
     bounds = _bounds(dim)
     plan = _plan_for(kernel, args)
     packed = plan.pack(args, dev)

@@ -1,0 +1,102 @@
+"""CPU entry points of a kernel: the per-thread body's signature and prologue, the range loop, the exported entries.
+
+The forward emitter (``Emitter.kernel``) and the adjoint emitter (``AdjointEmitter.adjoint_kernel``) write the
+statements of a per-thread body; this module writes everything around it, the same way for both:
+
+- the body is ``template <bool _dense> static void <body>(bounds, _flat, _t0.._t3, args)``; its prologue copies the
+  arguments into locals and, in the ``_dense`` instantiation, gives array arguments dense strides
+  (``treadle::make_dense``) whose innermost stride the compiler sees as a constant;
+- ``<sym>_cpu_<kind>_range(bounds, args, begin, end)`` copies the arguments by value and runs threads [begin, end)
+  with the body inlined in a counted loop (``treadle::launch_loop``, ``native/launch.h``), choosing the dense
+  instantiation when every array argument is dense;
+- ``<sym>_cpu_<kind>(bounds, args, nthreads)`` runs a whole launch (on the runtime's thread pool when it is loaded).
+
+The Python launcher calls the range entry through the runtime library (``runtime/threadpool.py``); the whole-launch
+entry serves other callers (the JAX FFI dispatcher).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..lang.typesys import ArrayT
+from . import ir
+
+BODY_PARAMS = ("const treadle::launch_bounds_t& bounds, treadle::int64 _flat, treadle::int32 _t0, treadle::int32 _t1, "
+               "treadle::int32 _t2, treadle::int32 _t3, const Args& args")
+
+
+def uses_tid_dims(f: ir.FuncIR) -> bool:
+    """Whether the kernel reads per-dimension thread indices (``i, j = wp.tid()``)."""
+    return any(isinstance(s, ir.Tid) and s.dim >= 0 for s in ir.walk(f.body))
+
+
+def loop_ndim(f: ir.FuncIR) -> int:
+    """The launch dimensionality the fast loop is specialised for (1 when only the flat index is used)."""
+    return max(1, min(4, int(getattr(f, "launch_ndim", 1)))) if uses_tid_dims(f) else 1
+
+
+def body_head(name: str) -> list[str]:
+    """The first lines of a per-thread body (its template header, signature and opening brace)."""
+    return ["template <bool _dense>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
+
+
+def dense_line(name: str, t: Any) -> str | None:
+    """After ``var_<name>`` is copied from the arguments: its dense strides in the ``_dense`` instantiation."""
+    if isinstance(t, ArrayT):
+        return f"    if constexpr (_dense) treadle::make_dense<{t.ndim}>(var_{name});"
+    return None
+
+
+def tid_lines(f: ir.FuncIR) -> list[str]:
+    """The thread-index locals the body's ``Tid`` statements read."""
+    lines = []
+    if uses_tid_dims(f):
+        lines.append("    const treadle::int32 _tid[4] = {_t0, _t1, _t2, _t3};")
+    lines.append("    (void)bounds; (void)_flat; (void)_t0; (void)_t1; (void)_t2; (void)_t3;")
+    return lines
+
+
+def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False) -> str:
+    """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``)."""
+    arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
+    nd = loop_ndim(f)
+    rng = f"{symbol}_cpu_{kind}_range"
+
+    def loop(variant: str) -> str:
+        return (f"treadle::launch_loop<{nd}>(bounds, begin, end, [&](treadle::int64 _f, treadle::int32 _a, "
+                f"treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {{ {body}<{variant}>(bounds, _f, _a, _b, "
+                "_c, _d, args); });")
+
+    lines = [
+        f"static TREADLE_NOINLINE void {body}_any(const treadle::launch_bounds_t& bounds, treadle::int64 _f, "
+        "treadle::int32 _a, treadle::int32 _b, treadle::int32 _c, treadle::int32 _d, const Args& args)",
+        "{",
+        f"    {body}<false>(bounds, _f, _a, _b, _c, _d, args);",
+        "}",
+        "",
+        f'extern "C" TREADLE_EXPORT void {rng}(const void* b, const void* a, long long begin, long long end)',
+        "{",
+        "    const treadle::launch_bounds_t bounds = *static_cast<const treadle::launch_bounds_t*>(b);",
+        "    const Args args = *static_cast<const Args*>(a);",
+        f"    if (!treadle::launch_fast<{nd}>(bounds, end)) {{",
+        "        treadle::launch_loop_any(bounds, begin, end, [&](treadle::int64 _f, treadle::int32 _a, "
+        "treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {",
+        f"            {body}_any(bounds, _f, _a, _b, _c, _d, args); }});",
+        "        return;",
+        "    }",
+    ]
+    if arrays and not checked:
+        dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.{name})" for name, nd_a in arrays)
+        lines += [f"    if ({dense}) {{", f"        {loop('true')}", "        return;", "    }"]
+    lines += [
+        f"    {loop('false')}",
+        "}",
+        "",
+        f'extern "C" TREADLE_EXPORT void {symbol}_cpu_{kind}(const treadle::launch_bounds_t* b, const Args* a, '
+        "treadle::int32 nthreads)",
+        "{",
+        f"    treadle::parallel_launch(&{rng}, b, a, nthreads);",
+        "}",
+    ]
+    return "\n".join(lines)

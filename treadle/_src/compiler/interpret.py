@@ -1,0 +1,763 @@
+"""Interpret mode: run a kernel's typed IR in Python, one thread index after another.
+
+``wp.config.mode = "interpret"`` makes :func:`~treadle._src.lang.launch.launch` call :func:`interpret_launch`
+instead of compiling. Nothing is compiled: the kernel is lowered to the same IR the emitter reads, and
+:class:`Interpreter` walks it for each thread index in order (so atomics are plain read-modify-writes in thread
+order and return the old values).
+
+Semantics come from the one builtin registry: every builtin call runs its NumPy host implementation on NumPy
+scalars and arrays in the kernel's precision (float32 rounding, int32 wrap-around, C-style ``/`` and ``%`` on
+integers), the same implementations ``wp.sin(1.0)`` uses in Python scope. Builtins that exist only inside kernels
+(comparisons, ``print``, ``printf``, ``expect_*``, array shapes, the random generators that advance their state) are
+implemented here. Values are described in :mod:`.interpret_values`.
+
+Debugging: set a breakpoint in :meth:`Interpreter.run_thread` (or in :meth:`Interpreter.exec_stmt` with a condition
+such as ``self.tid == 7 and stmt.loc.line == 42``) and step through the kernel statement by statement;
+``self.loc`` is the user's source location being executed and ``self.variables()`` shows the current function's
+variables by name. Errors (out-of-bounds indices, integer division by zero) raise at once as
+:class:`~.interpret_values.InterpretError` (a :class:`~treadle.CheckedModeError`), with a traceback frame at the
+user's line whose globals are the failing thread's variables, so ``pdb.pm()`` shows them.
+"""
+
+from __future__ import annotations
+
+import bdb
+import keyword
+import operator
+import re
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from ... import config
+from ..errors import SourceLoc
+from ..lang import scalars
+from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, is_int, is_struct, scalar_of
+from . import ir
+from .interpret_values import (
+    ArrayRef,
+    Fault,
+    InterpretError,
+    InterpretUnsupportedError,
+    InterpretZeroDivisionError,
+    OutOfBounds,
+    StructValue,
+    cast_scalar,
+    coerce,
+    const_value,
+    format_value,
+    host_value,
+    load_element,
+    max_abs_diff,
+    store_element,
+    zero_value,
+)
+
+_BREAK, _CONTINUE, _RETURN = 1, 2, 3
+
+
+class Frame:
+    """The state of one kernel or ``@func`` invocation: SSA values, locals (by :class:`~.ir.Local` id), result."""
+
+    __slots__ = ("func", "values", "locals", "ret")
+
+    def __init__(self, func: ir.FuncIR, locals_: dict[int, Any]) -> None:
+        self.func = func
+        self.values: dict[int, Any] = {}
+        self.locals = locals_
+        self.ret: Any = None
+
+    def variables(self) -> dict[str, Any]:
+        """The function's variables by name (parameters first)."""
+        return {loc.name: self.locals[loc.id] for loc in [*self.func.params, *self.func.locals]}
+
+
+class Interpreter:
+    """Runs one kernel instance's IR for every thread index of a launch grid."""
+
+    def __init__(self, inst: Any, shape: tuple[int, ...], args: Sequence[Any]) -> None:
+        self.inst = inst
+        self.ir: ir.FuncIR = inst.ir
+        self.key: str = inst.kernel.key
+        self.shape = shape
+        self.args = list(args)
+        #: Source location of the statement being executed.
+        self.loc: SourceLoc | None = None
+        #: Flat index of the current thread, and its index along each launch dimension.
+        self.tid = 0
+        self.tid_nd: tuple[int, ...] = (0,)
+        #: Call stack of the current thread (innermost last).
+        self.frames: list[Frame] = []
+        self._consts: dict[int, Any] = {}
+        self._zeros: dict[Any, Any] = {}
+        self._dispatch: dict[type, Callable[[Any, Frame], Any]] = {
+            ir.Call: self.exec_call,
+            ir.CallFunc: self.exec_call_func,
+            ir.Construct: self.exec_construct,
+            ir.Extract: self.exec_extract,
+            ir.Insert: self.exec_insert,
+            ir.ArrayLoad: self.exec_load,
+            ir.ArrayStore: self.exec_store,
+            ir.ArrayView: self.exec_view,
+            ir.ArrayAtomic: self.exec_atomic,
+            ir.DeclLocal: _no_op,
+            ir.LoadLocal: self.exec_load_local,
+            ir.StoreLocal: self.exec_store_local,
+            ir.Tid: self.exec_tid,
+            ir.If: self.exec_if,
+            ir.ForRange: self.exec_for,
+            ir.While: self.exec_while,
+            ir.Break: lambda s, f: _BREAK,
+            ir.Continue: lambda s, f: _CONTINUE,
+            ir.Return: self.exec_return,
+        }
+
+    # Driver -----------------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Run every thread of the launch grid, in order of the flat thread index."""
+        size = 1
+        for n in self.shape:
+            size *= n
+        with np.errstate(all="ignore"):  # wrap-around and inf/nan are results here, as in compiled code
+            for flat in range(size):
+                self.run_thread(flat)
+
+    def run_thread(self, flat: int) -> None:
+        """Run the kernel body for one thread (a good place for a pdb breakpoint)."""
+        self.tid = flat
+        self.tid_nd = tuple(int(i) for i in np.unravel_index(flat, self.shape)) if len(self.shape) > 1 else (flat,)
+        self.frames = [self.new_frame(self.ir, self.args)]
+        try:
+            self.exec_block(self.ir.body, self.frames[0])
+            return
+        except (InterpretError, bdb.BdbQuit):
+            raise
+        except Fault as e:
+            kind, what, cause = e.kind, str(e), None
+        except Exception as e:  # noqa: BLE001 - any failure of a host implementation is reported at the user's line
+            kind, what, cause = InterpretError, f"{type(e).__name__}: {e}", e
+        self.fail(kind, what, cause)
+
+    def variables(self) -> dict[str, Any]:
+        """The variables of the innermost function of the current thread, by name."""
+        return self.frames[-1].variables() if self.frames else {}
+
+    def fail(self, kind: type[InterpretError], what: str, cause: BaseException | None = None) -> NoReturn:
+        """Raise ``kind`` for the current statement and thread, from a frame at the user's line."""
+        loc = self.loc
+        thread = f"thread {self.tid}" + (f" {self.tid_nd}" if len(self.shape) > 1 else "")
+        text = f"{loc}: " if loc is not None else ""
+        text += f"kernel '{self.key}', {thread}: {what}"
+        shown = loc.render() if loc is not None else ""
+        if shown:
+            text += "\n" + shown
+        exc = kind(text)
+        exc.loc = loc  # type: ignore[attr-defined]
+        exc.thread = self.tid  # type: ignore[attr-defined]
+        exc.__cause__ = cause
+        exc.__suppress_context__ = True
+        _raise_at(exc, loc, self.variables())
+
+    def new_frame(self, func: ir.FuncIR, args: Sequence[Any]) -> Frame:
+        """A frame with the parameters bound and every local zero-initialised (as the emitted C++ declares them)."""
+        values = {p.id: a for p, a in zip(func.params, args)}
+        for loc in func.locals:
+            values[loc.id] = self.zero(loc.type)
+        return Frame(func, values)
+
+    def zero(self, t: Any) -> Any:
+        try:
+            z = self._zeros.get(t)
+        except TypeError:  # an unhashable type
+            return zero_value(t)
+        if z is None:
+            z = self._zeros[t] = zero_value(t)
+        return z
+
+    def call_function(self, func: ir.FuncIR, args: Sequence[Any]) -> Any:
+        """Run a ``@func`` body and return its result (a frame is pushed on :attr:`frames` while it runs)."""
+        frame = self.new_frame(func, args)
+        self.frames.append(frame)
+        self.exec_block(func.body, frame)
+        self.frames.pop()
+        if func.return_type is None:
+            return None
+        if frame.ret is None:  # fell off the end: the emitted C++ returns a default-constructed value
+            return self.zero(func.return_type)
+        return coerce(frame.ret, func.return_type)
+
+    # Statements -------------------------------------------------------------------------------------------------
+    def exec_block(self, block: ir.Block, frame: Frame) -> int:
+        """Run a block; returns 0, or the jump (break/continue/return) that left it."""
+        for stmt in block.stmts:
+            jump = self.exec_stmt(stmt, frame)
+            if jump:
+                return jump  # type: ignore[no-any-return]
+        return 0
+
+    def exec_stmt(self, stmt: ir.Stmt, frame: Frame) -> Any:
+        """Run one statement (``self.loc`` is its source location)."""
+        self.loc = stmt.loc
+        return self._dispatch[type(stmt)](stmt, frame)
+
+    def operand(self, op: Any, frame: Frame) -> Any:
+        """The value of an operand: an SSA value, a constant or a by-reference local."""
+        cls = type(op)
+        if cls is ir.Value:
+            return frame.values[op.id]
+        if cls is ir.Const:
+            key = id(op)
+            if key in self._consts:
+                return self._consts[key]
+            v = self._consts[key] = const_value(op.value, op.type)
+            return v
+        if cls is ir.LocalRef:
+            return frame.locals[op.local.id]
+        if op is None:
+            return None
+        raise InterpretError(f"internal error: cannot evaluate operand {op!r}")
+
+    def exec_call(self, s: ir.Call, f: Frame) -> None:
+        ov = s.overload
+        b = ov.builtin
+        handler = _HANDLERS.get(b.name)
+        args = [self.operand(a, f) for a in s.args]
+        if handler is not None:
+            result = handler(self, s, args, f)
+        elif b.ref_args:
+            result = _call_advancing(self, s, args, f)
+        elif b.host is not None:
+            result = b.host(*args)
+        else:
+            raise Fault(f"'{b.name}' has no Python implementation, so it cannot run in interpret mode; use "
+                        "wp.config.mode = 'release' or 'debug' for kernels that call it", )
+        if s.result is not None:
+            f.values[s.result.id] = coerce(result, s.result.type)
+
+    def exec_call_func(self, s: ir.CallFunc, f: Frame) -> None:
+        args = [self.operand(a, f) for a in s.args]
+        result = self.call_function(s.func.ir, args)
+        self.loc = s.loc
+        if s.result is not None:
+            f.values[s.result.id] = result
+
+    def exec_construct(self, s: ir.Construct, f: Frame) -> None:
+        t = s.result.type
+        args = [self.operand(a, f) for a in s.args]
+        if scalars.is_scalar_type(t):
+            v: Any = cast_scalar(args[0], t)
+        elif is_composite(t):
+            v = _build_composite(t, args)
+        elif isinstance(t, TupleT):
+            v = tuple(args)
+        else:  # structs start zeroed; fields are set by the Insert statements that follow
+            v = zero_value(t)
+        f.values[s.result.id] = v
+
+    def exec_extract(self, s: ir.Extract, f: Frame) -> None:
+        src = self.operand(s.src, f)
+        if s.field is not None:
+            v = src.fields[s.field]
+        elif isinstance(src, tuple):
+            v = src[int(self.operand(s.index[0], f))]
+        else:
+            v = src[self.component_index(src, s.index, f)]
+        f.values[s.result.id] = v
+
+    def exec_insert(self, s: ir.Insert, f: Frame) -> None:
+        src = self.operand(s.src, f)
+        value = self.operand(s.value, f)
+        if s.field is not None:
+            new = src.replace(s.field, value)
+        else:
+            new = src.copy()
+            new[self.component_index(src, s.index, f)] = value
+        f.values[s.result.id] = new
+
+    def component_index(self, src: np.ndarray, index: list[Any], f: Frame) -> tuple[int, ...]:
+        idx = tuple(int(self.operand(i, f)) for i in index)
+        for d, i in enumerate(idx):
+            n = src.shape[d]
+            if not 0 <= i < n:
+                raise OutOfBounds(f"component index {i} is out of range for {n} components")
+        return idx
+
+    def array_index(self, ref: ArrayRef, indices: list[Any], f: Frame) -> tuple[int, ...]:
+        idx = tuple(int(self.operand(i, f)) for i in indices)
+        ref.check(idx)
+        return idx
+
+    def exec_load(self, s: ir.ArrayLoad, f: Frame) -> None:
+        ref = self.operand(s.array, f)
+        f.values[s.result.id] = load_element(ref, self.array_index(ref, s.indices, f))
+
+    def exec_store(self, s: ir.ArrayStore, f: Frame) -> None:
+        ref = self.operand(s.array, f)
+        store_element(ref, self.array_index(ref, s.indices, f), self.operand(s.value, f))
+
+    def exec_view(self, s: ir.ArrayView, f: Frame) -> None:
+        ref: ArrayRef = self.operand(s.array, f)
+        if ref.data is None:
+            raise OutOfBounds(f"array '{ref.name}' is null (None was passed)")
+        key: list[Any] = []
+        for d, i in enumerate(s.indices):
+            if isinstance(i, ir.SliceSpec):
+                start, stop, step = (None if p is None else int(self.operand(p, f)) for p in (i.start, i.stop, i.step))
+                if step == 0:
+                    raise Fault("slice step cannot be zero")
+                key.append(slice(start, stop, step))
+            else:
+                k = int(self.operand(i, f))
+                ref.check_dim(d, k)
+                key.append(k)
+        text = ", ".join(_slice_text(k) for k in key)
+        f.values[s.result.id] = ref.view(tuple(key), s.result.type.ndim, f"{ref.name}[{text}]")
+
+    def exec_atomic(self, s: ir.ArrayAtomic, f: Frame) -> None:
+        ref = self.operand(s.array, f)
+        idx = self.array_index(ref, s.indices, f)
+        value = self.operand(s.value, f)
+        old = load_element(ref, idx)
+        op = s.op
+        if op == "cas":
+            compare = self.operand(s.compare, f)
+            # Compared bit for bit, as the native compare-and-swap does.
+            new = value if np.asarray(old).tobytes() == np.asarray(compare).tobytes() else old
+        else:
+            new = _ATOMIC_OPS[op](old, value)
+        store_element(ref, idx, coerce(new, ref.dtype))
+        if s.result is not None:
+            f.values[s.result.id] = old
+
+    def exec_load_local(self, s: ir.LoadLocal, f: Frame) -> None:
+        f.values[s.result.id] = f.locals[s.local.id]
+
+    def exec_store_local(self, s: ir.StoreLocal, f: Frame) -> None:
+        f.locals[s.local.id] = self.operand(s.value, f)
+
+    def exec_tid(self, s: ir.Tid, f: Frame) -> None:
+        if s.dim < 0:
+            v = self.tid
+        else:
+            v = self.tid_nd[s.dim] if s.dim < len(self.tid_nd) else 0
+        f.values[s.result.id] = np.int32(v)
+
+    def exec_if(self, s: ir.If, f: Frame) -> int:
+        return self.exec_block(s.then if self.operand(s.cond, f) else s.orelse, f)
+
+    def exec_for(self, s: ir.ForRange, f: Frame) -> int:
+        it = int(self.operand(s.start, f))
+        stop = int(self.operand(s.stop, f))
+        step = int(self.operand(s.step, f))
+        if step == 0:
+            raise Fault("range() step is zero: the loop would never end")
+        make = s.var.type._np_.type
+        var = s.var.id
+        exit_flag = getattr(s, "exit", None)
+        while it < stop if step > 0 else it > stop:
+            f.locals[var] = make(it) if -(2**31) <= it < 2**31 else cast_scalar(it, s.var.type)
+            jump = self.exec_block(s.body, f)
+            if jump == _BREAK:
+                break
+            if jump == _RETURN:
+                return _RETURN
+            # As in the emitted C++, `continue` skips the end-of-iteration exit test.
+            if jump != _CONTINUE and exit_flag is not None and f.locals[exit_flag.id]:
+                break
+            it += step
+            self.loc = s.loc
+        return 0
+
+    def exec_while(self, s: ir.While, f: Frame) -> int:
+        exit_flag = getattr(s, "exit", None)
+        while True:
+            self.exec_block(s.cond_block, f)
+            if not self.operand(s.cond, f):
+                break
+            jump = self.exec_block(s.body, f)
+            if jump == _BREAK:
+                break
+            if jump == _RETURN:
+                return _RETURN
+            if jump != _CONTINUE and exit_flag is not None and f.locals[exit_flag.id]:
+                break
+            self.loc = s.loc
+        return 0
+
+    def exec_return(self, s: ir.Return, f: Frame) -> int:
+        if s.value is not None:
+            f.ret = self.operand(s.value, f)
+        return _RETURN
+
+
+def _no_op(s: Any, f: Frame) -> None:
+    return None
+
+
+def _slice_text(k: Any) -> str:
+    if isinstance(k, slice):
+        return ":".join("" if p is None else str(p) for p in (k.start, k.stop, k.step)).rstrip(":") or ":"
+    return str(k)
+
+
+def _raise_at(exc: BaseException, loc: SourceLoc | None, variables: dict[str, Any]) -> NoReturn:
+    """Raise ``exc`` from a code object placed at the user's file and line.
+
+    The traceback then ends at the kernel line that failed (shown with its source), and ``pdb.pm()`` stops there
+    with the thread's variables as globals.
+    """
+    if loc is None or loc.line < 2 or not loc.file:
+        raise exc
+    name = (loc.func or "kernel").split(".")[-1]
+    if not name.isidentifier() or keyword.iskeyword(name):
+        name = "kernel"
+    code = compile("\n" * (loc.line - 2) + f"def {name}():\n    raise __treadle_error__\n", loc.file, "exec")
+    scope: dict[str, Any] = dict(variables)
+    scope["__treadle_error__"] = exc
+    exec(code, scope)  # noqa: S102 - our own two-line function, compiled only to carry the user's file and line
+    scope[name]()
+    raise exc  # pragma: no cover - the call above always raises
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Values
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _build_composite(t: Any, args: list[Any]) -> np.ndarray:
+    """``T(args...)`` for a vector/matrix type, with the C++ constructors' meaning."""
+    dtype = scalar_of(t)._np_
+    shape = tuple(t._shape_)
+    if not args:
+        return np.zeros(shape, dtype=dtype)
+    if len(args) == 1:
+        a = args[0]
+        if isinstance(a, np.ndarray):  # conversion from another precision (static_cast per component)
+            return np.asarray(a).astype(dtype).reshape(shape)
+        return np.full(shape, a, dtype=dtype)  # one scalar fills every component
+    if isinstance(args[0], np.ndarray):  # a matrix from row vectors
+        return np.stack(args).astype(dtype).reshape(shape)
+    return np.array(args, dtype=dtype).reshape(shape)
+
+
+def _atomic_min(old: Any, v: Any) -> Any:
+    return np.where(v < old, v, old)
+
+
+def _atomic_max(old: Any, v: Any) -> Any:
+    return np.where(v > old, v, old)
+
+
+_ATOMIC_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "min": _atomic_min,
+    "max": _atomic_max,
+    "exch": lambda old, v: v,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Builtins that have no host implementation, or whose host implementation does not cover kernel use
+# ----------------------------------------------------------------------------------------------------------------
+
+Handler = Callable[[Interpreter, ir.Call, list[Any], Frame], Any]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        return bool(np.array_equal(a, b))
+    if isinstance(a, StructValue):
+        return all(_equal(a.fields[k], b.fields[k]) for k in a.fields)
+    return bool(a == b)
+
+
+def _compare(op: Callable[[Any, Any], Any]) -> Handler:
+    return lambda it, s, args, f: np.bool_(op(args[0], args[1]))
+
+
+def _int_division(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    a, b = args
+    if is_int(scalar_of(s.overload.arg_types[1])) and np.any(np.asarray(b) == 0):
+        a_text = format_value(a).strip()
+        raise Fault(f"integer division or modulo by zero ({a_text} / 0)")
+    return s.overload.builtin.host(a, b)
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _print(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> None:
+    _emit(format_value(args[0]) + "\n")
+
+
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|q|j|z|t)?([diouxXeEfFgGaAcs%])")
+
+
+def _printf(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> None:
+    fmt: str = s.overload.fmt  # type: ignore[attr-defined]
+    values = iter(args)
+    out: list[str] = []
+    pos = 0
+    for m in _PRINTF_SPEC.finditer(fmt):
+        out.append(fmt[pos : m.start()])
+        pos = m.end()
+        flags, length, conv = m.group(1), m.group(2) or "", m.group(3)
+        if conv == "%":
+            out.append("%")
+            continue
+        v = next(values, None)
+        if v is None:
+            out.append(m.group(0))
+            continue
+        if conv in "eEfFgGaA":
+            out.append(f"%{flags}{conv}" % float(v) if conv not in "aA" else float(v).hex())
+        elif conv in "cs":
+            out.append(f"%{flags}{conv}" % (chr(int(v)) if conv == "c" else format_value(v)))
+        else:
+            n = int(v)
+            if conv in "uoxX" and n < 0:  # unsigned conversions see the two's complement bits
+                n += 2**64 if "l" in length or "j" in length or "z" in length else 2**32
+            out.append(f"%{flags}{'d' if conv in 'iu' else conv}" % n)
+    out.append(fmt[pos:])
+    _emit("".join(out))
+
+
+def _report_expect(name: str, actual: Any, expected: Any) -> None:
+    _emit(f"Error, {name}() failed:\n\t Expected: {format_value(expected)}\n\t Actual: {format_value(actual)}\n")
+
+
+def _expect_eq(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> None:
+    if not _equal(args[0], args[1]):
+        _report_expect("expect_eq", args[0], args[1])
+
+
+def _expect_neq(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> None:
+    if _equal(args[0], args[1]):
+        _report_expect("expect_neq", args[0], args[1])
+
+
+def _expect_near(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> None:
+    actual, expected, tol = args
+    d = max_abs_diff(actual, expected)
+    if d <= float(tol):
+        return
+    what = "Max absolute difference" if isinstance(actual, np.ndarray) else "Absolute difference"
+    _emit(f"Error, expect_near() failed with tolerance {float(tol):g}\n    Expected: {format_value(expected)}\n"
+          f"    Actual: {format_value(actual)}\n    {what}: {d:g}\n")
+
+
+def _lower_bound(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    ref: ArrayRef = args[0]
+    v = args[-1]
+    lo, hi = (int(args[1]), int(args[2])) if len(args) == 4 else (0, ref.shape[0])
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        ref.check((mid,))
+        if load_element(ref, (mid,)) < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return np.int32(lo)
+
+
+def _identity(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    t = s.result.type  # type: ignore[union-attr]
+    return np.eye(t._shape_[0], dtype=scalar_of(t)._np_)
+
+
+# The Python twins of the random generators (builtins/random.py) draw from a generator object made from the state
+# argument but do not return the advanced state. Inside kernels the state variable must advance, so while such a
+# builtin runs, the twin's generator class is swapped for a subclass that remembers the generators made; the last
+# one's state is written back to the variable. The lock keeps concurrent interpreters from seeing each other's swap.
+_RNG_LOCK = threading.Lock()
+
+
+def _draw(fn: Callable[..., Any], *args: Any) -> tuple[Any, int | None]:
+    from ..builtins import random as rnd
+
+    base = rnd._Rng
+    made: list[Any] = []
+
+    class Recording(base):  # type: ignore[misc, valid-type]
+        def __init__(self, state: Any) -> None:
+            super().__init__(state)
+            made.append(self)
+
+    with _RNG_LOCK:
+        rnd._Rng = Recording  # type: ignore[misc]
+        try:
+            result = fn(*args)
+        finally:
+            rnd._Rng = base  # type: ignore[misc]
+    return result, (made[-1].s if made else None)
+
+
+def _call_advancing(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    b = s.overload.builtin
+    if b.group != "Random" or b.host is None:
+        raise Fault(f"'{b.name}' has no Python implementation, so it cannot run in interpret mode; use "
+                    "wp.config.mode = 'release' or 'debug' for kernels that call it")
+    result, state = _draw(b.host, *args)
+    _write_state(s, f, state)
+    return result
+
+
+def _write_state(s: ir.Call, f: Frame, state: int | None) -> None:
+    ref = s.args[0]
+    if state is not None and isinstance(ref, ir.LocalRef):
+        f.locals[ref.local.id] = cast_scalar(state, ref.local.type)
+
+
+def _sample_cdf(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    from ..builtins import random as rnd
+
+    cdf: ArrayRef = args[1]
+    u, state = _draw(lambda st: rnd._Rng(st).unit(), args[0])
+    _write_state(s, f, state)
+    lo, hi = 0, cdf.shape[0] - 1
+    if hi < 0:
+        return np.int32(0)
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        cdf.check((mid,))
+        if load_element(cdf, (mid,)) < u:
+            lo = mid + 1
+        else:
+            hi = mid
+    return np.int32(lo)
+
+
+_HANDLERS: dict[str, Handler] = {
+    "_cmp_lt": _compare(operator.lt),
+    "_cmp_le": _compare(operator.le),
+    "_cmp_gt": _compare(operator.gt),
+    "_cmp_ge": _compare(operator.ge),
+    "_cmp_eq": lambda it, s, args, f: np.bool_(_equal(args[0], args[1])),
+    "_cmp_ne": lambda it, s, args, f: np.bool_(not _equal(args[0], args[1])),
+    "_not": lambda it, s, args, f: np.bool_(not args[0]),
+    "div": _int_division,
+    "mod": _int_division,
+    "floordiv": _int_division,
+    "print": _print,
+    "printf": _printf,
+    "expect_eq": _expect_eq,
+    "expect_neq": _expect_neq,
+    "expect_near": _expect_near,
+    "len": lambda it, s, args, f: np.int32(args[0].shape[0]),
+    "_array_dim": lambda it, s, args, f: np.int32(args[0].shape[int(args[1])]),
+    "_array_valid": lambda it, s, args, f: np.bool_(bool(args[0])),
+    "lower_bound": _lower_bound,
+    "identity": _identity,
+    "sample_cdf": _sample_cdf,
+}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launch
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _instance(kernel: Any, args: Sequence[Any]) -> Any:
+    from ..lang.launch import value_type
+
+    if kernel.is_generic:
+        return kernel.get_instance(tuple(value_type(v, t) for v, t in zip(args, kernel.param_types)))
+    return kernel.get_instance(None)
+
+
+def _launch_shape(dim: Any) -> tuple[int, ...]:
+    from ..lang.launch import launch_bounds
+
+    b = launch_bounds(dim)  # the same validation (and messages) as compiled launches
+    return tuple(int(b.shape[i]) for i in range(b.ndim))
+
+
+def _argument_values(inst: Any, args: Sequence[Any], device: Any) -> list[Any]:
+    """Check the arguments as a compiled launch does, then convert them to interpreter values."""
+    from ..lang.array import array
+    from ..lang.launch import pack_arg
+
+    kernel = inst.kernel
+    values = []
+    for name, t, v in zip(kernel.param_names, inst.types, args):
+        pack_arg(name, t, v, device, kernel)  # raises the usual LaunchError for a wrong argument
+        if isinstance(t, ArrayT) and v is not None and not isinstance(v, array):
+            v = array(v, dtype=None if contains_any(t.dtype) else t.dtype, copy=False)
+        values.append(host_value(v, t, name))
+    return values
+
+
+class InterpretedLaunch:
+    """What ``wp.launch(..., record_cmd=True)`` returns in interpret mode: replays the launch in the interpreter."""
+
+    def __init__(self, inst: Any, shape: tuple[int, ...], args: list[Any], device: Any) -> None:
+        self.kernel = inst.kernel
+        self.instance = inst
+        self.shape = shape
+        self.args = args
+        self.device = device
+
+    def set_dim(self, dim: Any) -> None:
+        """Change the launch grid."""
+        self.shape = _launch_shape(dim)
+
+    def set_param_at_index(self, index: int, value: Any) -> None:
+        """Replace one argument by position."""
+        self.args[index] = value
+
+    def set_param_by_name(self, name: str, value: Any) -> None:
+        """Replace one argument by name."""
+        self.set_param_at_index(self.kernel.param_names.index(name), value)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        """Replace all arguments."""
+        for i, v in enumerate(values):
+            self.set_param_at_index(i, v)
+
+    def launch(self, stream: Any = None) -> None:
+        """Run the recorded launch again (interpreted)."""
+        Interpreter(self.instance, self.shape, _argument_values(self.instance, self.args, self.device)).run()
+
+
+def interpret_launch(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Sequence[Any] = (),
+                     outputs: Sequence[Any] = (), adjoint: bool = False, adj: Sequence[Any] = (),
+                     record_tape: bool = True, record_cmd: bool = False) -> InterpretedLaunch | None:
+    """``wp.launch`` in interpret mode (called from :func:`~treadle._src.lang.launch.launch`).
+
+    ``args`` are the kernel arguments (inputs, outputs and defaults) in parameter order. Forward launches run in
+    :class:`Interpreter`; adjoint launches (``Tape.backward``) run the compiled backward pass, which replays the
+    forward computation itself, so taped programs keep working in interpret mode.
+    """
+    if adjoint:
+        from ..lang.launch import launch
+
+        with config.override(mode="release"):
+            launch(kernel, dim, inputs, outputs, adj_inputs=adj, device=device, adjoint=True, record_tape=False)
+        return None
+    inst = _instance(kernel, args)
+    shape = _launch_shape(dim)
+    values = _argument_values(inst, args, device)
+    if record_tape:
+        from ..autodiff.state import active_tape
+
+        tape = active_tape()
+        if tape is not None:
+            tape.record_launch(kernel, dim, inputs, outputs, device, inst)
+    if config.print_launches:
+        print(f"treadle: interpret {kernel.key} dim={shape}", file=sys.stderr)
+    if record_cmd:
+        return InterpretedLaunch(inst, shape, list(args), device)
+    Interpreter(inst, shape, values).run()
+    return None
+
+
+__all__ = ["Interpreter", "InterpretedLaunch", "interpret_launch", "InterpretError"]

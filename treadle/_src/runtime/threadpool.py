@@ -1,0 +1,187 @@
+"""The CPU runtime library: a persistent worker pool and the launch trampoline (``native/threads.h``).
+
+The library is compiled once per toolchain and header version into the kernel cache (``rt/``), then loaded with
+``RTLD_GLOBAL`` before any kernel library, so that the kernels' whole-launch entries find its
+``treadle_rt_parallel_for`` through a weak symbol. Python launches call :meth:`CpuRuntime.run1` (one launch) or
+:meth:`CpuRuntime.run` (a captured sequence) with :class:`Cmd` records: one ctypes call per launch or per graph.
+
+If the library cannot be built, launches still work: every command then runs serially on the calling thread
+through the kernel's own range entry (``fallback``), and a warning says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ... import config
+
+#: Launches with fewer threads than this run on the calling thread (no wake-up of the pool). Measured on the 2-core
+#: CI machine: below ~4k threads of a cheap kernel, handing work to a spinning worker costs more than it saves.
+SERIAL_THRESHOLD = 4096
+#: Idle workers spin this long (ns) after a launch before they sleep: back-to-back launches then start in ~1 us,
+#: while an idle process burns no CPU. Waking a sleeping worker costs tens of microseconds.
+SPIN_NS = 200_000
+#: Smallest number of threads handed to a worker at once.
+MIN_CHUNK = 1024
+
+_RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong)
+
+
+class Cmd(ctypes.Structure):
+    """One launch command (``treadle_cmd_t``): range entry, bounds, arguments, thread count."""
+
+    _fields_ = [
+        ("fn", ctypes.c_void_p),
+        ("bounds", ctypes.c_void_p),
+        ("args", ctypes.c_void_p),
+        ("nthreads", ctypes.c_int32),
+        ("flags", ctypes.c_int32),
+    ]
+
+
+assert ctypes.sizeof(Cmd) == 32
+
+
+def cpu_count() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def num_threads() -> int:
+    """Threads a parallel launch uses: ``config.num_threads``, or every core when it is 0."""
+    n = config.num_threads
+    return int(n) if n and n > 0 else _CPUS
+
+
+_CPUS = cpu_count()
+
+
+class CpuRuntime:
+    """The loaded runtime library (or the serial fallback when it could not be built)."""
+
+    def __init__(self, lib: Any, path: Path | None) -> None:
+        self.lib = lib
+        self.path = path
+        if lib is not None:
+            self.run1 = lib.treadle_rt_run1
+            self.run1.argtypes = [ctypes.c_void_p]
+            self.run1.restype = None
+            self.run = lib.treadle_rt_run
+            self.run.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+            self.run.restype = None
+            self._configure = lib.treadle_rt_configure
+            self._configure.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            self._configure.restype = None
+            self._shutdown = lib.treadle_rt_shutdown
+            self._shutdown.restype = None
+            self._workers = lib.treadle_rt_workers
+            self._workers.restype = ctypes.c_int32
+            self.configure(serial_threshold=SERIAL_THRESHOLD, spin_ns=SPIN_NS, min_chunk=MIN_CHUNK)
+        else:
+            self.run1 = _serial_run1
+            self.run = _serial_run
+
+    @property
+    def parallel(self) -> bool:
+        """Whether launches can use several threads."""
+        return self.lib is not None
+
+    def configure(self, workers: int = -1, serial_threshold: int = -1, spin_ns: int = -1, min_chunk: int = -1) -> None:
+        """Change pool settings (negative: keep); ``workers`` > 0 starts that many worker threads now."""
+        if self.lib is not None:
+            self._configure(workers, serial_threshold, spin_ns, min_chunk)
+
+    def workers(self) -> int:
+        """Worker threads started so far (the launching thread works too and is not counted)."""
+        return int(self._workers()) if self.lib is not None else 0
+
+    def shutdown(self) -> None:
+        """Stop the worker threads (they start again with the next parallel launch)."""
+        if self.lib is not None:
+            self._shutdown()
+
+
+def _serial_run1(cmd_addr: int) -> None:
+    cmd = Cmd.from_address(cmd_addr)
+    fn = _RANGE_FN(cmd.fn)
+    size = ctypes.c_int64.from_address(cmd.bounds + 40).value
+    if size > 0:
+        fn(cmd.bounds, cmd.args, 0, size)
+
+
+def _serial_run(cmds_addr: int, count: int) -> None:
+    for i in range(count):
+        _serial_run1(cmds_addr + i * ctypes.sizeof(Cmd))
+
+
+def _source() -> str:
+    return '#define TREADLE_RT_IMPLEMENTATION\n#include "threads.h"\n'
+
+
+def build_runtime_library() -> Path:
+    """Compile the runtime library into the kernel cache (once per toolchain and header version)."""
+    from ..backends.cpu import NATIVE_DIR, get_cpu_backend
+    from .cache import get_cache
+
+    backend = get_cpu_backend()
+    tc = backend.toolchain()
+    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
+    h = hashlib.sha256()
+    for part in (config.version, tc.identity, " ".join(flags), (NATIVE_DIR / "threads.h").read_text()):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()
+    cache = get_cache()
+    final = cache.root / "rt" / f"treadle_rt_{key[:32]}.so"
+    if final.exists():
+        return final
+    with cache.lock(f"rt_{key}"):
+        if final.exists():
+            return final
+        tmp = cache.tmp_dir()
+        try:
+            out = tmp / "treadle_rt.so"
+            backend.compile_raw(_source(), out, flags)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(out, final)
+        finally:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.runtime: CpuRuntime | None = None
+        self.lock = threading.Lock()
+
+
+_HOLDER = _Holder()
+
+
+def get_cpu_runtime() -> CpuRuntime:
+    """The process-wide runtime (built and loaded on first use)."""
+    rt = _HOLDER.runtime
+    if rt is not None:
+        return rt
+    with _HOLDER.lock:
+        if _HOLDER.runtime is None:
+            try:
+                path = build_runtime_library()
+                lib = ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+                _HOLDER.runtime = CpuRuntime(lib, path)
+            except Exception as e:  # noqa: BLE001 - any failure degrades to serial launches, never to no launches
+                warnings.warn(f"treadle: the CPU thread pool is unavailable ({e}); kernels run on one thread",
+                              RuntimeWarning, stacklevel=2)
+                _HOLDER.runtime = CpuRuntime(None, None)
+        return _HOLDER.runtime

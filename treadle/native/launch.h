@@ -1,0 +1,118 @@
+// Launch loops used by the CPU entry points of generated kernels (host only; not part of CUDA builds).
+//
+// Each kernel exports a range entry `<sym>_cpu_range(bounds, args, begin, end)` that runs threads [begin, end).
+// It copies the arguments by value, then runs the per-thread body inlined in a plain counted loop:
+//
+// - 1-d kernels (and kernels that only use the flat index) loop over a 32-bit index, so the index arithmetic is
+//   affine and the compiler can vectorize the body;
+// - n-d kernels walk rows of the innermost launch dimension with the outer indices held constant, so stencils
+//   vectorize along their last axis instead of paying a division per thread;
+// - when every array argument is dense (C order), the body is instantiated with `make_dense` strides whose innermost
+//   stride is a compile-time constant: loads and stores become unit-stride accesses. Strided views take the general
+//   instantiation with runtime strides (same results, no vectorization).
+//
+// `<sym>_cpu_forward(bounds, args, nthreads)` runs a whole launch: through the thread pool of the Treadle runtime
+// (threads.h) when that library is loaded, else serially on the calling thread.
+#pragma once
+#include "array.h"
+
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+
+#define TREADLE_NOINLINE __attribute__((noinline))
+
+// Provided by the runtime library (threads.h); null when it is not loaded.
+extern "C" __attribute__((weak, visibility("default"))) void treadle_rt_parallel_for(
+    void (*fn)(const void*, const void*, long long, long long), const void* bounds, const void* args, int nthreads);
+
+namespace treadle {
+
+typedef void (*range_fn_t)(const void*, const void*, long long, long long);
+
+// True when `a` (declared with ND dimensions) is laid out densely in C order. Dimensions of extent 0 or 1 may have
+// any stride: only index 0 is valid there, whatever the stride.
+template <int ND, typename T> TREADLE_FUNC bool is_dense(const array_t<T>& a) {
+    int64 s = (int64)sizeof(T);
+    for (int d = ND - 1; d >= 0; --d) {
+        if (a.shape[d] > 1 && a.strides[d] != s)
+            return false;
+        s *= a.shape[d];
+    }
+    return true;
+}
+
+// Rewrites the strides of a dense array so that the innermost one is a constant the compiler can see.
+template <int ND, typename T> TREADLE_FUNC void make_dense(array_t<T>& a) {
+    int64 s = (int64)sizeof(T);
+    for (int d = ND - 1; d >= 0; --d) {
+        a.strides[d] = s;
+        s *= a.shape[d];
+    }
+}
+
+// Whether `launch_loop<ND>` can run threads [.., end) of this launch.
+template <int ND> inline bool launch_fast(const launch_bounds_t& b, int64 end) {
+    return end <= 0x7fffffff && (ND <= 1 || b.ndim == ND);
+}
+
+// Runs f(flat, t0, t1, t2, t3) for the threads [begin, end) of a launch with ND dimensions (see launch_fast).
+template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
+    if constexpr (ND <= 1) {
+        (void)b;
+        const int32 e = (int32)end;
+        for (int32 i = (int32)begin; i < e; ++i)
+            f((int64)i, i, 0, 0, 0);
+    } else {
+        int32 t[4] = {0, 0, 0, 0};
+        int64 r = begin;
+        for (int d = ND - 1; d >= 0; --d) {
+            t[d] = (int32)(r % b.shape[d]);
+            r /= b.shape[d];
+        }
+        const int32 inner = (int32)b.shape[ND - 1];
+        int64 flat = begin;
+        while (flat < end) {
+            const int32 k0 = t[ND - 1];
+            const int64 left = end - flat;
+            const int32 k1 = left < (int64)(inner - k0) ? k0 + (int32)left : inner;
+            const int32 a0 = t[0], a1 = t[1], a2 = t[2];
+            const int64 base = flat - k0;
+            for (int32 k = k0; k < k1; ++k) {
+                if constexpr (ND == 2)
+                    f(base + k, a0, k, 0, 0);
+                else if constexpr (ND == 3)
+                    f(base + k, a0, a1, k, 0);
+                else
+                    f(base + k, a0, a1, a2, k);
+            }
+            flat += k1 - k0;
+            t[ND - 1] = 0;
+            for (int d = ND - 2; d >= 0; --d) {
+                if (++t[d] < b.shape[d])
+                    break;
+                t[d] = 0;
+            }
+        }
+    }
+}
+
+// Any launch shape (a kernel launched with another number of dimensions than its tid() unpacks, or more than 2^31
+// threads): the thread index is recomputed for every thread.
+template <typename F> inline void launch_loop_any(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
+    for (int64 i = begin; i < end; ++i) {
+        int32 t[4] = {0, 0, 0, 0};
+        tid_from_index(b, i, t);
+        f(i, t[0], t[1], t[2], t[3]);
+    }
+}
+
+// A whole launch: on the runtime's thread pool when it is loaded, else on the calling thread.
+inline void parallel_launch(range_fn_t range, const launch_bounds_t* b, const void* args, int32 nthreads) {
+    if (nthreads > 1 && treadle_rt_parallel_for)
+        treadle_rt_parallel_for(range, b, args, nthreads);
+    else if (b->size > 0)
+        range(b, args, 0, b->size);
+}
+
+}  // namespace treadle
+
+#endif

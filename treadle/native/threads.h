@@ -1,0 +1,310 @@
+// Treadle's CPU runtime: a persistent pool of worker threads and the launch trampoline.
+//
+// This header is NOT included by kernel code. Python compiles it once per toolchain into a small shared library
+// (treadle/_src/runtime/threadpool.py defines TREADLE_RT_IMPLEMENTATION and includes it), loads it with RTLD_GLOBAL
+// before any kernel library, and calls it through ctypes:
+//
+//   treadle_rt_run(cmds, count)       run launch commands in order (one ctypes call for a whole captured graph)
+//   treadle_rt_parallel_for(...)      one parallel launch; kernel libraries reach it through a weak symbol so that
+//                                     their `<sym>_cpu_forward(bounds, args, nthreads)` entries run in parallel too
+//   treadle_rt_configure(...)         worker count, serial threshold, how long idle workers spin before sleeping
+//
+// A command names a kernel's range entry `fn(bounds, args, begin, end)`, which runs threads [begin, end) of a launch.
+// The calling thread takes part in the work. Work is split into chunks claimed from one atomic ticket that carries the
+// job's epoch, so a worker that wakes late can never take a chunk of a later job, and the caller never waits for a
+// worker that has not started: it waits only for workers that claimed a chunk. Idle workers spin for `spin_ns`
+// (a launch right after another one starts in about a microsecond) and then sleep on a condition variable (no CPU
+// burnt while Python does other things; waking them costs tens of microseconds, not milliseconds).
+//
+// One job runs at a time. A launch that finds the pool busy (another Python thread is launching) runs on its own
+// calling thread instead of waiting: concurrent launches are safe and never deadlock.
+#pragma once
+
+#include <stdint.h>
+
+typedef void (*treadle_range_fn)(const void* bounds, const void* args, int64_t begin, int64_t end);
+
+// One launch: the layout is mirrored by ctypes in treadle/_src/runtime/threadpool.py.
+struct treadle_cmd_t {
+    treadle_range_fn fn;
+    const void* bounds;  // treadle::launch_bounds_t (its `size` field, at byte 40, is the thread count)
+    const void* args;
+    int32_t nthreads;    // upper bound on threads for this launch (1: serial on the calling thread)
+    int32_t flags;
+};
+
+#if defined(TREADLE_RT_IMPLEMENTATION)
+
+// Plain pthreads and compiler atomics (no C++ library headers): this file compiles in a few tens of milliseconds,
+// which matters because a cold first launch has to build it.
+#include <pthread.h>
+#include <time.h>
+
+namespace treadle_rt {
+
+static inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+static inline int64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int64_t launch_size(const void* bounds) {
+    return *reinterpret_cast<const int64_t*>(static_cast<const char*>(bounds) + 40);
+}
+
+template <typename T> static inline T load_acq(const T* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+template <typename T> static inline T load_seq(const T* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+
+// The ticket: epoch in the top 24 bits, chunks still unclaimed in the low 40.
+static const int kEpochShift = 40;
+static const uint64_t kCountMask = (uint64_t(1) << kEpochShift) - 1;
+static const int kMaxWorkers = 255;
+
+struct Pool {
+    // Settings (written under `submit`; spin_ns is read by idle workers).
+    int64_t serial_threshold = 4096;  // launches with fewer threads run on the caller
+    int64_t spin_ns = 200000;         // idle workers spin this long before sleeping
+    int64_t min_chunk = 1024;         // smallest chunk of threads handed out at once
+
+    pthread_t threads[kMaxWorkers];
+    int nthreads = 0;                                    // workers 1..nthreads (the caller is worker 0)
+    pthread_mutex_t submit = PTHREAD_MUTEX_INITIALIZER;  // one job at a time
+    pthread_mutex_t sleep_mutex = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+
+    // The current job: written before `state` is published and read only by threads that claimed a chunk of it
+    // (the caller does not return, and so does not overwrite them, while any claimant is busy).
+    treadle_range_fn fn = nullptr;
+    const void* bounds = nullptr;
+    const void* args = nullptr;
+    int64_t n = 0;
+    int64_t chunk = 0;
+    uint32_t epoch = 0;
+
+    alignas(64) uint64_t state = 0;  // epoch << 8 | participants
+    alignas(64) uint64_t ticket = 0;
+    alignas(64) int32_t busy = 0;
+    alignas(64) int32_t sleepers = 0;
+    int32_t stop = 0;
+
+    // Claim one chunk of job `ep`; false when none is left (or a later job has started).
+    bool claim(uint32_t ep, int64_t& begin, int64_t& end) {
+        uint64_t t = load_acq(&ticket);
+        for (;;) {
+            if ((uint32_t)(t >> kEpochShift) != ep || (t & kCountMask) == 0)
+                return false;
+            if (__atomic_compare_exchange_n(&ticket, &t, t - 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                break;
+        }
+        const int64_t index = (int64_t)(t & kCountMask) - 1;  // chunks are handed out from the last one down
+        begin = index * chunk;
+        end = begin + chunk < n ? begin + chunk : n;
+        return true;
+    }
+
+    void work(uint32_t ep) {
+        int64_t b, e;
+        __atomic_fetch_add(&busy, 1, __ATOMIC_SEQ_CST);
+        while (claim(ep, b, e))
+            fn(bounds, args, b, e);
+        __atomic_fetch_sub(&busy, 1, __ATOMIC_RELEASE);
+    }
+
+    void worker(int index) {
+        uint64_t seen = load_acq(&state);
+        for (;;) {
+            uint64_t s = load_acq(&state);
+            if (s == seen) {
+                const int64_t until = now_ns() + __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+                for (int i = 1; (s = load_acq(&state)) == seen; ++i) {
+                    cpu_relax();
+                    if ((i & 63) == 0 && (now_ns() > until || __atomic_load_n(&stop, __ATOMIC_RELAXED)))
+                        break;
+                }
+                if (s == seen) {
+                    pthread_mutex_lock(&sleep_mutex);
+                    __atomic_fetch_add(&sleepers, 1, __ATOMIC_SEQ_CST);
+                    while ((s = load_seq(&state)) == seen && !load_seq(&stop))
+                        pthread_cond_wait(&wake, &sleep_mutex);
+                    __atomic_fetch_sub(&sleepers, 1, __ATOMIC_RELAXED);
+                    pthread_mutex_unlock(&sleep_mutex);
+                }
+            }
+            if (load_seq(&stop))
+                return;
+            seen = s;
+            if (index < (int)(s & 0xff))
+                work((uint32_t)(s >> 8));
+        }
+    }
+
+    struct Start {
+        Pool* pool;
+        int index;
+    };
+    static void* thread_main(void* p) {
+        Start st = *static_cast<Start*>(p);
+        delete static_cast<Start*>(p);
+        st.pool->worker(st.index);
+        return nullptr;
+    }
+
+    void grow(int workers) {
+        if (workers > kMaxWorkers)
+            workers = kMaxWorkers;
+        while (nthreads < workers) {
+            Start* st = new Start{this, nthreads + 1};
+            if (pthread_create(&threads[nthreads], nullptr, thread_main, st) != 0) {
+                delete st;
+                return;
+            }
+            ++nthreads;
+        }
+    }
+
+    void wake_all() {
+        pthread_mutex_lock(&sleep_mutex);
+        pthread_cond_broadcast(&wake);
+        pthread_mutex_unlock(&sleep_mutex);
+    }
+
+    // Runs one launch with up to `nt` threads. Call with `submit` held.
+    void run_locked(treadle_range_fn f, const void* bnd, const void* a, int64_t size, int nt) {
+        grow(nt - 1);
+        if (nt > nthreads + 1)
+            nt = nthreads + 1;
+        int64_t chunks = (size + min_chunk - 1) / min_chunk;
+        if (chunks > (int64_t)nt * 4)
+            chunks = (int64_t)nt * 4;
+        if (nt > chunks)
+            nt = (int)chunks;
+        if (nt <= 1) {
+            f(bnd, a, 0, size);
+            return;
+        }
+        fn = f;
+        bounds = bnd;
+        args = a;
+        n = size;
+        chunk = (size + chunks - 1) / chunks;
+        chunks = (size + chunk - 1) / chunk;
+        epoch = (epoch + 1) & 0xffffff;
+        __atomic_store_n(&ticket, ((uint64_t)epoch << kEpochShift) | (uint64_t)chunks, __ATOMIC_RELEASE);
+        __atomic_store_n(&state, ((uint64_t)epoch << 8) | (uint64_t)nt, __ATOMIC_SEQ_CST);
+        if (load_seq(&sleepers) > 0)
+            wake_all();
+        work(epoch);
+        // Every chunk is claimed; wait for the threads still running theirs.
+        while (load_acq(&busy) != 0)
+            cpu_relax();
+    }
+
+    void run(treadle_range_fn f, const void* bnd, const void* a, int nt) {
+        const int64_t size = launch_size(bnd);
+        if (size <= 0)
+            return;
+        if (nt <= 1 || size < serial_threshold) {
+            f(bnd, a, 0, size);
+            return;
+        }
+        if (pthread_mutex_trylock(&submit) != 0) {  // another thread is launching: run on this one
+            f(bnd, a, 0, size);
+            return;
+        }
+        run_locked(f, bnd, a, size, nt);
+        pthread_mutex_unlock(&submit);
+    }
+
+    void shutdown() {
+        __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+        wake_all();
+        for (int i = 0; i < nthreads; ++i)
+            pthread_join(threads[i], nullptr);
+        nthreads = 0;
+        __atomic_store_n(&stop, 0, __ATOMIC_SEQ_CST);
+    }
+};
+
+static Pool* g_pool = nullptr;
+static pthread_mutex_t g_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+// After fork() the child has none of the parent's worker threads: forget the pool (leaked on purpose: its mutexes
+// may be held by threads that no longer exist) and start a new one on first use.
+static void after_fork_child() {
+    g_pool = nullptr;
+    pthread_mutex_init(&g_pool_mutex, nullptr);
+}
+
+static Pool& pool() {
+    Pool* p = __atomic_load_n(&g_pool, __ATOMIC_ACQUIRE);
+    if (!p) {
+        pthread_mutex_lock(&g_pool_mutex);
+        p = g_pool;
+        if (!p) {
+            static bool atfork = false;
+            if (!atfork) {
+                pthread_atfork(nullptr, nullptr, after_fork_child);
+                atfork = true;
+            }
+            p = new Pool();
+            __atomic_store_n(&g_pool, p, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&g_pool_mutex);
+    }
+    return *p;
+}
+
+}  // namespace treadle_rt
+
+#define TREADLE_RT_EXPORT extern "C" __attribute__((visibility("default")))
+
+TREADLE_RT_EXPORT void treadle_rt_parallel_for(treadle_range_fn fn, const void* bounds, const void* args,
+                                               int32_t nthreads) {
+    treadle_rt::pool().run(fn, bounds, args, nthreads);
+}
+
+TREADLE_RT_EXPORT void treadle_rt_run(const treadle_cmd_t* cmds, int64_t count) {
+    treadle_rt::Pool& p = treadle_rt::pool();
+    for (int64_t i = 0; i < count; ++i)
+        p.run(cmds[i].fn, cmds[i].bounds, cmds[i].args, cmds[i].nthreads);
+}
+
+TREADLE_RT_EXPORT void treadle_rt_run1(const treadle_cmd_t* cmd) {
+    treadle_rt::pool().run(cmd->fn, cmd->bounds, cmd->args, cmd->nthreads);
+}
+
+// Settings; a negative value keeps the current one. `workers` > 0 starts that many worker threads now.
+TREADLE_RT_EXPORT void treadle_rt_configure(int32_t workers, int64_t serial_threshold, int64_t spin_ns,
+                                            int64_t min_chunk) {
+    treadle_rt::Pool& p = treadle_rt::pool();
+    pthread_mutex_lock(&p.submit);
+    if (serial_threshold >= 0)
+        p.serial_threshold = serial_threshold;
+    if (spin_ns >= 0)
+        __atomic_store_n(&p.spin_ns, spin_ns, __ATOMIC_RELAXED);
+    if (min_chunk > 0)
+        p.min_chunk = min_chunk;
+    if (workers > 0)
+        p.grow(workers);
+    pthread_mutex_unlock(&p.submit);
+}
+
+// Stops the worker threads (they start again on the next parallel launch).
+TREADLE_RT_EXPORT void treadle_rt_shutdown() {
+    treadle_rt::Pool& p = treadle_rt::pool();
+    pthread_mutex_lock(&p.submit);
+    p.shutdown();
+    pthread_mutex_unlock(&p.submit);
+}
+
+TREADLE_RT_EXPORT int32_t treadle_rt_workers() { return (int32_t)treadle_rt::pool().nthreads; }
+
+#endif  // TREADLE_RT_IMPLEMENTATION
