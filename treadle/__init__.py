@@ -10,6 +10,7 @@ import typing as _typing
 from . import autograd as autograd
 from . import config as config
 from . import types as types
+from .config import DeterministicMode as DeterministicMode
 from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
 from ._src.builtins import exported_builtins as _exported_builtins

@@ -15,6 +15,7 @@ Environment variables read once at import:
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import sys
 from collections.abc import Iterator
@@ -56,8 +57,16 @@ cpu_compiler_flags: list[str] = []
 cxx: str | None = _env.get("TREADLE_CXX") or _env.get("CXX") or None
 #: Number of worker threads for CPU launches (0: all cores).
 num_threads: int = int(_env.get("TREADLE_NUM_THREADS", "0") or 0)
-#: Bit-identical results run to run (serial order for float atomics).
-deterministic: bool = False
+class DeterministicMode(enum.IntEnum):
+    """Deterministic execution modes (``wp.config.deterministic``); any true value asks for run-to-run identity."""
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2
+
+
+#: Bit-identical results run to run (serial order for float atomics); a bool or a :class:`DeterministicMode`.
+deterministic: bool | DeterministicMode = False
 #: Pipeline stages to dump (``ast``, ``ir``, ``cpp``).
 dump: list[str] = [s for s in _env.get("TREADLE_DUMP", "").split(",") if s]
 #: Where dumps are written.
