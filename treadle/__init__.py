@@ -10,7 +10,6 @@ import typing as _typing
 from . import autograd as autograd
 from . import config as config
 from . import types as types
-from .config import DeterministicMode as DeterministicMode
 from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
 from ._src.builtins import exported_builtins as _exported_builtins
@@ -196,6 +195,7 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from .config import DeterministicMode as DeterministicMode
 
 # isort: split
 # JAX FFI primitives and the PyTorch custom-op helper (issue 7).
@@ -214,6 +214,10 @@ Int = _typing.TypeVar("Int")
 Float = _typing.TypeVar("Float")
 Scalar = _typing.TypeVar("Scalar")
 DeviceLike = _typing.Union[Device, str, None]
+
+#: Scalar constructor aliases of the reference (``wp.float(x)``, ``wp.int(x)`` in kernels).
+float = float32  # noqa: A001
+int = int32  # noqa: A001
 
 # Builtins callable from Python scope (and resolvable as ``wp.<name>`` inside kernels).
 for _name, _fn in _exported_builtins().items():

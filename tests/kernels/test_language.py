@@ -273,3 +273,19 @@ def test_kernel_local_arrays(device):
     out = wp.zeros(4, dtype=float, device=device)
     wp.launch(local_arrays, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy()[:2], [0.0 + 4.0 + 4.0, 5.0])
+
+
+@wp.kernel
+def bit_casts(out: wp.array(dtype=float), iout: wp.array(dtype=int)):
+    x = wp.int32(0x3FA00000)
+    out[0] = wp.cast(x, wp.float32)
+    iout[0] = wp.cast(1.0, wp.int32)
+    out[1] = wp.float(2) + wp.float(wp.int(3.7))
+
+
+def test_bit_cast_and_scalar_aliases(device):
+    out = wp.zeros(2, dtype=float, device=device)
+    iout = wp.zeros(1, dtype=int, device=device)
+    wp.launch(bit_casts, dim=1, inputs=[out, iout], device=device)
+    np.testing.assert_allclose(out.numpy(), [1.25, 5.0])
+    assert iout.numpy()[0] == np.float32(1.0).view(np.int32)

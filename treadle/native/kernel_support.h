@@ -231,3 +231,13 @@ template <typename T> TREADLE_FUNC void zero_fill(T* p, int64 n) {
     for (int64 i = 0; i < n; ++i) p[i] = T();
 }
 }  // namespace treadle
+
+namespace treadle {
+// wp.cast(x, T): reinterpret the bits of x as T (same size).
+template <typename To, typename From> TREADLE_FUNC To bit_cast(const From& x) {
+    static_assert(sizeof(To) == sizeof(From), "cast() needs types of the same size");
+    To r;
+    ::memcpy(&r, &x, sizeof(To));
+    return r;
+}
+}  // namespace treadle

@@ -266,3 +266,14 @@ def _tri_tri_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 builtin("intersect_tri_tri", group=GROUP, rule=_tri_tri_rule, differentiable=False, kernel_only=True,
         signature="intersect_tri_tri(v0: vec3, v1: vec3, v2: vec3, u0: vec3, u1: vec3, u2: vec3) -> int32",
         doc="1 if the triangles (v0, v1, v2) and (u0, u1, u2) intersect (coplanar overlap included), else 0.")
+
+# ----------------------------------------------------------------------------------------------------------------
+# Internal: builders run by one-thread kernels of treadle/_src/geometry (serial native code, see bvh.h / mesh.h)
+# ----------------------------------------------------------------------------------------------------------------
+
+for _name, _cpp, _doc in (
+    ("_bvh_build", "bvh_build_serial", "Build the BVH whose descriptor is at ``id``; returns the node count."),
+    ("_bvh_refit", "bvh_refit_serial", "Refit the BVH whose descriptor is at ``id``; returns the node count."),
+    ("_mesh_refit", "mesh_refit_serial", "Refit a mesh's BVH and its winding-number data; returns the node count."),
+):
+    _declare(_name, _doc, _I32, [_ID], cpp=_cpp)

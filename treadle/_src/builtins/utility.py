@@ -152,3 +152,23 @@ def _lower_bound_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 builtin("lower_bound", group="Utility", rule=_lower_bound_rule, kernel_only=True, differentiable=False,
         signature="lower_bound(arr, value) | lower_bound(arr, arr_begin, arr_end, value) -> int",
         doc="Index of the first element of a sorted 1-d array (or of [arr_begin, arr_end)) not less than value.")
+
+
+def _cast_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    from ..lang.typesys import normalize_annotation, type_size
+
+    arity(types, 2)
+    target = normalize_annotation(consts[1])
+    need(scalars.is_scalar_type(target) or is_composite(target), "cast(x, dtype) needs a scalar or vector dtype")
+    need(type_size(types[0]) == type_size(target),
+         f"cast() needs types of the same size: {type_str(types[0])} and {type_str(target)} differ")
+    return target
+
+
+def _cast_template(types: Sequence[Any], ret: Any) -> tuple[Any, ...]:
+    return (ret,)
+
+
+builtin("cast", group="Utility", rule=_cast_rule, cpp="bit_cast", kernel_only=True, differentiable=False,
+        template=_cast_template, lowering="cast", signature="cast(a, dtype)", static_args=0,
+        doc="Reinterpret the bits of a value as another type of the same size.")

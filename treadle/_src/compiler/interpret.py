@@ -35,14 +35,12 @@ import numpy as np
 from ... import config
 from ..errors import SourceLoc
 from ..lang import scalars
-from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, is_int, is_struct, scalar_of
+from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, is_int, scalar_of
 from . import ir
 from .interpret_values import (
     ArrayRef,
     Fault,
     InterpretError,
-    InterpretUnsupportedError,
-    InterpretZeroDivisionError,
     OutOfBounds,
     StructValue,
     cast_scalar,

@@ -7,7 +7,7 @@ import builtins
 from typing import Any
 
 from ..builtins import REGISTRY
-from ..builtins.registry import NOT_CONST, Builtin
+from ..builtins.registry import NOT_CONST, Builtin, NoMatch
 from ..errors import CodegenError, CodegenTypeError, UnsupportedConstructError
 from ..lang import scalars
 from ..lang.typesys import (
@@ -173,6 +173,18 @@ class CallMixin(ExprMixin):
             if isinstance(v.type, TupleT):
                 return ir.Const(len(v.type.types), scalars.int32)
             return self.call_builtin(b, [v], node)
+        if lowering == "cast":
+            raw = self.call_args(node, ["a", "dtype"])
+            if len(raw) != 2 or not isinstance(raw[1], PyObj):
+                raise self.err("cast(a, dtype) needs a value and a type", node, cls=CodegenTypeError)
+            v = self.as_operand(raw[0], node)
+            try:
+                ov = b.resolve([v.type, None], [NOT_CONST, raw[1].obj])
+            except NoMatch as e:
+                raise self.err(f"cast(): {e}", node, f"valid forms: {b.signature}", CodegenTypeError) from None
+            r = self.new_value(ov.ret)
+            self.emit(ir.Call(self.src.loc(node), r, ov, [v]))
+            return r
         if lowering == "expect_near":
             args = [self.as_operand(a, node) for a in self.call_args(node, ["a", "b", "tolerance"])]
             if len(args) == 2:

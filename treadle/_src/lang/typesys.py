@@ -200,3 +200,16 @@ def contains_any(t: Any) -> bool:
     if isinstance(t, ArrayT):
         return contains_any(t.dtype)
     return False
+
+
+def type_size(t: Any) -> int:
+    """Size in bytes of a kernel value type (scalars, composites, structs)."""
+    import ctypes
+
+    if scalars.is_scalar_type(t):
+        return ctypes.sizeof(t._type_)
+    if is_composite(t):
+        return ctypes.sizeof(t)
+    if is_struct(t):
+        return ctypes.sizeof(t.ctype)
+    raise TypeError(f"{type_str(t)} has no fixed size")
