@@ -27,7 +27,9 @@ from ._src.errors import WarpCodegenIndexError as WarpCodegenIndexError
 from ._src.errors import WarpCodegenKeyError as WarpCodegenKeyError
 from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
+from ._src.geometry.bvh import Bvh as Bvh
 from ._src.geometry.hash_grid import HashGrid as HashGrid
+from ._src.geometry.types import BvhQuery as BvhQuery
 from ._src.geometry.types import HashGridQuery as HashGridQuery
 from ._src.geometry.types import HashGridQueryD as HashGridQueryD
 from ._src.geometry.types import HashGridQueryH as HashGridQueryH
@@ -206,6 +208,14 @@ from ._src.interop.jax_kernel import jax_callable as jax_callable
 from ._src.interop.jax_kernel import jax_kernel as jax_kernel
 from ._src.interop.torch_op import TorchOp as TorchOp
 from ._src.interop.torch_op import torch_op as torch_op
+
+# isort: split
+# Graph capture of CPU launches (issue 5).
+from ._src.runtime.graph import Graph as Graph
+from ._src.runtime.graph import ScopedCapture as ScopedCapture
+from ._src.runtime.graph import capture_begin as capture_begin
+from ._src.runtime.graph import capture_end as capture_end
+from ._src.runtime.graph import capture_launch as capture_launch
 
 __version__ = config.version
 

@@ -14,3 +14,6 @@
 #include "quat.h"
 #include "transform.h"
 #include "spatial.h"
+#include "geometry.h"
+#include "bvh.h"
+#include "mesh.h"

@@ -1,9 +1,23 @@
-"""``launch``: argument checking and packing, and the call into the compiled entry point."""
+"""``launch``: argument checking and packing, and the call into the compiled entry point.
+
+Every kernel instance gets a :class:`LaunchPlan` once: one argument packer per parameter (chosen by type), the
+address of the kernel's range entry, and a *frame* -- one C buffer holding the launch command, the launch bounds
+and the packed arguments -- that the runtime library runs with a single ctypes call (``runtime/threadpool.py``).
+
+Repeated launches are cheap because the plan remembers what it packed last: an argument that is the same object as
+last time (same array with the same descriptor, same float object) is not packed again, and the same ``dim`` does
+not rewrite the bounds. The frame belongs to the thread that created the plan; launches from other threads pack a
+fresh frame, so concurrent launches never share argument memory.
+
+Recorded launches (:class:`Launch`, ``record_cmd=True``) own their frame: ``Launch.launch()`` is one ctypes call.
+While a CPU graph capture is active (``runtime/graph.py``), launches are recorded into the graph instead of run.
+"""
 
 from __future__ import annotations
 
 import ctypes
-import os
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,14 +26,22 @@ import numpy as np
 from ... import config
 from ..autodiff.state import active_tape
 from ..errors import LaunchError
+from ..runtime import graph as _graph
+from ..runtime import threadpool as _tp
 from ..runtime.device import get_device
 from . import scalars
 from .abi import MAX_DIMS, LaunchBounds
 from .kernel import Kernel, KernelInstance
 from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 
-#: Launches with fewer threads than this run on the calling thread (no parallel region).
-SERIAL_THRESHOLD = 2048
+#: Launches with fewer threads than this run on the calling thread (no parallel region); see ``threadpool``.
+SERIAL_THRESHOLD = _tp.SERIAL_THRESHOLD
+
+_get_ident = threading.get_ident
+
+
+def _num_threads() -> int:
+    return _tp.num_threads()
 
 
 def launch_bounds(dim: Any) -> LaunchBounds:
@@ -47,13 +69,6 @@ def launch_bounds(dim: Any) -> LaunchBounds:
     return b
 
 
-_CPU_COUNT = os.cpu_count() or 1
-
-
-def _num_threads() -> int:
-    return max(1, int(config.num_threads or _CPU_COUNT))
-
-
 def value_type(v: Any, declared: Any) -> Any:
     """The kernel type of a launch argument (for generic kernels)."""
     from .array import array
@@ -66,10 +81,7 @@ def value_type(v: Any, declared: Any) -> Any:
 
             dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
             return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
-        # Interop hook: torch tensors / __dlpack__ objects passed straight to a generic kernel (interop/common.py).
-        from ..interop.common import foreign_array_type
-
-        return foreign_array_type(v, declared) or declared
+        return declared
     if isinstance(declared, GenericComposite):
         if declared.matches(type(v)):
             return type(v)
@@ -107,17 +119,8 @@ def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
             if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
                 v = _wrap_numpy(v, t, name, kernel)
             else:
-                # Interop hook (slow path only): torch tensors and from_torch(..., return_ctype=True) descriptors
-                # come back as a packed ArrayDesc, other __dlpack__ objects as a zero-copy Treadle array view.
-                from ..interop.common import coerce_foreign_array
-
-                foreign = coerce_foreign_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
-                if foreign is None:
-                    raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
-                                      f"{type(v).__name__}")
-                if not isinstance(foreign, array):
-                    return foreign  # an ArrayDesc, already checked
-                v = foreign
+                raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
+                                  f"{type(v).__name__}")
         if v.ndim != t.ndim:
             raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {t.ndim}-d array, got a "
                               f"{v.ndim}-d array of shape {v.shape}")
@@ -173,43 +176,6 @@ def _wrap_numpy(v: Any, t: ArrayT, name: str, kernel: Kernel) -> Any:
                           f"{t}: {e}") from None
 
 
-class Launch:
-    """A recorded launch (``launch(..., record_cmd=True)``) that can be replayed cheaply."""
-
-    def __init__(self, inst: KernelInstance, bounds: LaunchBounds, args: ctypes.Structure, device: Any,
-                 keep: list[Any]) -> None:
-        self.kernel = inst.kernel
-        self.instance = inst
-        self.bounds = bounds
-        self.args = args
-        self.device = device
-        self._keep = keep
-        self.nthreads = 1 if bounds.size < SERIAL_THRESHOLD or config.deterministic else _num_threads()
-
-    def set_dim(self, dim: Any) -> None:
-        """Change the launch grid."""
-        self.bounds = launch_bounds(dim)
-
-    def set_param_at_index(self, index: int, value: Any) -> None:
-        """Replace one argument by position."""
-        name = self.kernel.param_names[index]
-        setattr(self.args, name, pack_arg(name, self.instance.types[index], value, self.device, self.kernel))
-        self._keep[index] = value
-
-    def set_param_by_name(self, name: str, value: Any) -> None:
-        """Replace one argument by name."""
-        self.set_param_at_index(self.kernel.param_names.index(name), value)
-
-    def set_params(self, values: Sequence[Any]) -> None:
-        """Replace all arguments."""
-        for i, v in enumerate(values):
-            self.set_param_at_index(i, v)
-
-    def launch(self, stream: Any = None) -> None:
-        """Run the recorded launch again."""
-        self.instance.entry(ctypes.addressof(self.bounds), ctypes.addressof(self.args), self.nthreads)
-
-
 def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
     """A function ``(value, device) -> ctypes value`` specialised for one parameter type (chosen once)."""
     from .array import array
@@ -244,23 +210,231 @@ def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
     return lambda v, device: pack_arg(name, t, v, device, kernel)
 
 
+def _range_entry(inst: KernelInstance, kind: str) -> int:
+    """The address of an instance's range entry (``<sym>_cpu_forward_range`` / ``..._backward_range``)."""
+    from ..compiler.pipeline import load_library
+
+    built = inst.built if kind == "forward" else inst.backward_built()
+    fn = getattr(load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
+    return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+
+
+class _Frame:
+    """A launch command with its own bounds and argument memory (one C buffer)."""
+
+    __slots__ = ("buf", "addr", "args", "cmd", "bounds_addr")
+
+    def __init__(self, frame_type: Any, fn: int) -> None:
+        buf = frame_type()
+        addr = ctypes.addressof(buf)
+        self.buf = buf
+        self.addr = addr
+        self.cmd = buf.cmd
+        self.args = buf.args
+        self.bounds_addr = addr + frame_type.bounds.offset
+        self.cmd.fn = fn
+        self.cmd.bounds = self.bounds_addr
+        self.cmd.args = addr + frame_type.args.offset
+
+    def set_bounds(self, b: LaunchBounds) -> None:
+        self.buf.bounds = b
+
+    def clone(self) -> _Frame:
+        """A copy with its own memory (same entry, bounds, arguments and thread count)."""
+        ft = type(self.buf)
+        fr = _Frame(ft, int(self.cmd.fn or 0))
+        off = ft.bounds.offset
+        ctypes.memmove(fr.addr + off, self.addr + off, ctypes.sizeof(ft) - off)
+        fr.cmd.nthreads = self.cmd.nthreads
+        return fr
+
+
 class LaunchPlan:
     """Everything about launching one kernel instance that does not depend on the argument values."""
 
-    __slots__ = ("inst", "names", "packers", "args_type", "debug")
+    __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_type", "fwd", "nargs",
+                 "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel")
 
     def __init__(self, inst: KernelInstance) -> None:
+        from ..compiler.determinism import kernel_order_dependent
+
         self.inst = inst
+        self.kernel = inst.kernel
         self.names = inst.kernel.param_names
+        self.nargs = len(self.names)
         self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
         self.args_type = inst.args_type
         self.debug = inst.options.mode == "debug"
+        self.order_dependent = kernel_order_dependent(inst.ir, inst.deps)
+        self.frame_type = type("Frame", (ctypes.Structure,), {"_fields_": [
+            ("cmd", _tp.Cmd), ("bounds", LaunchBounds), ("args", self.args_type)]})
+        self.fwd = _range_entry(inst, "forward")
+        self.cfg_mode = config.mode
+        self.owner = -1
+        self.frame: _Frame | None = None
+        self.last: list[Any] = [_UNSET] * self.nargs
+        self.last_desc: list[Any] = [None] * self.nargs
+        self.last_bounds: Any = None
+        self.device: Any = None
 
     def pack(self, args: Sequence[Any], device: Any) -> ctypes.Structure:
+        """A fresh argument struct for ``args`` (checked)."""
         packed = self.args_type()  # type: ignore[misc]
         for name, packer, v in zip(self.names, self.packers, args):
             setattr(packed, name, packer(v, device))
         return packed
+
+    def new_frame(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> _Frame:
+        """A frame of its own holding ``args`` and ``bounds`` (for recorded launches and other threads)."""
+        fr = _Frame(self.frame_type, self.fwd)
+        fargs = fr.args
+        for name, packer, v in zip(self.names, self.packers, args):
+            setattr(fargs, name, packer(v, device))
+        fr.set_bounds(bounds)
+        return fr
+
+    def nthreads(self) -> int:
+        """Threads for the next launch: one for order-dependent kernels in deterministic mode."""
+        if self.order_dependent and _deterministic(self.kernel):
+            return 1
+        return _tp.num_threads()
+
+    def run(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> None:
+        """Pack what changed since the last launch from this thread, and run."""
+        fr = self.frame
+        if fr is None:
+            self.owner = _get_ident()
+            fr = self.frame = _Frame(self.frame_type, self.fwd)
+        elif self.owner != _get_ident():
+            self._run_fresh(args, device, bounds)  # another thread owns the frame
+            return
+        if device is not self.device:
+            self.device = device
+            self.last = [_UNSET] * self.nargs
+        last = self.last
+        last_desc = self.last_desc
+        fargs = fr.args
+        for i in range(self.nargs):
+            v = args[i]
+            key = last[i]
+            if key is v:  # the same float, int, bool or None object as last time
+                continue
+            d = last_desc[i]
+            if d is not None and key == id(v) and getattr(v, "_ctype", None) is d:
+                continue  # the same array with the same descriptor
+            packed = self.packers[i](v, device)
+            setattr(fargs, self.names[i], packed)
+            tv = type(v)
+            if tv is float or tv is int or tv is bool or v is None:
+                last[i], last_desc[i] = v, None
+            elif packed is not None and getattr(v, "_ctype", None) is packed:
+                # An array: remember its id and descriptor, not the array (that would keep its memory alive).
+                last[i], last_desc[i] = id(v), packed
+            else:  # mutable values (vectors, structs, NumPy arrays...) are packed every time
+                last[i], last_desc[i] = _UNSET, None
+        if bounds is not self.last_bounds:
+            fr.buf.bounds = bounds
+            self.last_bounds = bounds
+        nt = self.nthreads()
+        cmd = fr.cmd
+        if cmd.nthreads != nt:
+            cmd.nthreads = nt
+        _runtime().run1(fr.addr)
+
+    def _run_fresh(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> None:
+        fr = self.new_frame(args, device, bounds)
+        fr.cmd.nthreads = self.nthreads()
+        _runtime().run1(fr.addr)
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+
+
+def _deterministic(kernel: Kernel) -> bool:
+    opt = kernel.module.options.get("deterministic")
+    return bool(config.deterministic if opt is None else opt)
+
+
+_rt: Any = None
+
+
+def _runtime() -> Any:
+    global _rt
+    if _rt is None:
+        _rt = _tp.get_cpu_runtime()
+    return _rt
+
+
+class Launch:
+    """A recorded launch (``launch(..., record_cmd=True)``) that can be replayed cheaply."""
+
+    def __init__(self, plan: LaunchPlan, bounds: LaunchBounds, args: Sequence[Any], device: Any,
+                 adjoint: bool = False) -> None:
+        self.plan = plan
+        self.kernel = plan.inst.kernel
+        self.instance = plan.inst
+        self.device = device
+        self.adjoint = adjoint
+        self._keep = list(args)
+        self._frame = plan.new_frame(args, device, bounds)
+        if adjoint:
+            self._frame.cmd.fn = _range_entry(plan.inst, "backward")
+        self.bounds = bounds
+        self.args = self._frame.args
+        self._frame.cmd.nthreads = 1 if adjoint and _deterministic(self.kernel) else plan.nthreads()
+        self._run1 = _runtime().run1
+        self._addr = self._frame.addr
+
+    @property
+    def nthreads(self) -> int:
+        """Threads the launch may use."""
+        return int(self._frame.cmd.nthreads)
+
+    def set_dim(self, dim: Any) -> None:
+        """Change the launch grid."""
+        self.bounds = launch_bounds(dim)
+        self._frame.set_bounds(self.bounds)
+
+    def set_param_at_index(self, index: int, value: Any) -> None:
+        """Replace one argument by position."""
+        name = self.kernel.param_names[index]
+        setattr(self.args, name, self.plan.packers[index](value, self.device))
+        self._keep[index] = value
+
+    def set_param_by_name(self, name: str, value: Any) -> None:
+        """Replace one argument by name."""
+        self.set_param_at_index(self.kernel.param_names.index(name), value)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        """Replace all arguments."""
+        for i, v in enumerate(values):
+            self.set_param_at_index(i, v)
+
+    def launch(self, stream: Any = None) -> None:
+        """Run the recorded launch again (recorded into the active graph capture, if any)."""
+        if _graph.STATE.count and _graph.capturing():
+            _graph.record(self)
+            return
+        self._run1(self._addr)
+
+    @property
+    def cmd_address(self) -> int:
+        """Address of the native launch command (for graphs)."""
+        return self._addr
+
+    def frozen_copy(self) -> Launch:
+        """A copy whose arguments later ``set_param*`` calls on this launch do not change (for graph capture)."""
+        c = Launch.__new__(Launch)
+        c.__dict__.update(self.__dict__)
+        c._keep = list(self._keep)
+        c._frame = self._frame.clone()
+        c.args = c._frame.args
+        c._addr = c._frame.addr
+        return c
 
 
 _bounds_cache: dict[Any, LaunchBounds] = {}
@@ -286,27 +460,37 @@ def _plan_for(kernel: Kernel, args: list[Any]) -> LaunchPlan:
         inst.ensure_loaded()
         plan = LaunchPlan(inst)
         inst.plan = plan  # type: ignore[attr-defined]
+    if not kernel.is_generic:
+        kernel._launch_fast = plan  # type: ignore[attr-defined]
     return plan
 
 
-def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, packed: ctypes.Structure, adj: list[Any]) -> None:
+def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, args: list[Any], dev: Any, adj: list[Any],
+                    record_cmd: bool) -> Launch | None:
     """Run the backward pass; array gradients go to ``adj`` arrays where given, else to each array's ``.grad``."""
     from .array import array
 
-    entry = plan.inst.ensure_backward()
+    plan.inst.ensure_backward()
+    rec = Launch(plan, bounds, args, dev, adjoint=True)
     for i, (name, t) in enumerate(zip(plan.names, plan.inst.types)):
         if isinstance(t, ArrayT) and i < len(adj) and adj[i] is not None:
             g = adj[i]
             if not isinstance(g, array):
                 raise LaunchError(f"adjoint for '{name}' must be an array, got {type(g).__name__}")
-            desc = getattr(packed, name)
+            desc = getattr(rec.args, name)
             if tuple(g.shape) != tuple(desc.shape[: desc.ndim]):
                 raise LaunchError(f"adjoint array for '{name}' has shape {g.shape}, expected "
                                   f"{tuple(desc.shape[: desc.ndim])}")
             desc.grad = g.ptr
+            rec._keep.append(g)
+    if record_cmd:
+        return rec
+    if _graph.capturing():
+        _graph.record(rec)
+        return None
     if bounds.size > 0:
-        nthreads = 1 if bounds.size < SERIAL_THRESHOLD or config.deterministic else _num_threads()
-        entry(ctypes.addressof(bounds), ctypes.addressof(packed), nthreads)
+        rec.launch()
+    return None
 
 
 def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
@@ -314,6 +498,36 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
            adjoint: bool = False, record_tape: bool = True, record_cmd: bool = False, max_blocks: int = 0,
            block_dim: int = 256) -> Launch | None:
     """Launch ``kernel`` over a grid of ``dim`` threads with ``inputs`` followed by ``outputs`` as arguments."""
+    plan = getattr(kernel, "_launch_fast", None)
+    if (plan is not None and not adjoint and not record_cmd and config.mode is plan.cfg_mode
+            and plan.inst in plan.kernel.instances.values()):
+        # Fast path: a loaded non-generic kernel whose options have not changed since its plan was made.
+        args = inputs if not outputs else [*inputs, *outputs]
+        if len(args) == plan.nargs:
+            dev = get_device(device)
+            if dev.is_cpu:
+                if record_tape:
+                    tape = active_tape()
+                    if tape is not None:
+                        tape.record_launch(kernel, dim, inputs, outputs, dev, plan.inst)
+                bounds = _bounds(dim)
+                if config.print_launches:
+                    print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])}", file=sys.stderr)
+                if _graph.STATE.count and _graph.capturing():
+                    _graph.record(Launch(plan, bounds, args, dev))
+                    return None
+                if bounds.size > 0:
+                    plan.run(args, dev, bounds)
+                    if plan.debug:
+                        plan.inst.check_errors()
+                return None
+    return _launch_slow(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint, record_tape,
+                        record_cmd)
+
+
+def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any], adj_inputs: Sequence[Any],
+                 adj_outputs: Sequence[Any], device: Any, adjoint: bool, record_tape: bool,
+                 record_cmd: bool) -> Launch | None:
     dev = get_device(device)
     if not getattr(kernel, "_treadle_kernel_", False):
         raise LaunchError(f"wp.launch() expects a @wp.kernel, got {type(kernel).__name__}")
@@ -329,29 +543,23 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
-    if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/compiler/interpret.py
-        from ..compiler.interpret import interpret_launch
-        return interpret_launch(kernel, dim, args, dev, inputs, outputs, adjoint, list(adj_inputs) + list(adj_outputs), record_tape, record_cmd)
     bounds = _bounds(dim)
     plan = _plan_for(kernel, args)
-    packed = plan.pack(args, dev)
     if adjoint:
-        _launch_adjoint(plan, bounds, packed, list(adj_inputs) + list(adj_outputs))
-        return None
+        return _launch_adjoint(plan, bounds, args, dev, list(adj_inputs) + list(adj_outputs), record_cmd)
     if record_tape:
         tape = active_tape()
         if tape is not None:
             tape.record_launch(kernel, dim, inputs, outputs, dev, plan.inst)
     if config.print_launches:
-        import sys
-
         print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])}", file=sys.stderr)
     if record_cmd:
-        return Launch(plan.inst, bounds, packed, dev, args)
-    size = bounds.size
-    if size > 0:
-        nthreads = 1 if size < SERIAL_THRESHOLD or config.deterministic else _num_threads()
-        plan.inst.entry(ctypes.addressof(bounds), ctypes.addressof(packed), nthreads)
+        return Launch(plan, bounds, args, dev)
+    if _graph.capturing():
+        _graph.record(Launch(plan, bounds, args, dev))
+        return None
+    if bounds.size > 0:
+        plan.run(args, dev, bounds)
         if plan.debug:
             plan.inst.check_errors()
     return None

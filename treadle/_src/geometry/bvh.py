@@ -1,0 +1,216 @@
+"""``Bvh``: a bounding volume hierarchy over axis-aligned boxes, queried in kernels with ``bvh_query_*``.
+
+The item bounds are gathered by a parallel Treadle kernel; the tree is built and refitted by the serial native
+builder in ``treadle/native/bvh.h`` (binned SAH or median splits), run by one-thread kernels. The object owns the
+``bvh_t`` descriptor (its address is :attr:`Bvh.id`) and every buffer it points to. ``Mesh`` reuses
+:class:`BvhBuffers` for its triangle tree.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ..builtins import REGISTRY
+from ..builtins.exports import exported_builtins
+from ..lang import scalars
+from ..lang.array import array
+from ..lang.creation import zeros
+from ..lang.kernel import kernel
+from ..lang.launch import launch
+from ..lang.vector import vec3f
+from ..runtime.device import get_device
+
+tid = exported_builtins()["tid"]
+_bvh_build = REGISTRY.builtins["_bvh_build"]
+_bvh_refit = REGISTRY.builtins["_bvh_refit"]
+
+#: Accepted constructor names: "lbvh" (a GPU builder in the reference) and "cubql" build with SAH on the CPU.
+CONSTRUCTORS = {"sah": 0, "median": 1, "lbvh": 0, "cubql": 0}
+
+
+class BvhDesc(ctypes.Structure):
+    """Mirror of ``treadle::bvh_t``."""
+
+    _fields_ = [
+        ("nodes", ctypes.c_void_p),
+        ("items", ctypes.c_void_p),
+        ("slot_bounds", ctypes.c_void_p),
+        ("item_bounds", ctypes.c_void_p),
+        ("scratch", ctypes.c_void_p),
+        ("group_ids", ctypes.c_void_p),
+        ("group_starts", ctypes.c_void_p),
+        ("group_roots", ctypes.c_void_p),
+        ("num_groups", ctypes.c_int32),
+        ("num_nodes", ctypes.c_int32),
+        ("num_items", ctypes.c_int32),
+        ("leaf_size", ctypes.c_int32),
+        ("constructor", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+    ]
+
+
+@kernel(enable_backward=False)
+def _box_bounds(lowers: array(dtype=vec3f), uppers: array(dtype=vec3f), bounds: array(dtype=float, ndim=2)):
+    i = tid()
+    lo = lowers[i]
+    hi = uppers[i]
+    bounds[i, 0] = lo[0]
+    bounds[i, 1] = lo[1]
+    bounds[i, 2] = lo[2]
+    bounds[i, 3] = hi[0]
+    bounds[i, 4] = hi[1]
+    bounds[i, 5] = hi[2]
+
+
+@kernel(enable_backward=False)
+def _run_build(bvh: scalars.uint64, out: array(dtype=int)):
+    out[0] = _bvh_build(bvh)
+
+
+@kernel(enable_backward=False)
+def _run_refit(bvh: scalars.uint64, out: array(dtype=int)):
+    out[0] = _bvh_refit(bvh)
+
+
+def parse_constructor(constructor: Any) -> int:
+    """The native builder code of a constructor name (``None``: SAH)."""
+    if constructor is None:
+        return 0
+    key = str(constructor).lower()
+    if key not in CONSTRUCTORS:
+        raise ValueError(f"Unknown BVH constructor '{constructor}', expected one of: {', '.join(CONSTRUCTORS)}")
+    return CONSTRUCTORS[key]
+
+
+def parse_leaf_size(leaf_size: Any) -> int:
+    """Validate a leaf size (>= 1)."""
+    if leaf_size is None:
+        return 1
+    if int(leaf_size) < 1:
+        raise ValueError(f"leaf_size must be greater than or equal to 1, current value: {leaf_size}")
+    return int(leaf_size)
+
+
+def as_groups(groups: Any, n: int, device: Any) -> np.ndarray | None:
+    """Group ids as a NumPy int32 array of length ``n`` (``None`` without groups)."""
+    if groups is None:
+        return None
+    g = groups.numpy() if isinstance(groups, array) else np.asarray(groups)
+    g = np.ascontiguousarray(g, dtype=np.int32).reshape(-1)
+    if len(g) != n:
+        raise ValueError(f"groups has {len(g)} entries for {n} items")
+    return g
+
+
+class BvhBuffers:
+    """The native tree of ``n`` items: descriptor plus the buffers it points to."""
+
+    def __init__(self, n: int, device: Any, leaf_size: int, constructor: int, groups: np.ndarray | None) -> None:
+        self.device = device
+        self.n = n
+        cap = max(n, 1)
+        self.desc = BvhDesc()
+        self.id = ctypes.addressof(self.desc)
+        self.nodes = zeros((2 * cap, 8), dtype=scalars.float32, device=device)
+        self.items = zeros(cap, dtype=scalars.int32, device=device)
+        self.slot_bounds = zeros((cap, 6), dtype=scalars.float32, device=device)
+        self.item_bounds = zeros((cap, 6), dtype=scalars.float32, device=device)
+        self.scratch = zeros(4 * cap, dtype=scalars.int32, device=device)
+        self.result = zeros(1, dtype=scalars.int32, device=device)
+        d = self.desc
+        d.nodes, d.items, d.slot_bounds = self.nodes.ptr, self.items.ptr, self.slot_bounds.ptr
+        d.item_bounds, d.scratch = self.item_bounds.ptr, self.scratch.ptr
+        d.num_items, d.leaf_size, d.constructor = n, leaf_size, constructor
+        self.set_groups(groups)
+
+    def set_groups(self, groups: np.ndarray | None) -> None:
+        """Initial slot order (grouped items sorted by group) and the group tables."""
+        d = self.desc
+        if groups is None or self.n == 0:
+            order = np.arange(self.n, dtype=np.int32)
+            d.num_groups = 0
+            d.group_ids = d.group_starts = d.group_roots = None
+        else:
+            order = np.argsort(groups, kind="stable").astype(np.int32)
+            ids, starts = np.unique(groups[order], return_index=True)
+            self.group_ids = array(ids.astype(np.int32), dtype=scalars.int32, device=self.device)
+            self.group_starts = array(np.append(starts, self.n).astype(np.int32), dtype=scalars.int32,
+                                      device=self.device)
+            self.group_roots = zeros(len(ids), dtype=scalars.int32, device=self.device)
+            d.num_groups = len(ids)
+            d.group_ids, d.group_starts = self.group_ids.ptr, self.group_starts.ptr
+            d.group_roots = self.group_roots.ptr
+        self.initial_order = order
+
+    def build(self) -> None:
+        """Build from ``item_bounds`` (filled by the caller)."""
+        if self.n:
+            self.items.numpy()[: self.n] = self.initial_order
+        launch(_run_build, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
+
+    def refit(self) -> None:
+        """Refit from ``item_bounds`` (filled by the caller)."""
+        launch(_run_refit, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
+
+
+def _check_bounds_array(a: Any, name: str) -> array:
+    if not isinstance(a, array):
+        raise TypeError(f"Bvh {name} must be a treadle array of vec3, got {type(a).__name__}")
+    if a.dtype is not vec3f:
+        raise TypeError(f"Bvh {name} must have dtype vec3, got {getattr(a.dtype, '__name__', a.dtype)}")
+    if a.ndim != 1:
+        a = a.contiguous().reshape((a.size,)) if a.size else a.reshape((0,))
+    return a
+
+
+class Bvh:
+    """A bounding volume hierarchy over boxes ``[lowers[i], uppers[i]]``.
+
+    Args:
+        lowers: lower corners of the item boxes (array of vec3).
+        uppers: upper corners (same length).
+        constructor: ``"sah"`` (default), ``"median"``; ``"lbvh"`` and ``"cubql"`` are accepted and build with SAH.
+        groups: optional int32 group id per item; ``bvh_get_group_root`` then restricts queries to one group.
+        leaf_size: maximum number of items per leaf (>= 1).
+
+    Queries see the bounds as of the last build or :meth:`refit`.
+    """
+
+    def __init__(self, lowers: array, uppers: array, constructor: Any = None, groups: Any = None,
+                 leaf_size: int = 1) -> None:
+        lowers = _check_bounds_array(lowers, "lowers")
+        uppers = _check_bounds_array(uppers, "uppers")
+        if lowers.shape[0] != uppers.shape[0]:
+            raise RuntimeError("The same number of lower and upper bounds must be provided")
+        self.device = get_device(lowers.device)
+        self.lowers, self.uppers = lowers, uppers
+        self._constructor = parse_constructor(constructor)
+        self.leaf_size = parse_leaf_size(leaf_size)
+        n = lowers.shape[0]
+        self.groups = groups
+        self._tree = BvhBuffers(n, self.device, self.leaf_size, self._constructor, as_groups(groups, n, self.device))
+        self.id = self._tree.id
+        self._gather()
+        self._tree.build()
+
+    def _gather(self) -> None:
+        n = self._tree.n
+        if n:
+            launch(_box_bounds, dim=n, inputs=[self.lowers, self.uppers, self._tree.item_bounds], device=self.device,
+                   record_tape=False)
+
+    def refit(self) -> None:
+        """Update the node bounds from the current ``lowers``/``uppers`` (same tree topology)."""
+        self._gather()
+        self._tree.refit()
+
+    def rebuild(self, constructor: Any = None) -> None:
+        """Rebuild the tree from the current bounds (with another constructor if given)."""
+        if constructor is not None:
+            self._constructor = parse_constructor(constructor)
+            self._tree.desc.constructor = self._constructor
+        self._gather()
+        self._tree.build()

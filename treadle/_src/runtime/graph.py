@@ -1,0 +1,137 @@
+"""Graph capture on the CPU: record a sequence of kernel launches once, replay it with one native call.
+
+``capture_begin()`` / ``capture_end()`` (or ``with ScopedCapture() as capture``) record, on the calling thread, every
+``wp.launch`` (forward or adjoint, including the ones ``Tape.backward()`` makes) and every ``Launch.launch()`` as a
+launch command with its own copy of the packed arguments; nothing runs while capturing. ``capture_launch(graph)``
+then runs the commands in order through the runtime library in a single ctypes call (``treadle_rt_run``), each
+launch parallel as usual.
+
+As on the GPU, arguments are frozen at capture time: replays read and write the same arrays, with the same scalar
+values. Differences from CUDA graphs: only kernel launches are recorded -- array operations such as ``zero_()``,
+``fill_()`` or ``wp.copy`` run immediately while capturing and are not replayed (do them in kernels to include them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+
+class _CaptureState:
+    """Active captures: a process-wide count (cheap to test on every launch) and the per-thread graph."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.local = threading.local()
+        self.lock = threading.Lock()
+
+
+STATE = _CaptureState()
+
+
+def capturing() -> bool:
+    """Whether the calling thread is capturing a graph."""
+    return STATE.count > 0 and getattr(STATE.local, "graph", None) is not None
+
+
+def record(launch: Any) -> None:
+    """Add a launch (a ``Launch``) to the calling thread's capture."""
+    g = STATE.local.graph
+    g._add(launch)
+
+
+class Graph:
+    """A captured sequence of CPU kernel launches (see :func:`capture_launch`)."""
+
+    def __init__(self, device: Any = None) -> None:
+        self.device = device
+        self.launches: list[Any] = []
+        self._cmds: Any = None
+        self._addr = 0
+        self._run: Any = None
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    def _add(self, launch: Any) -> None:
+        self.launches.append(launch.frozen_copy())
+
+    def _finish(self) -> None:
+        from .threadpool import Cmd, get_cpu_runtime
+
+        n = len(self.launches)
+        cmds = (Cmd * max(n, 1))()
+        for i, ln in enumerate(self.launches):
+            ctypes.memmove(ctypes.addressof(cmds) + i * ctypes.sizeof(Cmd), ln.cmd_address, ctypes.sizeof(Cmd))
+        self._cmds = cmds
+        self._addr = ctypes.addressof(cmds)
+        self._run = get_cpu_runtime().run
+
+    def launch(self) -> None:
+        """Run every captured launch, in order."""
+        if self._run is None:
+            self._finish()
+        if self.launches:
+            self._run(self._addr, len(self.launches))
+
+
+def _check_device(device: Any) -> Any:
+    from .device import get_device
+
+    dev = get_device(device)
+    if not dev.is_cpu:
+        raise RuntimeError(f"graph capture on device '{dev}' needs a CUDA backend, which this build lacks; "
+                           "capture on 'cpu'")
+    return dev
+
+
+def capture_begin(device: Any = None, stream: Any = None, force_module_load: Any = None, external: bool = False,
+                  apic: bool = False, capture_mode: Any = None) -> None:
+    """Start recording the kernel launches of the calling thread into a graph (nothing runs until replayed)."""
+    dev = _check_device(device)
+    if getattr(STATE.local, "graph", None) is not None:
+        raise RuntimeError("a graph capture is already active on this thread; call wp.capture_end() first")
+    STATE.local.graph = Graph(dev)
+    with STATE.lock:
+        STATE.count += 1
+
+
+def capture_end(device: Any = None, stream: Any = None) -> Graph:
+    """Stop recording and return the captured :class:`Graph`."""
+    g = getattr(STATE.local, "graph", None)
+    if g is None:
+        raise RuntimeError("wp.capture_end() without a matching wp.capture_begin() on this thread")
+    STATE.local.graph = None
+    with STATE.lock:
+        STATE.count -= 1
+    g._finish()
+    return g
+
+
+def capture_launch(graph: Graph, stream: Any = None) -> None:
+    """Replay a captured graph."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"wp.capture_launch() expects a Graph from wp.capture_end(), got {type(graph).__name__}")
+    graph.launch()
+
+
+class ScopedCapture:
+    """``with wp.ScopedCapture() as capture: ...`` records launches into ``capture.graph``."""
+
+    def __init__(self, device: Any = None, stream: Any = None, force_module_load: Any = None, external: bool = False,
+                 apic: bool = False, capture_mode: Any = None) -> None:
+        self.device = device
+        self.stream = stream
+        self.graph: Graph | None = None
+        self.active = False
+
+    def __enter__(self) -> ScopedCapture:
+        capture_begin(self.device, self.stream)
+        self.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.active:
+            self.graph = capture_end(self.device, self.stream)
+            self.active = False
