@@ -224,7 +224,7 @@ def spatial_kernel(a: wp.array(dtype=wp.spatial_vectord), b: wp.array(dtype=wp.s
     out[i, 1] = wp.spatial_cross_dual(x, y)
     out[i, 2] = wp.transform_twist(t[i], x)
     out[i, 3] = wp.transform_wrench(t[i], x)
-    out[i, 4] = wp.spatial_vector(x[0], x[1], x[2], y[3], y[4], y[5])
+    out[i, 4] = wp.spatial_vectord(x[0], x[1], x[2], y[3], y[4], y[5])
     out_v[i, 0] = wp.spatial_top(x)
     out_v[i, 1] = wp.spatial_bottom(x)
     out_v[i, 2] = wp.velocity_at_point(x, wp.spatial_top(y))
