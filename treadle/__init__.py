@@ -29,10 +29,15 @@ from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
 from ._src.geometry.bvh import Bvh as Bvh
 from ._src.geometry.hash_grid import HashGrid as HashGrid
+from ._src.geometry.mesh import Mesh as Mesh
 from ._src.geometry.types import BvhQuery as BvhQuery
 from ._src.geometry.types import HashGridQuery as HashGridQuery
 from ._src.geometry.types import HashGridQueryD as HashGridQueryD
 from ._src.geometry.types import HashGridQueryH as HashGridQueryH
+from ._src.geometry.types import MeshQuery as MeshQuery
+from ._src.geometry.types import MeshQueryAABB as MeshQueryAABB
+from ._src.geometry.types import MeshQueryPoint as MeshQueryPoint
+from ._src.geometry.types import MeshQueryRay as MeshQueryRay
 from ._src.interop.dlpack import from_dlpack as from_dlpack
 from ._src.interop.dlpack import to_dlpack as to_dlpack
 from ._src.interop.jax import device_from_jax as device_from_jax

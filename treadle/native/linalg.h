@@ -133,7 +133,7 @@ template <typename T> TREADLE_FUNC void svd3_calc(const mat_t<3, 3, T>& A, mat_t
     vec_t<3, T> u0 = s0 > T(0) ? b0 / s0 : vec_t<3, T>(T(1), T(0), T(0));
     vec_t<3, T> u1 = b1 - u0 * dot(u0, b1);
     T s1 = length(u1);
-    if (s1 > epsilon<T>() * s0 && s1 > T(0)) {
+    if (s1 > T(64) * epsilon<T>() * s0 && s1 > T(0)) {
         u1 = u1 / s1;
     } else {  // rank <= 1: any unit vector orthogonal to u0
         const vec_t<3, T> e = abs(u0.c[0]) < T(0.6) ? vec_t<3, T>(T(1), T(0), T(0)) : vec_t<3, T>(T(0), T(1), T(0));
@@ -157,7 +157,7 @@ template <typename T> TREADLE_FUNC void svd2_calc(const mat_t<2, 2, T>& A, mat_t
     const vec_t<2, T> b0 = col(B, 0), b1 = col(B, 1);
     const T s0 = length(b0), s1 = length(b1);
     const vec_t<2, T> u0 = s0 > T(0) ? b0 / s0 : vec_t<2, T>(T(1), T(0));
-    const vec_t<2, T> u1 = s1 > epsilon<T>() * s0 && s1 > T(0) ? b1 / s1 : vec_t<2, T>(T(-u0.c[1]), u0.c[0]);
+    const vec_t<2, T> u1 = s1 > T(64) * epsilon<T>() * s0 && s1 > T(0) ? b1 / s1 : vec_t<2, T>(T(-u0.c[1]), u0.c[0]);
     U = matrix_from_cols(u0, u1);
     sigma = vec_t<2, T>(s0, s1);
 }
@@ -189,7 +189,7 @@ template <typename T> TREADLE_FUNC void qr3_calc(const mat_t<3, 3, T>& A, mat_t<
     const vec_t<3, T> q0 = n0 > T(0) ? a0 / n0 : vec_t<3, T>(T(1), T(0), T(0));
     vec_t<3, T> q1 = a1 - q0 * dot(q0, a1);
     const T n1 = length(q1);
-    if (n1 > epsilon<T>() * n0 && n1 > T(0)) {
+    if (n1 > T(64) * epsilon<T>() * n0 && n1 > T(0)) {
         q1 = q1 / n1;
     } else {
         const vec_t<3, T> e = abs(q0.c[0]) < T(0.6) ? vec_t<3, T>(T(1), T(0), T(0)) : vec_t<3, T>(T(0), T(1), T(0));

@@ -192,9 +192,9 @@ TREADLE_FUNC bool mesh_ray(const mesh_t& m, const v3& o, const v3& d, float32 ma
             const bvh_node_t& r = t.nodes[node.b];
             const float32 tl = geo::ray_box(l.lo, l.hi, o, d, inv, best, 0.0f);
             const float32 tr = geo::ray_box(r.lo, r.hi, o, d, inv, best, 0.0f);
-            const bool left_first = tl >= 0.0f && (tr < 0.0f || tl <= tr);
-            if (tr >= 0.0f || !left_first) stack[top++] = left_first ? node.b : node.a;
-            if (tl >= 0.0f || left_first) stack[top++] = left_first ? node.a : node.b;
+            const bool left_first = tl >= 0.0f && (tr < 0.0f || tl <= tr);  // the nearer hit is popped first
+            if ((left_first ? tr : tl) >= 0.0f) stack[top++] = left_first ? node.b : node.a;
+            if ((left_first ? tl : tr) >= 0.0f) stack[top++] = left_first ? node.a : node.b;
         }
     }
     return h.face >= 0 && !count;
@@ -299,6 +299,26 @@ TREADLE_FUNC float32 winding_number(const mesh_t& m, const v3& p, float32 accura
     return w;
 }
 
+enum { SIGN_NONE = 0, SIGN_RAYS = 1, SIGN_NORMAL = 2, SIGN_PARITY = 3, SIGN_WINDING = 4 };
+
+// Closest point and, when a face is found, its sign by method `kind` (parameters a, b); sign 0 otherwise.
+TREADLE_FUNC bool mesh_point_query(uint64 id, const v3& p, float32 max_dist, int kind, float32 a, float32 b,
+                                   mesh_hit_t& h, float32& sign) {
+    const mesh_t& m = mesh_of(id);
+    const bool found = mesh_extreme_point(m, p, max_dist, false, h);
+    sign = 0.0f;
+    if (!found) return false;
+    if (kind == SIGN_RAYS || (kind == SIGN_WINDING && m.winding == nullptr))
+        sign = sign_rays(m, p);
+    else if (kind == SIGN_NORMAL)
+        sign = sign_normal(m, p, h, a);
+    else if (kind == SIGN_PARITY)
+        sign = sign_parity(m, p, (int32)a, b);
+    else if (kind == SIGN_WINDING)
+        sign = winding_number(m, p, a) > b ? -1.0f : 1.0f;
+    return true;
+}
+
 template <typename R> TREADLE_FUNC R point_result(bool found, float32 sign, const mesh_hit_t& h) {
     R r;
     r.result = found;
@@ -308,111 +328,94 @@ template <typename R> TREADLE_FUNC R point_result(bool found, float32 sign, cons
     r.v = h.v;
     return r;
 }
-TREADLE_FUNC bool point_out(bool found, float32 sign, const mesh_hit_t& h, float32& inside, int32& face, float32& u,
-                            float32& v) {
-    if (found) inside = sign, face = h.face, u = h.u, v = h.v;
-    return found;
+
+template <typename R> TREADLE_FUNC R point_query(uint64 id, const v3& p, float32 d, int kind, float32 a, float32 b) {
+    mesh_hit_t h;
+    float32 sign;
+    const bool found = mesh_point_query(id, p, d, kind, a, b, h, sign);
+    return point_result<R>(found, sign, h);
+}
+
+// Older forms: outputs are written only when a face is found.
+TREADLE_FUNC bool point_query_out(uint64 id, const v3& p, float32 d, int kind, float32 a, float32 b, float32* inside,
+                                  int32& face, float32& u, float32& v) {
+    mesh_hit_t h;
+    float32 sign;
+    if (!mesh_point_query(id, p, d, kind, a, b, h, sign)) return false;
+    if (inside) *inside = sign;
+    face = h.face, u = h.u, v = h.v;
+    return true;
 }
 }  // namespace detail
 
 // ------------------------------------------------------------------------------------------------ point queries
-// The sign is computed only when a face is found (sign 0 otherwise); the `_no_sign` and furthest queries leave it 0.
-#define TREADLE_MESH_POINT_QUERY(NAME, SIGN, ...)                                                               \
-    template <typename R, typename F __VA_OPT__(, ) __VA_ARGS__>                                                 \
-    TREADLE_FUNC R NAME(uint64 id, const vec_t<3, float32>& p, F max_dist TREADLE_MESH_EXTRA) {                 \
-        const detail::mesh_t_alias& m = detail::mesh_of(id);                                                     \
-        detail::mesh_hit_t h;                                                                                    \
-        const bool found = detail::mesh_extreme_point(m, p, float32(max_dist), false, h);                        \
-        return detail::point_result<R>(found, found ? (SIGN) : 0.0f, h);                                         \
-    }
-
-namespace detail {
-typedef mesh_t mesh_t_alias;
-TREADLE_FUNC float32 sign_winding_or_rays(const mesh_t& m, const v3& p, float32 accuracy, float32 threshold) {
-    if (m.winding == nullptr) return sign_rays(m, p);
-    return winding_number(m, p, accuracy) > threshold ? -1.0f : 1.0f;
+template <typename R, typename F> TREADLE_FUNC R mesh_query_point(uint64 id, const vec_t<3, float32>& p, F max_dist) {
+    return detail::point_query<R>(id, p, float32(max_dist), detail::SIGN_RAYS, 0.0f, 0.0f);
 }
-}  // namespace detail
-
-#define TREADLE_MESH_EXTRA
-TREADLE_MESH_POINT_QUERY(mesh_query_point, detail::sign_rays(m, p))
-TREADLE_MESH_POINT_QUERY(mesh_query_point_no_sign, 0.0f)
-#undef TREADLE_MESH_EXTRA
-#define TREADLE_MESH_EXTRA , E epsilon = E(1e-3f)
-TREADLE_MESH_POINT_QUERY(mesh_query_point_sign_normal, detail::sign_normal(m, p, h, float32(epsilon)),
-                         typename E = float32)
-#undef TREADLE_MESH_EXTRA
-#define TREADLE_MESH_EXTRA , N n_sample = N(1), S scale = S(0.1f)
-TREADLE_MESH_POINT_QUERY(mesh_query_point_sign_parity, detail::sign_parity(m, p, (int32)n_sample, float32(scale)),
-                         typename N = int32, typename S = float32)
-#undef TREADLE_MESH_EXTRA
-#define TREADLE_MESH_EXTRA , A accuracy = A(2.0f), T threshold = T(0.5f)
-TREADLE_MESH_POINT_QUERY(mesh_query_point_sign_winding_number,
-                         detail::sign_winding_or_rays(m, p, float32(accuracy), float32(threshold)),
-                         typename A = float32, typename T = float32)
-#undef TREADLE_MESH_EXTRA
-#undef TREADLE_MESH_POINT_QUERY
-
-template <typename R, typename F> TREADLE_FUNC R mesh_query_furthest_point_no_sign(uint64 id, const vec_t<3, float32>& p,
-                                                                                   F min_dist) {
+template <typename R, typename F>
+TREADLE_FUNC R mesh_query_point_no_sign(uint64 id, const vec_t<3, float32>& p, F max_dist) {
+    return detail::point_query<R>(id, p, float32(max_dist), detail::SIGN_NONE, 0.0f, 0.0f);
+}
+template <typename R, typename F, typename E = float32>
+TREADLE_FUNC R mesh_query_point_sign_normal(uint64 id, const vec_t<3, float32>& p, F max_dist, E epsilon = E(1e-3f)) {
+    return detail::point_query<R>(id, p, float32(max_dist), detail::SIGN_NORMAL, float32(epsilon), 0.0f);
+}
+template <typename R, typename F, typename N = int32, typename S = float32>
+TREADLE_FUNC R mesh_query_point_sign_parity(uint64 id, const vec_t<3, float32>& p, F max_dist, N n_sample = N(1),
+                                            S perturbation_scale = S(0.1f)) {
+    return detail::point_query<R>(id, p, float32(max_dist), detail::SIGN_PARITY, float32(n_sample),
+                                  float32(perturbation_scale));
+}
+template <typename R, typename F, typename A = float32, typename T = float32>
+TREADLE_FUNC R mesh_query_point_sign_winding_number(uint64 id, const vec_t<3, float32>& p, F max_dist,
+                                                    A accuracy = A(2.0f), T threshold = T(0.5f)) {
+    return detail::point_query<R>(id, p, float32(max_dist), detail::SIGN_WINDING, float32(accuracy),
+                                  float32(threshold));
+}
+template <typename R, typename F>
+TREADLE_FUNC R mesh_query_furthest_point_no_sign(uint64 id, const vec_t<3, float32>& p, F min_dist) {
     detail::mesh_hit_t h;
     const bool found = detail::mesh_extreme_point(detail::mesh_of(id), p, float32(min_dist), true, h);
     return detail::point_result<R>(found, 0.0f, h);
 }
 
-// Older forms with output arguments (outputs are written only when a face is found).
 template <typename F>
 TREADLE_FUNC bool mesh_query_point(uint64 id, const vec_t<3, float32>& p, F max_dist, float32& inside, int32& face,
                                    float32& u, float32& v) {
-    const mesh_t& m = detail::mesh_of(id);
-    detail::mesh_hit_t h;
-    const bool found = detail::mesh_extreme_point(m, p, float32(max_dist), false, h);
-    return detail::point_out(found, found ? detail::sign_rays(m, p) : 0.0f, h, inside, face, u, v);
+    return detail::point_query_out(id, p, float32(max_dist), detail::SIGN_RAYS, 0.0f, 0.0f, &inside, face, u, v);
 }
 template <typename F>
 TREADLE_FUNC bool mesh_query_point_no_sign(uint64 id, const vec_t<3, float32>& p, F max_dist, int32& face, float32& u,
                                            float32& v) {
-    detail::mesh_hit_t h;
-    float32 unused = 0.0f;
-    const bool found = detail::mesh_extreme_point(detail::mesh_of(id), p, float32(max_dist), false, h);
-    return detail::point_out(found, 0.0f, h, unused, face, u, v);
-}
-template <typename F>
-TREADLE_FUNC bool mesh_query_furthest_point_no_sign(uint64 id, const vec_t<3, float32>& p, F min_dist, int32& face,
-                                                    float32& u, float32& v) {
-    detail::mesh_hit_t h;
-    float32 unused = 0.0f;
-    const bool found = detail::mesh_extreme_point(detail::mesh_of(id), p, float32(min_dist), true, h);
-    return detail::point_out(found, 0.0f, h, unused, face, u, v);
+    return detail::point_query_out(id, p, float32(max_dist), detail::SIGN_NONE, 0.0f, 0.0f, nullptr, face, u, v);
 }
 template <typename F, typename E = float32>
 TREADLE_FUNC bool mesh_query_point_sign_normal(uint64 id, const vec_t<3, float32>& p, F max_dist, float32& inside,
                                                int32& face, float32& u, float32& v, E epsilon = E(1e-3f)) {
-    const mesh_t& m = detail::mesh_of(id);
-    detail::mesh_hit_t h;
-    const bool found = detail::mesh_extreme_point(m, p, float32(max_dist), false, h);
-    return detail::point_out(found, found ? detail::sign_normal(m, p, h, float32(epsilon)) : 0.0f, h, inside, face,
-                             u, v);
+    return detail::point_query_out(id, p, float32(max_dist), detail::SIGN_NORMAL, float32(epsilon), 0.0f, &inside,
+                                   face, u, v);
 }
 template <typename F, typename N = int32, typename S = float32>
 TREADLE_FUNC bool mesh_query_point_sign_parity(uint64 id, const vec_t<3, float32>& p, F max_dist, float32& inside,
                                                int32& face, float32& u, float32& v, N n_sample = N(1),
-                                               S scale = S(0.1f)) {
-    const mesh_t& m = detail::mesh_of(id);
-    detail::mesh_hit_t h;
-    const bool found = detail::mesh_extreme_point(m, p, float32(max_dist), false, h);
-    const float32 sign = found ? detail::sign_parity(m, p, (int32)n_sample, float32(scale)) : 0.0f;
-    return detail::point_out(found, sign, h, inside, face, u, v);
+                                               S perturbation_scale = S(0.1f)) {
+    return detail::point_query_out(id, p, float32(max_dist), detail::SIGN_PARITY, float32(n_sample),
+                                   float32(perturbation_scale), &inside, face, u, v);
 }
 template <typename F, typename A = float32, typename T = float32>
 TREADLE_FUNC bool mesh_query_point_sign_winding_number(uint64 id, const vec_t<3, float32>& p, F max_dist,
                                                        float32& inside, int32& face, float32& u, float32& v,
                                                        A accuracy = A(2.0f), T threshold = T(0.5f)) {
-    const mesh_t& m = detail::mesh_of(id);
+    return detail::point_query_out(id, p, float32(max_dist), detail::SIGN_WINDING, float32(accuracy),
+                                   float32(threshold), &inside, face, u, v);
+}
+template <typename F>
+TREADLE_FUNC bool mesh_query_furthest_point_no_sign(uint64 id, const vec_t<3, float32>& p, F min_dist, int32& face,
+                                                    float32& u, float32& v) {
     detail::mesh_hit_t h;
-    const bool found = detail::mesh_extreme_point(m, p, float32(max_dist), false, h);
-    const float32 sign = found ? detail::sign_winding_or_rays(m, p, float32(accuracy), float32(threshold)) : 0.0f;
-    return detail::point_out(found, sign, h, inside, face, u, v);
+    if (!detail::mesh_extreme_point(detail::mesh_of(id), p, float32(min_dist), true, h)) return false;
+    face = h.face, u = h.u, v = h.v;
+    return true;
 }
 
 // ------------------------------------------------------------------------------------------------ rays
@@ -493,6 +496,7 @@ namespace detail {
 // Face bounds into the BVH's item bounds, and the angle-weighted vertex pseudo-normals.
 TREADLE_FUNC void mesh_update(mesh_t& m) {
     float32* ib = const_cast<float32*>(m.bvh.item_bounds);
+    float64 edges = 0.0;
     for (int32 i = 0; i < m.num_points; ++i)
         m.vertex_normals[i] = v3();
     for (int32 f = 0; f < m.num_faces; ++f) {
@@ -505,12 +509,14 @@ TREADLE_FUNC void mesh_update(mesh_t& m) {
         }
         const v3 n = unit(cross(x[1] - x[0], x[2] - x[0]));
         for (int k = 0; k < 3; ++k) {
+            edges += sqrt(geo::len2(x[(k + 1) % 3] - x[k]));
             const v3 e1 = unit(x[(k + 1) % 3] - x[k]), e2 = unit(x[(k + 2) % 3] - x[k]);
             float32 c = dot(e1, e2);
             c = c < -1.0f ? -1.0f : (c > 1.0f ? 1.0f : c);
             m.vertex_normals[mesh_index(m, 3 * (int64)f + k)] += n * acos(c);
         }
     }
+    m.avg_edge = m.num_faces > 0 ? (float32)(edges / (3.0 * m.num_faces)) : 0.0f;
 }
 
 // Per node: area vector, area-weighted centroid, area and a bounding radius around the centroid.

@@ -274,6 +274,7 @@ builtin("intersect_tri_tri", group=GROUP, rule=_tri_tri_rule, differentiable=Fal
 for _name, _cpp, _doc in (
     ("_bvh_build", "bvh_build_serial", "Build the BVH whose descriptor is at ``id``; returns the node count."),
     ("_bvh_refit", "bvh_refit_serial", "Refit the BVH whose descriptor is at ``id``; returns the node count."),
-    ("_mesh_refit", "mesh_refit_serial", "Refit a mesh's BVH and its winding-number data; returns the node count."),
+    ("_mesh_build", "mesh_build_serial", "Build a mesh's BVH (and winding-number data); returns the node count."),
+    ("_mesh_refit", "mesh_refit_serial", "Refit a mesh's BVH (and winding-number data); returns the node count."),
 ):
     _declare(_name, _doc, _I32, [_ID], cpp=_cpp)

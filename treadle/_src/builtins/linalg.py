@@ -74,7 +74,7 @@ def np_svd3(a: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     u0 = b[:, 0] / s0 if s0 > 0 else np.array([1.0, 0.0, 0.0])
     u1 = b[:, 1] - u0 * (u0 @ b[:, 1])
     s1 = np.linalg.norm(u1)
-    if s1 > eps * s0 and s1 > 0:
+    if s1 > 64 * eps * s0 and s1 > 0:
         u1 = u1 / s1
     else:
         u1 = _perp(u0)
@@ -91,7 +91,7 @@ def np_svd2(a: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b, v, _ = _orthogonalize_columns(f64(a), eps)
     s0, s1 = np.linalg.norm(b[:, 0]), np.linalg.norm(b[:, 1])
     u0 = b[:, 0] / s0 if s0 > 0 else np.array([1.0, 0.0])
-    u1 = b[:, 1] / s1 if s1 > eps * s0 and s1 > 0 else np.array([-u0[1], u0[0]])
+    u1 = b[:, 1] / s1 if s1 > 64 * eps * s0 and s1 > 0 else np.array([-u0[1], u0[0]])
     return np.stack([u0, u1], axis=1), np.array([s0, s1]), v
 
 
@@ -103,7 +103,7 @@ def np_qr3(a: Any) -> tuple[np.ndarray, np.ndarray]:
     q0 = a[:, 0] / n0 if n0 > 0 else np.array([1.0, 0.0, 0.0])
     q1 = a[:, 1] - q0 * (q0 @ a[:, 1])
     n1 = np.linalg.norm(q1)
-    q1 = q1 / n1 if n1 > eps * n0 and n1 > 0 else _perp(q0)
+    q1 = q1 / n1 if n1 > 64 * eps * n0 and n1 > 0 else _perp(q0)
     q = np.stack([q0, q1, np.cross(q0, q1)], axis=1)
     return q, np.triu(q.T @ a)
 

@@ -81,7 +81,10 @@ def value_type(v: Any, declared: Any) -> Any:
 
             dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
             return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
-        return declared
+        # Interop hook: torch tensors / __dlpack__ objects passed straight to a generic kernel (interop/common.py).
+        from ..interop.common import foreign_array_type
+
+        return foreign_array_type(v, declared) or declared
     if isinstance(declared, GenericComposite):
         if declared.matches(type(v)):
             return type(v)
@@ -119,8 +122,17 @@ def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
             if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
                 v = _wrap_numpy(v, t, name, kernel)
             else:
-                raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
-                                  f"{type(v).__name__}")
+                # Interop hook (slow path only): torch tensors and from_torch(..., return_ctype=True) descriptors
+                # come back as a packed ArrayDesc, other __dlpack__ objects as a zero-copy Treadle array view.
+                from ..interop.common import coerce_foreign_array
+
+                foreign = coerce_foreign_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
+                if foreign is None:
+                    raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
+                                      f"{type(v).__name__}")
+                if not isinstance(foreign, array):
+                    return foreign  # an ArrayDesc, already checked
+                v = foreign
         if v.ndim != t.ndim:
             raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {t.ndim}-d array, got a "
                               f"{v.ndim}-d array of shape {v.shape}")
@@ -253,7 +265,8 @@ class LaunchPlan:
     """Everything about launching one kernel instance that does not depend on the argument values."""
 
     __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_type", "fwd", "nargs",
-                 "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel")
+                 "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel", "addr", "run1",
+                 "cur_nt")
 
     def __init__(self, inst: KernelInstance) -> None:
         from ..compiler.determinism import kernel_order_dependent
@@ -276,6 +289,9 @@ class LaunchPlan:
         self.last_desc: list[Any] = [None] * self.nargs
         self.last_bounds: Any = None
         self.device: Any = None
+        self.addr = 0
+        self.run1: Any = None
+        self.cur_nt = -1
 
     def pack(self, args: Sequence[Any], device: Any) -> ctypes.Structure:
         """A fresh argument struct for ``args`` (checked)."""
@@ -301,13 +317,15 @@ class LaunchPlan:
 
     def run(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> None:
         """Pack what changed since the last launch from this thread, and run."""
-        fr = self.frame
-        if fr is None:
+        if self.owner != _get_ident():
+            if self.frame is not None:
+                self._run_fresh(args, device, bounds)  # another thread owns the frame
+                return
             self.owner = _get_ident()
-            fr = self.frame = _Frame(self.frame_type, self.fwd)
-        elif self.owner != _get_ident():
-            self._run_fresh(args, device, bounds)  # another thread owns the frame
-            return
+            self.frame = _Frame(self.frame_type, self.fwd)
+            self.addr = self.frame.addr
+            self.run1 = _runtime().run1
+        fr = self.frame
         if device is not self.device:
             self.device = device
             self.last = [_UNSET] * self.nargs
@@ -335,11 +353,16 @@ class LaunchPlan:
         if bounds is not self.last_bounds:
             fr.buf.bounds = bounds
             self.last_bounds = bounds
-        nt = self.nthreads()
-        cmd = fr.cmd
-        if cmd.nthreads != nt:
-            cmd.nthreads = nt
-        _runtime().run1(fr.addr)
+        if self.order_dependent and _deterministic(self.kernel):
+            nt = 1
+        else:
+            nt = config.num_threads
+            if nt <= 0:
+                nt = _tp._CPUS
+        if nt != self.cur_nt:
+            fr.cmd.nthreads = nt
+            self.cur_nt = nt
+        self.run1(self.addr)
 
     def _run_fresh(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> None:
         fr = self.new_frame(args, device, bounds)
@@ -503,24 +526,23 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
             and plan.inst in plan.kernel.instances.values()):
         # Fast path: a loaded non-generic kernel whose options have not changed since its plan was made.
         args = inputs if not outputs else [*inputs, *outputs]
-        if len(args) == plan.nargs:
-            dev = get_device(device)
-            if dev.is_cpu:
-                if record_tape:
-                    tape = active_tape()
-                    if tape is not None:
-                        tape.record_launch(kernel, dim, inputs, outputs, dev, plan.inst)
-                bounds = _bounds(dim)
-                if config.print_launches:
-                    print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])}", file=sys.stderr)
-                if _graph.STATE.count and _graph.capturing():
-                    _graph.record(Launch(plan, bounds, args, dev))
-                    return None
-                if bounds.size > 0:
-                    plan.run(args, dev, bounds)
-                    if plan.debug:
-                        plan.inst.check_errors()
+        dev = get_device(device)
+        if len(args) == plan.nargs and (dev is plan.device or dev.is_cpu):
+            if record_tape:
+                tape = active_tape()
+                if tape is not None:
+                    tape.record_launch(kernel, dim, inputs, outputs, dev, plan.inst)
+            bounds = _bounds(dim)
+            if config.print_launches:
+                print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])}", file=sys.stderr)
+            if _graph.STATE.count and _graph.capturing():
+                _graph.record(Launch(plan, bounds, args, dev))
                 return None
+            if bounds.size > 0:
+                plan.run(args, dev, bounds)
+                if plan.debug:
+                    plan.inst.check_errors()
+            return None
     return _launch_slow(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint, record_tape,
                         record_cmd)
 

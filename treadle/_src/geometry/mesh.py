@@ -1,0 +1,192 @@
+"""``Mesh``: a triangle mesh with a BVH over its faces, queried in kernels with ``mesh_query_*``.
+
+The object owns the native ``mesh_t`` descriptor (its address is :attr:`Mesh.id`; its first member is the face BVH,
+so the same id works with the ``bvh_query_*`` builtins) and the buffers it points to; the point, velocity and index
+arrays are the user's, referenced, not copied. Face bounds, vertex pseudo-normals, the tree and the winding-number
+dipoles are computed by the serial native builder in ``treadle/native/mesh.h``, run by one-thread kernels; the edge
+adjacency (topology, fixed for the mesh's life) is computed once with NumPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ..builtins import REGISTRY
+from ..lang import abi, scalars
+from ..lang.array import array
+from ..lang.creation import zeros
+from ..lang.kernel import kernel
+from ..lang.launch import launch
+from ..lang.vector import vec3f
+from ..runtime.device import get_device
+from .bvh import BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
+from .types import MeshView
+
+_mesh_build = REGISTRY.builtins["_mesh_build"]
+_mesh_refit = REGISTRY.builtins["_mesh_refit"]
+
+#: Leaf size of mesh BVHs when not given (closest-point queries favour a few faces per leaf).
+DEFAULT_LEAF_SIZE = 4
+
+
+class MeshDesc(ctypes.Structure):
+    """Mirror of ``treadle::mesh_t``."""
+
+    _fields_ = [
+        ("bvh", BvhDesc),
+        ("points", abi.ArrayDesc),
+        ("velocities", abi.ArrayDesc),
+        ("indices", abi.ArrayDesc),
+        ("num_points", ctypes.c_int32),
+        ("num_faces", ctypes.c_int32),
+        ("vertex_normals", ctypes.c_void_p),
+        ("edge_adjacent", ctypes.c_void_p),
+        ("winding", ctypes.c_void_p),
+        ("avg_edge", ctypes.c_float),
+        ("pad", ctypes.c_int32),
+    ]
+
+
+@kernel(enable_backward=False)
+def _run_mesh_build(mesh: scalars.uint64, out: array(dtype=int)):
+    out[0] = _mesh_build(mesh)
+
+
+@kernel(enable_backward=False)
+def _run_mesh_refit(mesh: scalars.uint64, out: array(dtype=int)):
+    out[0] = _mesh_refit(mesh)
+
+
+def edge_adjacency(tris: np.ndarray) -> np.ndarray:
+    """For each face edge (v_k -> v_k+1) the face across it, or -1 (boundary); non-manifold edges pair up in order."""
+    f = len(tris)
+    if f == 0:
+        return np.zeros(0, np.int32)
+    a = tris.reshape(-1).astype(np.int64)
+    b = np.roll(tris, -1, axis=1).reshape(-1).astype(np.int64)
+    key = np.minimum(a, b) * (int(tris.max()) + 1) + np.maximum(a, b)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    adj = np.full(3 * f, -1, np.int64)
+    same = np.nonzero(ks[1:] == ks[:-1])[0]
+    # pair each face edge with its successor in the sorted order (twice-shared edges pair exactly)
+    first, second = order[same], order[same + 1]
+    adj[second] = first // 3
+    adj[first] = second // 3
+    return adj.astype(np.int32)
+
+
+def _vec3_array(a: Any, name: str) -> array:
+    if not isinstance(a, array) or a.dtype is not vec3f:
+        raise TypeError(f"Mesh {name} must be an array of vec3")
+    return a
+
+
+class Mesh:
+    """A triangle mesh for closest-point, ray, box and sphere queries in kernels.
+
+    Args:
+        points: vertex positions (array of vec3).
+        indices: flat int32 array of vertex indices, 3 per triangle.
+        velocities: optional per-vertex velocities (``mesh_eval_velocity``).
+        support_winding_number: also maintain the data for ``mesh_query_point_sign_winding_number``.
+        bvh_constructor: ``"sah"`` (default) or ``"median"`` (``"lbvh"``/``"cubql"`` build with SAH).
+        bvh_leaf_size: faces per BVH leaf (default 4).
+        groups: optional int32 group id per face (``mesh_get_group_root``).
+
+    After changing the points in place (or assigning :attr:`points`), call :meth:`refit`.
+    """
+
+    vars = MeshView.vars
+
+    def __init__(self, points: array, indices: array, velocities: array | None = None,
+                 support_winding_number: bool = False, bvh_constructor: Any = None, bvh_leaf_size: int | None = None,
+                 groups: Any = None) -> None:
+        self._points = _vec3_array(points, "points")
+        if velocities is not None:
+            _vec3_array(velocities, "velocities")
+        if not isinstance(indices, array) or indices.dtype is not scalars.int32:
+            raise TypeError("Mesh indices must be an int32 array")
+        if indices.ndim != 1:
+            indices = indices.contiguous().reshape((indices.size,))
+        self.indices = indices
+        self._velocities = velocities
+        self.device = get_device(points.device)
+        self.support_winding_number = bool(support_winding_number)
+        self.groups = groups
+        num_faces = indices.shape[0] // 3
+        tris = indices.numpy()[: 3 * num_faces].reshape(-1, 3)
+        if num_faces and (tris.min() < 0 or tris.max() >= points.shape[0]):
+            raise ValueError(f"Mesh indices must lie in [0, {points.shape[0]})")
+        leaf = DEFAULT_LEAF_SIZE if bvh_leaf_size is None else parse_leaf_size(bvh_leaf_size)
+        self._tree = BvhBuffers(num_faces, self.device, leaf, parse_constructor(bvh_constructor),
+                                as_groups(groups, num_faces, self.device))
+        self._desc = MeshDesc()
+        self._desc.bvh = self._tree.desc
+        self.id = ctypes.addressof(self._desc)
+        # the descriptor now holds the BVH fields: point the tree's helpers at the embedded copy
+        self._tree.desc = self._desc.bvh
+        self._tree.id = self.id
+        d = self._desc
+        d.num_points = points.shape[0]
+        d.num_faces = num_faces
+        self._vertex_normals = zeros(max(points.shape[0], 1), dtype=vec3f, device=self.device)
+        self._edge_adjacent = array(edge_adjacency(tris) if num_faces else np.zeros(1, np.int32),
+                                    dtype=scalars.int32, device=self.device)
+        d.vertex_normals = self._vertex_normals.ptr
+        d.edge_adjacent = self._edge_adjacent.ptr
+        if self.support_winding_number:
+            self._winding = zeros((2 * max(num_faces, 1), 8), dtype=scalars.float32, device=self.device)
+            d.winding = self._winding.ptr
+        self._set_arrays()
+        if num_faces:
+            self._tree.items.numpy()[:num_faces] = self._tree.initial_order
+        launch(_run_mesh_build, dim=1, inputs=[self.id, self._tree.result], device=self.device, record_tape=False)
+
+    def _set_arrays(self) -> None:
+        d = self._desc
+        ctypes.memmove(ctypes.addressof(d.points), ctypes.addressof(self._points.__ctype__()),
+                       ctypes.sizeof(abi.ArrayDesc))
+        ctypes.memmove(ctypes.addressof(d.indices), ctypes.addressof(self.indices.__ctype__()),
+                       ctypes.sizeof(abi.ArrayDesc))
+        if self._velocities is not None:
+            ctypes.memmove(ctypes.addressof(d.velocities), ctypes.addressof(self._velocities.__ctype__()),
+                           ctypes.sizeof(abi.ArrayDesc))
+        else:
+            ctypes.memset(ctypes.addressof(d.velocities), 0, ctypes.sizeof(abi.ArrayDesc))
+
+    @property
+    def points(self) -> array:
+        """The vertex positions (assign an array of the same shape, then call :meth:`refit`)."""
+        return self._points
+
+    @points.setter
+    def points(self, value: array) -> None:
+        value = _vec3_array(value, "points")
+        if value.shape != self._points.shape:
+            raise RuntimeError(f"The new points and the original points must have the same shape, the new points' "
+                               f"shape is {value.shape}, while the old points' shape is {self._points.shape}.")
+        self._points = value
+        self._set_arrays()
+
+    @property
+    def velocities(self) -> array | None:
+        """The vertex velocities, or None."""
+        return self._velocities
+
+    @velocities.setter
+    def velocities(self, value: array | None) -> None:
+        if value is not None:
+            value = _vec3_array(value, "velocities")
+            if value.shape != self._points.shape:
+                raise RuntimeError("The new velocities must have the same shape as the points")
+        self._velocities = value
+        self._set_arrays()
+
+    def refit(self) -> None:
+        """Update the face bounds, BVH and sign data from the current points (same topology)."""
+        self._set_arrays()
+        launch(_run_mesh_refit, dim=1, inputs=[self.id, self._tree.result], device=self.device, record_tape=False)
