@@ -99,3 +99,27 @@ def test_backward_replay_has_no_side_effects():
     tape.backward(loss)
     assert log.numpy()[0] == 3.0 and loss.numpy()[0] == 5.0
     np.testing.assert_allclose(x.grad.numpy(), [0.0, 2.0, 4.0])
+
+
+@wp.func
+def square_plus(x: float, y: float) -> float:
+    return x * x + wp.sin(y)
+
+
+@wp.kernel
+def grad_in_kernel(x: wp.array(dtype=float), gx: wp.array(dtype=float), gy: wp.array(dtype=float),
+                   ga: wp.array(dtype=float)):
+    i = wp.tid()
+    dx, dy = wp.grad(square_plus)(x[i], 2.0 * x[i])
+    gx[i] = dx
+    gy[i] = dy
+    ga[i] = wp.grad(wp.sin)(x[i])
+
+
+def test_wp_grad_in_kernels():
+    xs = np.array([0.1, 0.5, 1.5], dtype=np.float32)
+    gx, gy, ga = (wp.zeros(3, dtype=float) for _ in range(3))
+    wp.launch(grad_in_kernel, dim=3, inputs=[wp.array(xs), gx, gy, ga])
+    np.testing.assert_allclose(gx.numpy(), 2 * xs, rtol=1e-6)
+    np.testing.assert_allclose(gy.numpy(), np.cos(2 * xs), rtol=1e-6)
+    np.testing.assert_allclose(ga.numpy(), np.cos(xs), rtol=1e-6)

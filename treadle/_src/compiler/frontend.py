@@ -67,6 +67,8 @@ class LowerContext:
     def __init__(self, max_unroll: int = 16) -> None:
         self.max_unroll = max_unroll
         self.deps: list[Any] = []
+        #: user functions whose adjoint the forward code calls through wp.grad(f)
+        self.grad_targets: list[Any] = []
 
     def add_dependency(self, inst: Any) -> None:
         if inst not in self.deps:

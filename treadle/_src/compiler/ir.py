@@ -124,6 +124,15 @@ class CallFunc(Stmt):
 
 
 @dataclasses.dataclass(eq=False)
+class CallGrad(Stmt):
+    """``wp.grad(f)(args)``: the gradient of scalar-valued ``f`` w.r.t. each argument (forward-only)."""
+
+    result: Value
+    target: Any  # a builtin Overload or a user FuncInstance
+    args: list[Operand]
+
+
+@dataclasses.dataclass(eq=False)
 class Construct(Stmt):
     """Build a value of ``result.type`` (vector, matrix, struct, scalar conversion) from ``args``."""
 
@@ -322,6 +331,8 @@ def _fmt_stmt(s: Stmt, indent: str, out: list[str]) -> None:
         out.append(f"{indent}{res(s.result)}{s.overload.builtin.name}{tuple(s.args)!r}")
     elif isinstance(s, CallFunc):
         out.append(f"{indent}{res(s.result)}call {s.func.name}{tuple(s.args)!r}")
+    elif isinstance(s, CallGrad):
+        out.append(f"{indent}{res(s.result)}grad {getattr(s.target, 'name', s.target)}{tuple(s.args)!r}")
     elif isinstance(s, Construct):
         out.append(f"{indent}{res(s.result)}construct{tuple(s.args)!r}")
     elif isinstance(s, Extract):

@@ -75,6 +75,14 @@ class CallMixin(ExprMixin):
             return self.eval_static(node)
         if getattr(obj, "_treadle_local_array_", False):
             return self.local_array(node)
+        if getattr(obj, "_treadle_compile_time_", False):  # e.g. wp.grad(f): evaluated when the kernel is built
+            vals = [self.expr(a) for a in node.args]
+            if not all(isinstance(v, PyObj) for v in vals) or node.keywords:
+                raise self.err(f"'{obj.__name__}' takes compile-time arguments (functions or types)", node,
+                               cls=CodegenTypeError)
+            return PyObj(obj(*[v.obj for v in vals]))
+        if getattr(obj, "_treadle_grad_of_", None) is not None:
+            return self.call_grad(obj._treadle_grad_of_, node)
         name = getattr(obj, "__name__", type(obj).__name__)
         for a in node.args:  # report unsupported constructs in the arguments first
             self.expr(a)
@@ -83,6 +91,37 @@ class CallMixin(ExprMixin):
                            f"decorate '{name}' with @wp.func (and annotate its parameters)",
                            UnsupportedConstructError)
         raise self.err(f"'{name}' is not callable", node, cls=CodegenTypeError)
+
+    def call_grad(self, target: Any, node: ast.Call) -> Any:
+        """``wp.grad(f)(x, y)``: gradients of the scalar result of ``f`` w.r.t. each argument (forward-only)."""
+        from ..lang.typesys import is_float
+
+        raw = [self.as_operand(self._tid_value(self.expr(a)), node) for a in node.args]
+        b = target if isinstance(target, Builtin) else getattr(target, "_treadle_builtin_", None)
+        if b is not None:
+            try:
+                ov = b.resolve([a.type for a in raw])
+            except NoMatch:
+                raw = self.adapt_weak(raw)
+                ov = b.resolve([a.type for a in raw])
+            ret, tgt, args = ov.ret, ov, raw
+        elif getattr(target, "_treadle_function_", False):
+            inst, args = target.resolve_call(raw, {}, self, node)
+            self.ctx.add_dependency(inst)
+            if inst not in self.ctx.grad_targets:
+                self.ctx.grad_targets.append(inst)
+            ret, tgt = inst.return_type, inst
+        else:
+            raise self.err("wp.grad() takes a @wp.func or a builtin", node, cls=CodegenTypeError)
+        if not (is_float(ret) and all(is_float(scalar_of(a.type)) or is_composite(a.type) for a in args)):
+            raise self.err(f"wp.grad() needs a function with float arguments and a float scalar result, got "
+                           f"{type_str(ret)}", node, "differentiate a scalar-valued function", CodegenTypeError)
+        t = args[0].type if len(args) == 1 else TupleT(tuple(a.type for a in args))
+        r = self.new_value(t, "grad")
+        self.emit(ir.CallGrad(self.src.loc(node), r, tgt, list(args)))
+        if isinstance(t, TupleT):
+            return self.unpack_tuple_value(r, node)
+        return r
 
     def local_array(self, node: ast.Call) -> Any:
         """``wp.zeros(shape, dtype)`` in a kernel: a zero-initialised thread-private array of constant shape."""

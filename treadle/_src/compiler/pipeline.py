@@ -50,13 +50,36 @@ def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = Fa
     Returns ``(block, symbol, locations)``; ``locations`` maps checked-mode markers to source locations.
     """
     em = Emitter(line_directives=config.line_directives, checked=checked)
-    func_text = [em.function(fi.ir, fi.cname) for fi in funcs]
+    grad_text = _grad_support(em, funcs, kernel_ir)
+    func_text = grad_text + [em.function(fi.ir, fi.cname) for fi in funcs]
     args_struct, body = em.kernel(kernel_ir, "@SYMBOL@")
     inner = "\n\n".join([*em.type_defs, *func_text, args_struct, body])
     digest = hashlib.sha256(inner.encode()).hexdigest()
     symbol = f"tk_{digest[:24]}"
     block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
     return block, symbol, em.locs
+
+
+def _grad_support(em: Emitter, funcs: list[Any], kernel_ir: ir.FuncIR) -> list[str]:
+    """Replay and adjoint functions that forward code calls through ``wp.grad(f)``."""
+    bodies = [kernel_ir.body] + [g.ir.body for g in funcs]
+    targets = [fi for fi in funcs if any(isinstance(s, ir.CallGrad) and s.target is fi
+                                         for b in bodies for s in ir.walk(b))]
+    if not targets:
+        return []
+    from .emit_adjoint import AdjointEmitter, ReplayEmitter, replay_name
+    from .structurize import structurize
+
+    closure = ordered_deps(targets)
+    rem = ReplayEmitter(line_directives=config.line_directives)
+    rem.tuple_names, rem.types_done, rem.type_defs = em.tuple_names, em.types_done, em.type_defs
+    replays = [rem.function(fi.ir, replay_name(fi)) for fi in closure]
+    adj = AdjointEmitter(em)
+    adjs = [adj.custom_adjoint_function(fi.grad_ir, len(fi.types), fi.cname)
+            if getattr(fi, "grad_ir", None) is not None else adj.adjoint_function(structurize(fi.ir), fi.cname)
+            for fi in closure]
+    return ["using treadle::adj_accum;\nusing treadle::adj_atomic_accum;", *adj.struct_accumulators(), *replays,
+            *adjs]
 
 
 def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:

@@ -533,3 +533,21 @@ def func_replay(forward: Any) -> Any:
         return fn
 
     return deco
+
+
+class _GradOf:
+    """``wp.grad(f)``: in kernels, calling it returns the gradient of ``f`` w.r.t. each argument."""
+
+    def __init__(self, func: Any) -> None:
+        self._treadle_grad_of_ = func
+
+    def __call__(self, *args: Any) -> Any:
+        raise RuntimeError("wp.grad(f)(...) can only be called inside a kernel or @wp.func")
+
+
+def grad(func: Any) -> Any:
+    """A callable computing the gradient of a scalar-valued ``@func`` or builtin (forward-only, in kernels)."""
+    return _GradOf(func)
+
+
+grad._treadle_compile_time_ = True  # type: ignore[attr-defined]

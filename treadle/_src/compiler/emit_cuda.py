@@ -1,0 +1,215 @@
+"""CUDA translation units from the same kernel IR and the same C++ blocks as the CPU backend.
+
+A kernel's CUDA block is its CPU block (``pipeline.emit_kernel_block`` / ``emit_adjoint_block``: types, functions,
+``Args``, the per-thread body) with two changes made here, so that one emitter stays the only writer of kernel C++:
+
+- the CPU entry points that follow the per-thread body are fenced with ``#if !defined(__CUDACC_RTC__)`` (they use
+  host-only launch loops and thread pools);
+- a ``__global__`` entry ``<symbol>_cuda_forward`` (or ``_cuda_backward``) is appended::
+
+      extern "C" __global__ void __launch_bounds__(B[, M]) <symbol>_cuda_forward(
+          treadle::launch_bounds_t bounds, const __grid_constant__ Args args)
+
+  It runs a grid-stride loop over ``bounds.size`` (or, with ``grid_stride=False``, one thread index per CUDA thread,
+  bounds-checked), computes the per-dimension thread index only when the kernel reads it, and calls the body
+  (its general, runtime-stride instantiation). Parameters are the launch bounds (48 bytes) and the ``Args`` struct,
+  laid out exactly as the ctypes mirror the launcher packs (checked by ``static_assert`` when the caller passes
+  the ctypes layout).
+
+Backward passes of loops keep a per-thread checkpoint stack. On the host it grows on the heap; under CUDA it is a
+fixed buffer of ``ckpt_bytes`` bytes in each thread's local memory (``native/cuda_kernel.h``). A thread whose loops
+need more records the size it needed; :func:`treadle._src.runtime.cuda_driver.CudaModule.check_errors` turns that
+into an error naming the kernel and the capacity to ask for (module option ``cuda_ckpt_bytes``). Kernels whose
+backward pass has no checkpointed loop get no buffer at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from typing import Any
+
+from . import emit_entry, ir
+from .emit_cpp import EmitError
+
+#: The includes of every CUDA translation unit (``launch.h`` is host-only; ``cuda_kernel.h`` is its device side).
+CUDA_PRELUDE = '#include "treadle.h"\n#include "kernel_support.h"\n#include "cuda_kernel.h"\n'
+
+#: Default checkpoint capacity per thread (bytes of local memory) for backward passes with loops.
+DEFAULT_CKPT_BYTES = 2048
+
+_HOST_FENCE_BEGIN = "#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)  // CPU entry points"
+_HOST_FENCE_END = "#endif  // CPU entry points"
+
+
+@dataclasses.dataclass(frozen=True)
+class CudaEntryOptions:
+    """What shapes a CUDA entry point (all of it ends up in the block text, hence in the cache key).
+
+    Attributes:
+        block_dim: the most threads per block the entry is compiled for (``__launch_bounds__`` first argument);
+            launches must use at most this many.
+        min_blocks: minimum resident blocks per SM asked of the compiler (second ``__launch_bounds__`` argument,
+            0 to omit).
+        grid_stride: a grid-stride loop (any grid size works) or one thread index per CUDA thread.
+        ckpt_bytes: per-thread checkpoint capacity of backward passes that differentiate loops.
+    """
+
+    block_dim: int = 256
+    min_blocks: int = 0
+    grid_stride: bool = True
+    ckpt_bytes: int = DEFAULT_CKPT_BYTES
+
+    @staticmethod
+    def from_launch_bounds(launch_bounds: Any, block_dim: int | None = None, **kw: Any) -> CudaEntryOptions:
+        """From the reference's ``launch_bounds`` kernel option (an int, or ``(max_threads, min_blocks)``)."""
+        max_threads, min_blocks = int(block_dim or 256), 0
+        if isinstance(launch_bounds, int):
+            max_threads = launch_bounds
+        elif isinstance(launch_bounds, (tuple, list)) and launch_bounds:
+            max_threads = int(launch_bounds[0])
+            min_blocks = int(launch_bounds[1]) if len(launch_bounds) > 1 else 0
+        elif launch_bounds is not None:
+            raise ValueError(f"launch_bounds must be an int or a (max_threads, min_blocks) tuple, got {launch_bounds!r}")
+        if not 1 <= max_threads <= 1024:
+            raise ValueError(f"CUDA blocks hold 1 to 1024 threads, got launch bounds / block_dim {max_threads}")
+        return CudaEntryOptions(block_dim=max_threads, min_blocks=max(0, min_blocks), **kw)
+
+
+@dataclasses.dataclass
+class CudaBlock:
+    """One kernel's CUDA code: the namespace block, its entry symbol and what the runtime needs to know."""
+
+    block: str
+    symbol: str
+    entry: str
+    kind: str
+    locs: list[Any]
+    uses_ckpt: bool
+    options: CudaEntryOptions
+
+
+def body_call_args() -> list[str]:
+    """The arguments the CUDA entry passes to the per-thread body, in the order of ``emit_entry.BODY_PARAMS``."""
+    known = {"bounds": "bounds", "_flat": "_i", "args": "args", "_t0": "_t[0]", "_t1": "_t[1]", "_t2": "_t[2]",
+             "_t3": "_t[3]"}
+    out = []
+    for decl in emit_entry.BODY_PARAMS.split(","):
+        name = re.sub(r"[^A-Za-z0-9_].*$", "", decl.strip().split()[-1].lstrip("&*"))
+        if name not in known:
+            raise EmitError(f"the per-thread body has a parameter '{name}' the CUDA entry does not know how to pass "
+                            "(emit_entry.BODY_PARAMS changed: update emit_cuda.body_call_args)")
+        out.append(known[name])
+    return out
+
+
+def _body_is_template(body: str) -> bool:
+    return emit_entry.body_head(body)[0].startswith("template")
+
+
+def fence_cpu_entries(block: str, body: str) -> str:
+    """``block`` with everything after the per-thread body ``body`` (the CPU entry points) fenced off for CUDA."""
+    lines = block.split("\n")
+    head = f"static TREADLE_FUNC void {body}("
+    try:
+        start = next(i for i, line in enumerate(lines) if line.startswith(head))
+        end = next(i for i in range(start + 1, len(lines)) if lines[i] == "}")
+        close = max(i for i, line in enumerate(lines) if line.startswith("} // namespace"))
+    except (StopIteration, ValueError):
+        raise EmitError(f"cannot find the per-thread body '{body}' in the emitted kernel block") from None
+    return "\n".join([*lines[: end + 1], _HOST_FENCE_BEGIN, *lines[end + 1 : close], _HOST_FENCE_END,
+                      "@CUDA_ENTRY@", *lines[close:]])
+
+
+def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryOptions, uses_ckpt: bool,
+               args_layout: tuple[int, list[tuple[str, int]]] | None = None) -> str:
+    """The ``extern "C" __global__`` entry running the per-thread ``body`` over a launch."""
+    name = f"{symbol}_cuda_{kind}"
+    bounds = f"__launch_bounds__({opts.block_dim}{f', {opts.min_blocks}' if opts.min_blocks else ''})"
+    call = f"{body}{'<false>' if _body_is_template(body) else ''}({', '.join(body_call_args())});"
+    lines: list[str] = []
+    if args_layout is not None:
+        size, offsets = args_layout
+        lines.append(f'static_assert(sizeof(Args) == {size}, "Args layout differs from the launcher\'s ctypes mirror");')
+        for field, off in offsets:
+            lines.append(f'static_assert(__builtin_offsetof(Args, {field}) == {off}, "Args.{field} is misplaced");')
+    lines += [
+        f'extern "C" __global__ void {bounds} {name}(treadle::launch_bounds_t bounds, '
+        "const TREADLE_GRID_CONSTANT Args args)",
+        "{",
+    ]
+    if uses_ckpt:
+        lines += [
+            f"    __align__(16) unsigned char _ckpt_buf[{max(16, opts.ckpt_bytes)}];",
+            "    treadle::cuda_ckpt_t _ckpt;",
+            f"    treadle::cuda_ckpt_bind(_ckpt, _ckpt_buf, {max(16, opts.ckpt_bytes)}ull);",
+            "    unsigned long long _ckpt_high = 0;",
+        ]
+    tid = "        treadle::cuda_tid(bounds, _i, _t);" if emit_entry.uses_tid_dims(f) else None
+    per_thread = ["        treadle::int32 _t[4] = {0, 0, 0, 0};", *([tid] if tid else []), f"        {call}"]
+    if uses_ckpt:
+        per_thread.append("        treadle::cuda_ckpt_check(_ckpt, _ckpt_high);")
+    first = "(treadle::int64)blockIdx.x * (treadle::int64)blockDim.x + (treadle::int64)threadIdx.x"
+    if opts.grid_stride:
+        lines += [
+            "    const treadle::int64 _step = (treadle::int64)blockDim.x * (treadle::int64)gridDim.x;",
+            f"    for (treadle::int64 _i = {first}; _i < bounds.size; _i += _step) {{",
+            *per_thread,
+            "    }",
+        ]
+    else:
+        lines += [f"    const treadle::int64 _i = {first};", "    if (_i < bounds.size) {", *per_thread, "    }"]
+    if uses_ckpt:
+        lines.append("    treadle::cuda_ckpt_report(_ckpt, _ckpt_high);")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _finish(block: str, symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryOptions,
+            locs: list[Any], args_layout: Any) -> CudaBlock:
+    fenced = fence_cpu_entries(block, body)
+    uses_ckpt = kind == "backward" and "treadle::ckpt_" in block
+    entry = cuda_entry(symbol, kind, body, f, opts, uses_ckpt, args_layout)
+    return CudaBlock(fenced.replace("@CUDA_ENTRY@", entry), symbol, f"{symbol}_cuda_{kind}", kind, locs, uses_ckpt,
+                     opts)
+
+
+def cuda_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], *, checked: bool = False,
+                      options: CudaEntryOptions | None = None, args_layout: Any = None) -> CudaBlock:
+    """The CUDA block of a kernel's forward pass (``funcs``: its function instances, callees first)."""
+    from .pipeline import emit_kernel_block
+
+    block, symbol, locs = emit_kernel_block(kernel_ir, funcs, checked=checked)
+    return _finish(block, symbol, "forward", "kernel_body", kernel_ir, options or CudaEntryOptions(), locs,
+                   args_layout)
+
+
+def cuda_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any], *, options: CudaEntryOptions | None = None,
+                       args_layout: Any = None) -> CudaBlock:
+    """The CUDA block of a kernel's backward pass."""
+    from .pipeline import emit_adjoint_block
+
+    block, symbol = emit_adjoint_block(kernel_ir, funcs)
+    return _finish(block, symbol, "backward", "kernel_backward_body", kernel_ir, options or CudaEntryOptions(), [],
+                   args_layout)
+
+
+def args_layout_of(args_type: Any) -> tuple[int, list[tuple[str, int]]] | None:
+    """``(sizeof, [(field, offset)])`` of a ctypes ``Args`` mirror, for the entry's layout ``static_assert`` s."""
+    if args_type is None:
+        return None
+    import ctypes
+
+    fields = [(name, getattr(args_type, name).offset) for name, *_ in args_type._fields_]
+    return ctypes.sizeof(args_type), fields
+
+
+def cuda_source(blocks: list[CudaBlock]) -> str:
+    """One CUDA translation unit holding ``blocks``."""
+    return CUDA_PRELUDE + "\n".join(b.block for b in blocks)
+
+
+def block_digest(block: CudaBlock) -> str:
+    """SHA-256 of a block's text (with the emitter's inputs it determines the code)."""
+    return hashlib.sha256(block.block.encode()).hexdigest()
