@@ -123,3 +123,30 @@ def test_wp_grad_in_kernels():
     np.testing.assert_allclose(gx.numpy(), 2 * xs, rtol=1e-6)
     np.testing.assert_allclose(gy.numpy(), np.cos(2 * xs), rtol=1e-6)
     np.testing.assert_allclose(ga.numpy(), np.cos(xs), rtol=1e-6)
+
+
+@wp.func_native("out[tid] = x[tid] * 3.0f + 1.0f;", adj_snippet="adj_x[tid] += adj_out[tid] * 3.0f;")
+def native_affine(x: wp.array(dtype=float), out: wp.array(dtype=float), tid: int): ...
+
+
+@wp.func_native("return a * b;", adj_snippet="adj_a += b * adj_ret; adj_b += a * adj_ret;")
+def native_mul(a: float, b: float) -> float: ...
+
+
+@wp.kernel
+def use_native(x: wp.array(dtype=float), out: wp.array(dtype=float), prod: wp.array(dtype=float)):
+    i = wp.tid()
+    native_affine(x, out, i)
+    prod[i] = native_mul(x[i], 2.5)
+
+
+def test_func_native_snippets():
+    x = wp.array(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    prod = wp.zeros(2, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(use_native, dim=2, inputs=[x, out, prod])
+    np.testing.assert_allclose(out.numpy(), [4.0, 7.0])
+    np.testing.assert_allclose(prod.numpy(), [2.5, 5.0])
+    tape.backward(grads={prod: np.ones(2, dtype=np.float32), out: np.array([1.0, 10.0], dtype=np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), [2.5 + 3.0, 2.5 + 30.0])

@@ -97,7 +97,7 @@ def make_mesh(device: str, **kw: object) -> tuple[wp.Mesh, np.ndarray, np.ndarra
 
 
 @wp.kernel
-def point_queries(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), max_dist: float, dist: wp.array(dtype=float, ndim=2),
+def point_queries(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), max_dist: float, min_dist: float, dist: wp.array(dtype=float, ndim=2),
                   sign: wp.array(dtype=float, ndim=2), found: wp.array(dtype=int, ndim=2)):
     t = wp.tid()
     p = q[t]
@@ -117,7 +117,7 @@ def point_queries(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), max_dist: float, 
         elif k == 4:
             r = wp.mesh_query_point_sign_winding_number(mesh, p, max_dist, accuracy, threshold)
         elif k == 5:
-            r = wp.mesh_query_furthest_point_no_sign(mesh, p, max_dist)
+            r = wp.mesh_query_furthest_point_no_sign(mesh, p, min_dist)
         found[t, k] = int(r.result)
         if r.result:
             dist[t, k] = wp.length(wp.mesh_eval_position(mesh, r.face, r.u, r.v) - p)
@@ -198,13 +198,14 @@ def accessors(mesh: wp.uint64, out: wp.array(dtype=wp.vec3), idx: wp.array(dtype
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def run_points(mesh: wp.Mesh, q: np.ndarray, max_dist: float, device: str) -> tuple[np.ndarray, ...]:
+def run_points(mesh: wp.Mesh, q: np.ndarray, max_dist: float, device: str, min_dist: float = 0.0
+               ) -> tuple[np.ndarray, ...]:
     m = len(q)
     dist = wp.zeros((m, 6), dtype=float, device=device)
     sign = wp.zeros((m, 6), dtype=float, device=device)
     found = wp.zeros((m, 6), dtype=int, device=device)
-    wp.launch(point_queries, dim=m, inputs=[mesh.id, wp.array(q, dtype=wp.vec3, device=device), max_dist, dist, sign,
-                                            found], device=device)
+    wp.launch(point_queries, dim=m, inputs=[mesh.id, wp.array(q, dtype=wp.vec3, device=device), max_dist, min_dist,
+                                            dist, sign, found], device=device)
     return dist.numpy(), sign.numpy(), found.numpy().astype(bool)
 
 
@@ -237,7 +238,7 @@ def test_max_dist_limits(device: str) -> None:
     assert (sign[~found[:, 1], 1] == 0).all()
     # furthest with min_dist beyond every vertex: nothing
     far = np.linalg.norm(pts[None] - q[:, None], axis=-1).max(-1)
-    _, _, found = run_points(mesh, q, float(far.max()) + 0.1, device)
+    _, _, found = run_points(mesh, q, 1.5, device, min_dist=float(far.max()) + 0.1)
     assert not found[:, 5].any()
 
 

@@ -15,6 +15,11 @@ template <typename T> struct array_t {
     int64 strides[4];    // in bytes
     int32 ndim;
     int32 flags;
+
+    // Element access for native snippets (@wp.func_native): a[i] on the first dimension, byte strides.
+    TREADLE_FUNC T& operator[](int64 i) const {
+        return *reinterpret_cast<T*>(reinterpret_cast<char*>(data) + i * strides[0]);
+    }
 };
 static_assert(sizeof(array_t<float>) == 88, "array_t layout");
 

@@ -241,3 +241,13 @@ template <typename To, typename From> TREADLE_FUNC To bit_cast(const From& x) {
     return r;
 }
 }  // namespace treadle
+
+namespace treadle {
+// The gradient buffer of an array as an array (what native adjoint snippets see as adj_<array>).
+template <typename T> TREADLE_FUNC array_t<T> grad_of(const array_t<T>& a) {
+    array_t<T> g = a;
+    g.data = a.grad;
+    g.grad = nullptr;
+    return g;
+}
+}  // namespace treadle

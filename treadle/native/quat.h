@@ -402,6 +402,12 @@ namespace detail {
 // Euler angles by the direct method of Bernardes and Viollet (2022): the quaternion is permuted (and, for
 // Tait-Bryan sequences, rotated by 45 degrees) into a proper sequence, whose angles come from two atan2.
 // p = (a, b, c, d) are the permuted components; returns false for an invalid axis sequence.
+template <typename T> TREADLE_FUNC T pi() { return T(3.14159265358979323846); }
+// 1 or 2 when the middle angle t2 (in [0, pi]) is within 2^-12 of 0 or pi (the first angle is then not unique).
+template <typename T> TREADLE_FUNC int euler_lock(T t2) {
+    const T tol = T(1.0 / 4096.0);
+    return t2 <= tol ? 1 : (t2 >= pi<T>() - tol ? 2 : 0);
+}
 template <typename T> TREADLE_FUNC bool euler_parts(const quat_t<T>& q, int i, int j, int k, quat_t<T>& p, T& eps,
                                                     bool& proper) {
     if (i < 0 || i > 2 || j < 0 || j > 2 || k < 0 || k > 2 || i == j || j == k)
@@ -425,16 +431,15 @@ template <typename T> TREADLE_FUNC vec_t<3, T> quat_to_euler(const quat_t<T>& q,
     if (!detail::euler_parts(q, i, j, k, p, eps, proper))
         return vec_t<3, T>();
     const T a = p.c[0], b = p.c[1], c = p.c[2], d = p.c[3];
-    const T r1 = sqrt(a * a + b * b), r2 = sqrt(c * c + d * d);
-    T t2 = T(T(2) * atan2(r2, r1));
+    T t2 = T(T(2) * atan2(sqrt(c * c + d * d), sqrt(a * a + b * b)));
     const T tp = atan2(b, a), tm = atan2(d, c);
-    const T tiny = T(T(16) * detail::epsilon<T>() * (r1 + r2));
-    T t1, t3;
-    if (r2 <= tiny) {  // gimbal lock: the first angle is set to zero
-        t1 = T(0);
+    T t1 = T(0), t3;
+    const int lock = detail::euler_lock(t2);
+    if (lock == 1) {  // gimbal lock (as the reference: within 2^-12 rad): the first angle is set to zero
+        t2 = T(0);
         t3 = T(T(2) * tp);
-    } else if (r1 <= tiny) {
-        t1 = T(0);
+    } else if (lock == 2) {
+        t2 = T(detail::pi<T>());
         t3 = T(T(2) * tm);
     } else {
         t1 = tp - tm;
@@ -442,7 +447,7 @@ template <typename T> TREADLE_FUNC vec_t<3, T> quat_to_euler(const quat_t<T>& q,
     }
     if (!proper) {
         t3 = T(eps * t3);
-        t2 = T(t2 - T(1.5707963267948966));
+        t2 = T(t2 - T(T(0.5) * detail::pi<T>()));
     }
     vec_t<3, T> e;
     e.c[i] = t1;
@@ -462,20 +467,11 @@ TREADLE_FUNC void adj_quat_to_euler(const quat_t<T>& q, I i, I j, I k, quat_t<T>
     const T a = p.c[0], b = p.c[1], c = p.c[2], d = p.c[3];
     const T n1 = a * a + b * b, n2 = c * c + d * d;
     const T r1 = sqrt(n1), r2 = sqrt(n2);
-    const T tiny = T(T(16) * detail::epsilon<T>() * (r1 + r2));
+    const int lock = detail::euler_lock(T(T(2) * atan2(r2, r1)));
     const T g3 = proper ? g.c[kk] : T(eps * g.c[kk]);
-    const T g2 = g.c[j], g1 = g.c[i];
-    T gp, gm;  // gradients of tp and tm
-    if (r2 <= tiny) {
-        gp = T(T(2) * g3);
-        gm = T(0);
-    } else if (r1 <= tiny) {
-        gp = T(0);
-        gm = T(T(2) * g3);
-    } else {
-        gp = g1 + g3;
-        gm = g3 - g1;
-    }
+    const T g2 = lock ? T(0) : g.c[j], g1 = lock ? T(0) : g.c[i];
+    const T gp = lock == 2 ? T(0) : (lock == 1 ? T(T(2) * g3) : T(g1 + g3));  // gradients of tp and tm
+    const T gm = lock == 1 ? T(0) : (lock == 2 ? T(T(2) * g3) : T(g3 - g1));
     quat_t<T> gpq;  // d loss / d (a, b, c, d)
     if (n1 > T(0)) {
         gpq.c[0] += T(-gp * b / n1);
@@ -485,7 +481,7 @@ TREADLE_FUNC void adj_quat_to_euler(const quat_t<T>& q, I i, I j, I k, quat_t<T>
         gpq.c[2] += T(-gm * d / n2);
         gpq.c[3] += T(gm * c / n2);
     }
-    if (r1 > T(0) && r2 > T(0)) {  // t2 = 2 atan2(r2, r1)
+    if (r1 > T(0) && r2 > T(0) && g2 != T(0)) {  // t2 = 2 atan2(r2, r1)
         const T s = T(T(2) * g2 / (n1 + n2));
         gpq.c[0] += T(-s * r2 * a / r1);
         gpq.c[1] += T(-s * r2 * b / r1);

@@ -35,14 +35,13 @@ def np_to_euler(q: Any, i: int, j: int, k: int) -> np.ndarray:
     eps = (i - j) * (j - kk) * (kk - i) // 2
     w, qi, qj, qk = q[3], q[i], q[j], q[kk] * eps
     a, b, c, d = (w, qi, qj, qk) if proper else (w - qj, qi + qk, qj + w, qk - qi)
-    r1, r2 = np.hypot(a, b), np.hypot(c, d)
-    t2 = 2 * np.arctan2(r2, r1)
+    t2 = 2 * np.arctan2(np.hypot(c, d), np.hypot(a, b))
     tp, tm = np.arctan2(b, a), np.arctan2(d, c)
-    tiny = 16 * np.finfo(np.float64).eps * (r1 + r2)
-    if r2 <= tiny:
-        t1, t3 = 0.0, 2 * tp
-    elif r1 <= tiny:
-        t1, t3 = 0.0, 2 * tm
+    tol = 1.0 / 4096.0  # gimbal lock within 2^-12 rad, as the reference
+    if t2 <= tol:
+        t1, t2, t3 = 0.0, 0.0, 2 * tp
+    elif t2 >= np.pi - tol:
+        t1, t2, t3 = 0.0, np.pi, 2 * tm
     else:
         t1, t3 = tp - tm, tp + tm
     if not proper:

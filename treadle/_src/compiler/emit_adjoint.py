@@ -93,6 +93,9 @@ class ReplayEmitter(Emitter):
     """Writes the side-effect-free replay variant of a ``@func`` (see :func:`replay_stmt`)."""
 
     def function(self, f: ir.FuncIR, cname: str) -> str:
+        native = getattr(f, "native", None)
+        if native is not None:  # a @func_native replay: its replay snippet, else the forward snippet
+            return self.native_function(f, cname, native[2] if native[2] is not None else native[0])
         self.local_arrays = ir.local_array_values(f)
         return super().function(f, cname)
 
@@ -231,10 +234,19 @@ class AdjointEmitter(Emitter):
                 self.emit_adj(lines, ind, f"treadle::adj_{cpp}{tmpl}({', '.join(args)})", dummies)
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.CallFunc):
-            if not any(differentiable(a.type) for a in s.args) and not (r is not None and differentiable(r.type)):
+            native = getattr(s.func.ir, "native", None) is not None
+            if not native and not any(differentiable(a.type) for a in s.args) and not (
+                    r is not None and differentiable(r.type)):
                 return
             dummies = []
-            adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
+            adjs = []
+            for a in s.args:
+                if native and isinstance(a.type, ArrayT):  # native adjoints see the gradient buffer as adj_<array>
+                    self.dummy += 1
+                    dummies.append(f"auto _d{self.dummy} = treadle::grad_of({op(a)});")
+                    adjs.append(f"_d{self.dummy}")
+                else:
+                    adjs.append(self.adj_or_dummy(a, dummies))
             args = [op(a) for a in s.args] + adjs + ([f"adj_v{r.id}"] if r is not None else [])
             self.emit_adj(lines, ind, f"adj_{s.func.cname}({', '.join(args)})", dummies)
             if r is not None:
@@ -412,6 +424,9 @@ class AdjointEmitter(Emitter):
     # Whole functions --------------------------------------------------------------------------------------------
     def adjoint_function(self, f: ir.FuncIR, fwd_cname: str) -> str:
         """``adj_<fn>(params..., adj_params&..., adj_ret)``: forward sweep, then reverse sweep."""
+        native = getattr(f, "native", None)
+        if native is not None:
+            return self.native_function(f, f"adj_{fwd_cname}", native[1] or "", adjoint=True)
         self.collect_types(f)
         self.local_arrays = ir.local_array_values(f)
         params = [f"{self.ct(p.type)} var_{p.name}" for p in f.params]

@@ -156,8 +156,24 @@ class Emitter:
                 self.need_type(r.type)
 
     # Functions --------------------------------------------------------------------------------------------------
+    def native_function(self, f: ir.FuncIR, cname: str, snippet: str, adjoint: bool = False) -> str:
+        """A ``@func_native`` function: the user's C++ snippet with the parameters under their own names."""
+        self.collect_types(f)
+        ret = cpp_type(f.return_type, self.tuple_names)
+        params = [f"{cpp_type(p.type, self.tuple_names)} {p.name}" for p in f.params]
+        if adjoint:
+            params += [f"{cpp_type(p.type, self.tuple_names)}& adj_{p.name}" for p in f.params]
+            if f.return_type is not None:
+                params.append(f"{ret} adj_ret")
+            ret = "void"
+        body = snippet if snippet is not None else ""
+        return f"static TREADLE_FUNC {ret} {cname}({', '.join(params)})\n{{\n{body}\n}}"
+
     def function(self, f: ir.FuncIR, cname: str) -> str:
         """A ``@func`` as a static inline C++ function."""
+        native = getattr(f, "native", None)
+        if native is not None:
+            return self.native_function(f, cname, native[0])
         self.collect_types(f)
         ret = cpp_type(f.return_type, self.tuple_names)
         params = ", ".join(f"{cpp_type(p.type, self.tuple_names)} var_{p.name}" for p in f.params)

@@ -147,6 +147,8 @@ class Structurizer:
 
 def structurize(f: ir.FuncIR) -> ir.FuncIR:
     """The jump-free form of ``f`` (a new FuncIR; ``f`` is not modified)."""
+    if getattr(f, "native", None) is not None:
+        return f
     max_id = 0
     for s in ir.walk(f.body):
         r = getattr(s, "result", None)

@@ -104,6 +104,8 @@ class FuncInstance:
         from ... import config
         from ..compiler.frontend import LowerContext, lower_function
 
+        if self.fdef.owner.native_snippet is not None:
+            return self._native_ir()
         self._lowering = True
         try:
             ret, infer = self.fdef.declared_return()
@@ -133,6 +135,22 @@ class FuncInstance:
                               return_type=self.return_type, infer_return=False)
         self.deps = list({id(d): d for d in self.deps + list(ctx.deps)}.values())
         return r
+
+    def _native_ir(self) -> Any:
+        """A ``@func_native`` function: parameters only; the emitter writes the C++ snippet as the body."""
+        from ..compiler import ir
+
+        ret, _ = self.fdef.declared_return()
+        params = [ir.Local(i + 1, n, t) for i, (n, t) in enumerate(zip(self.fdef.param_names, self.types))]
+        f = ir.FuncIR(name=self.name, params=params, return_type=ret, body=ir.Block(), locals=[], is_kernel=False,
+                      loc=self.fdef.src.loc(self.fdef.src.tree))
+        f.native = self.fdef.owner.native_snippet  # type: ignore[attr-defined]
+        self._ir = f
+        self.return_type = ret
+        self.deps = []
+        self.grad_ir = None
+        self.replay_ir = None
+        return f
 
     def _lower_custom_grad(self) -> Any:
         """Lower the ``@func_grad`` adjoint of this function, if it has one."""

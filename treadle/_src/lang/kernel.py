@@ -551,3 +551,20 @@ def grad(func: Any) -> Any:
 
 
 grad._treadle_compile_time_ = True  # type: ignore[attr-defined]
+
+
+def func_native(snippet: str, adj_snippet: str | None = None, replay_snippet: str | None = None) -> Any:
+    """Register a function implemented by a native C++ snippet.
+
+    The decorated Python function is a typed stub (body ``...``); its parameter names are the variable names in
+    the snippet, and arrays support ``a[i]`` there. ``adj_snippet`` accumulates into ``adj_<name>`` variables
+    (``adj_ret`` holds the adjoint of the result); ``replay_snippet`` replaces ``snippet`` when the backward pass
+    replays the forward computation.
+    """
+
+    def deco(fn: Any) -> Any:
+        f = func(fn)
+        f.native_snippet = (snippet, adj_snippet, replay_snippet)
+        return f
+
+    return deco
