@@ -88,10 +88,10 @@ from ._src.lang.kernel import adjoint as adjoint
 from ._src.lang.kernel import constant as constant
 from ._src.lang.kernel import func as func
 from ._src.lang.kernel import func_grad as func_grad
-from ._src.lang.kernel import func_replay as func_replay
 from ._src.lang.kernel import func_native as func_native
-from ._src.lang.kernel import grad as grad
+from ._src.lang.kernel import func_replay as func_replay
 from ._src.lang.kernel import get_module as get_module
+from ._src.lang.kernel import grad as grad
 from ._src.lang.kernel import kernel as kernel
 from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import static as static

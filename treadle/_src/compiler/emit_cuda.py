@@ -130,10 +130,10 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
     call = f"{body}{'<false>' if _body_is_template(body) else ''}({', '.join(body_call_args())});"
     lines: list[str] = []
     if args_layout is not None:
-        size, offsets = args_layout
+        size, fields = args_layout
         lines.append(f'static_assert(sizeof(Args) == {size}, "Args layout differs from the launcher\'s ctypes mirror");')
-        for field, off in offsets:
-            lines.append(f'static_assert(__builtin_offsetof(Args, {field}) == {off}, "Args.{field} is misplaced");')
+        for field, fsize in fields:  # (NVRTC has no offsetof: sizes of the fields and of the whole struct)
+            lines.append(f'static_assert(sizeof(Args::{field}) == {fsize}, "Args.{field} differs in size");')
     lines += [
         f'extern "C" __global__ void {bounds} {name}(treadle::launch_bounds_t bounds, '
         "const TREADLE_GRID_CONSTANT Args args)",
@@ -196,12 +196,12 @@ def cuda_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any], *, options: CudaE
 
 
 def args_layout_of(args_type: Any) -> tuple[int, list[tuple[str, int]]] | None:
-    """``(sizeof, [(field, offset)])`` of a ctypes ``Args`` mirror, for the entry's layout ``static_assert`` s."""
+    """``(sizeof, [(field, size)])`` of a ctypes ``Args`` mirror, for the entry's layout ``static_assert`` s."""
     if args_type is None:
         return None
     import ctypes
 
-    fields = [(name, getattr(args_type, name).offset) for name, *_ in args_type._fields_]
+    fields = [(name, getattr(args_type, name).size) for name, *_ in args_type._fields_]
     return ctypes.sizeof(args_type), fields
 
 
