@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import numpy as np
@@ -140,3 +141,30 @@ def test_static_expressions_and_unrolled_loops(device):
     out = wp.zeros(3, dtype=float, device=device)
     wp.launch(static_kernel, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy(), [1.5 + 5.0 + 10.5, 3.0, 30.0])
+
+
+class Mode(enum.IntEnum):
+    ADD = 1
+    MUL = 2
+
+
+class Flags(enum.IntFlag):
+    A = 1
+    B = 4
+
+
+@wp.kernel
+def enum_kernel(mode: int, out: wp.array(dtype=int)):
+    if mode == Mode.ADD:
+        out[0] = 10 + 5
+    elif mode == Mode.MUL:
+        out[0] = 10 * 5
+    out[1] = int(Flags.A | Flags.B)
+
+
+def test_intenum_and_intflag_constants(device):
+    out = wp.zeros(2, dtype=int, device=device)
+    wp.launch(enum_kernel, dim=1, inputs=[Mode.MUL, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [50, 5])
+    wp.launch(enum_kernel, dim=1, inputs=[int(Mode.ADD), out], device=device)
+    assert out.numpy()[0] == 15

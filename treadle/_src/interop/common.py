@@ -147,6 +147,46 @@ def require_scalar_map(table: dict[Any, Any], key: Any, what: str, lib: str) -> 
     raise InteropError(f"Cannot convert {what} {shown} to a {lib} type; supported: {names}")
 
 
+_torch_fast: dict[Any, int] = {}  # (torch dtype, Treadle dtype) -> item size for the direct path, 0: use from_torch
+
+
+def _torch_descriptor(v: Any, t: Any, what: str) -> Any:
+    """An ``ArrayDesc`` for tensor ``v`` as array type ``t`` (data only); the common scalar case costs ~1 us."""
+    from ..errors import LaunchError
+    from ..lang.abi import ArrayDesc
+
+    key = (v.dtype, t.dtype)
+    itemsize = _torch_fast.get(key)
+    if itemsize is None:
+        from ..lang.typesys import contains_any
+        from .torch import _scalar_info
+
+        try:
+            src, size = _scalar_info(v.dtype)
+        except InteropError:
+            size, src = 0, None
+        itemsize = size if src is not None and (t.dtype is src or contains_any(t.dtype)) else 0
+        _torch_fast[key] = itemsize
+    if itemsize and v.dim() == t.ndim:
+        desc = ArrayDesc()
+        desc.data = v.data_ptr()
+        for i, (n, st) in enumerate(zip(v.shape, v.stride())):
+            desc.shape[i] = n
+            desc.strides[i] = st * itemsize
+        desc.ndim = t.ndim
+        return desc
+    from .torch import from_torch  # vector/matrix element types, 0-d tensors, type mismatches (with the error)
+
+    dtype = None if t.dtype is Any else t.dtype
+    try:
+        desc = from_torch(v, dtype=dtype, requires_grad=False, return_ctype=True)
+    except InteropError as e:
+        raise LaunchError(f"{what}: {e}") from None
+    if desc.ndim != t.ndim:
+        raise LaunchError(f"{what} expects a {t.ndim}-d array, got a tensor of shape {tuple(v.shape)}")
+    return desc
+
+
 def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
     """A foreign array passed straight to ``wp.launch`` as kernel argument of array type ``t``, without copying.
 
@@ -162,31 +202,26 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
     """
     from ..errors import LaunchError
     from ..lang.abi import ArrayDesc
-    from ..lang.typesys import contains_any
 
+    if type(v).__module__ == "torch" and hasattr(v, "data_ptr"):
+        if device is not None and not (v.is_cpu and device.is_cpu):
+            from .torch import device_from_torch
+
+            if device_from_torch(v.device) != device:
+                raise LaunchError(f"{what} is a tensor on device '{v.device}' but the launch is on '{device}'")
+        return _torch_descriptor(v, t, what)
     if isinstance(v, ArrayDesc):
         if v.ndim != t.ndim:
             raise LaunchError(f"{what} expects a {t.ndim}-d array, got a descriptor with {v.ndim} dimension(s)")
         return v
-    dtype = None if contains_any(t.dtype) else t.dtype
-    try:
-        if type(v).__module__.startswith("torch") and hasattr(v, "data_ptr"):
-            from . import torch as _torch_interop
+    if hasattr(v, "__dlpack__"):
+        from ..lang.typesys import contains_any
+        from .dlpack import from_dlpack
 
-            if device is not None:
-                dev = device if v.is_cpu and device.is_cpu else _torch_interop.device_from_torch(v.device)
-                if dev != device:
-                    raise LaunchError(f"{what} is a tensor on device '{v.device}' but the launch is on '{device}'")
-            desc = _torch_interop.from_torch(v, dtype=dtype, requires_grad=False, return_ctype=True)
-            if desc.ndim != t.ndim:
-                raise LaunchError(f"{what} expects a {t.ndim}-d array, got a tensor of shape {tuple(v.shape)}")
-            return desc
-        if hasattr(v, "__dlpack__"):
-            from .dlpack import from_dlpack
-
-            return from_dlpack(v, dtype=dtype)
-    except InteropError as e:
-        raise LaunchError(f"{what}: {e}") from None
+        try:
+            return from_dlpack(v, dtype=None if contains_any(t.dtype) else t.dtype)
+        except InteropError as e:
+            raise LaunchError(f"{what}: {e}") from None
     return None
 
 
