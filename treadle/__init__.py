@@ -28,7 +28,9 @@ from ._src.errors import WarpCodegenKeyError as WarpCodegenKeyError
 from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
 from ._src.geometry.bvh import Bvh as Bvh
+from ._src.geometry.bvh import is_cubql_available as is_cubql_available
 from ._src.geometry.hash_grid import HashGrid as HashGrid
+from ._src.geometry.marching_cubes import MarchingCubes as MarchingCubes
 from ._src.geometry.mesh import Mesh as Mesh
 from ._src.geometry.types import BvhQuery as BvhQuery
 from ._src.geometry.types import HashGridQuery as HashGridQuery

@@ -19,7 +19,7 @@ def query_all(bvh: wp.uint64, kind: int, a: wp.array(dtype=wp.vec3), b: wp.array
         q = wp.bvh_query_sphere(bvh, a[t], radius[t], root)
     elif kind == 3:
         q = wp.bvh_query_capsule(bvh, a[t], b[t], radius[t], root)
-    item = int(0)
+    item = 0
     while wp.bvh_query_next(q, item, max_dist):
         hits[t, item] = hits[t, item] + wp.uint8(1)
 

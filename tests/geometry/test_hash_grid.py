@@ -16,8 +16,8 @@ def neighbour_counts(grid: wp.uint64, pts: wp.array(dtype=wp.vec3), queries: wp.
     t = wp.tid()
     p = queries[t]
     q = wp.hash_grid_query(grid, p, r)
-    index = int(0)
-    n = int(0)
+    index = 0
+    n = 0
     s = wp.int64(0)
     while wp.hash_grid_query_next(q, index):
         if wp.length(p - pts[index]) <= r:
@@ -39,8 +39,8 @@ def grouped_counts(grid: wp.uint64, pts: wp.array(dtype=wp.vec3), groups: wp.arr
     t = wp.tid()
     p = pts[t]
     q = wp.hash_grid_query(grid, p, r, groups[t])
-    index = int(0)
-    n = int(0)
+    index = 0
+    n = 0
     while wp.hash_grid_query_next(q, index):
         if wp.length(p - pts[index]) <= r:
             n += 1
@@ -58,8 +58,8 @@ def periodic_counts(grid: wp.uint64, pts: wp.array(dtype=wp.vec3), r: float, per
     t = wp.tid()
     p = pts[t]
     q = wp.hash_grid_query(grid, p, r)
-    index = int(0)
-    n = int(0)
+    index = 0
+    n = 0
     while wp.hash_grid_query_next(q, index):
         d = pts[index] - p
         e = wp.vec3(periodic_delta(d[0], period), periodic_delta(d[1], period), periodic_delta(d[2], period))
@@ -73,8 +73,8 @@ def counts_any(grid: wp.uint64, pts: wp.array(dtype=Any), r: Any, counts: wp.arr
     t = wp.tid()
     p = pts[t]
     q = wp.hash_grid_query(grid, p, r)
-    index = int(0)
-    n = int(0)
+    index = 0
+    n = 0
     while wp.hash_grid_query_next(q, index):
         if wp.length(p - pts[index]) <= r:
             n += 1

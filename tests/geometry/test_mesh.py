@@ -102,10 +102,10 @@ def point_queries(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), max_dist: float, 
     t = wp.tid()
     p = q[t]
     # the newer forms' extra arguments sit where the older forms have outputs, so they are passed as variables
-    n_sample = int(3)
-    scale = float(0.1)
-    accuracy = float(2.0)
-    threshold = float(0.5)
+    n_sample = 3
+    scale = 0.1
+    accuracy = 2.0
+    threshold = 0.5
     for k in range(6):
         r = wp.mesh_query_point_no_sign(mesh, p, max_dist)
         if k == 1:
@@ -128,10 +128,10 @@ def point_queries(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), max_dist: float, 
 def old_forms(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), out: wp.array(dtype=float, ndim=2)):
     t = wp.tid()
     p = q[t]
-    inside = float(0.0)
-    face = int(0)
-    u = float(0.0)
-    v = float(0.0)
+    inside = 0.0
+    face = 0
+    u = 0.0
+    v = 0.0
     if wp.mesh_query_point(mesh, p, 1.0e6, inside, face, u, v):
         out[t, 0] = inside * wp.length(wp.mesh_eval_position(mesh, face, u, v) - p)
     if wp.mesh_query_point_no_sign(mesh, p, 1.0e6, face, u, v):
@@ -142,8 +142,8 @@ def old_forms(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), out: wp.array(dtype=f
         out[t, 3] = inside
     if wp.mesh_query_furthest_point_no_sign(mesh, p, 0.0, face, u, v):
         out[t, 4] = wp.length(wp.mesh_eval_position(mesh, face, u, v) - p)
-    tt = float(0.0)
-    s = float(0.0)
+    tt = 0.0
+    s = 0.0
     n = wp.vec3()
     if wp.mesh_query_ray(mesh, p, wp.vec3(0.0, 0.0, 1.0), 1.0e6, tt, u, v, s, n, face):
         out[t, 5] = tt
@@ -170,7 +170,7 @@ def region_queries(mesh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dt
                    radius: wp.array(dtype=float), hits: wp.array(dtype=wp.uint8, ndim=3)):
     t = wp.tid()
     q = wp.mesh_query_aabb(mesh, lo[t], hi[t])
-    f = int(0)
+    f = 0
     while wp.mesh_query_aabb_next(q, f):
         hits[0, t, f] = hits[0, t, f] + wp.uint8(1)
     c = 0.5 * (lo[t] + hi[t])

@@ -128,3 +128,24 @@ def test_iterate_components(device):
     out = wp.zeros(5, dtype=float, device=device)
     wp.launch(component_loops, dim=5, inputs=[v, out], device=device)
     np.testing.assert_allclose(out.numpy(), np.sum(vn * vn, 1), rtol=1e-6)
+
+
+@wp.kernel
+def transform_parts(out: wp.array(dtype=wp.transform), outp: wp.array(dtype=wp.vec3), outs: wp.array(dtype=wp.spatial_vector)):
+    q = wp.quat(wp.vec3(0.0, 0.0, 0.0), 1.0)
+    t = wp.transform(wp.vec3(1.0, 2.0, 3.0), q)
+    t.p = t.p + wp.vec3(1.0, 1.0, 1.0)
+    t.p[2] = 10.0
+    out[0] = t
+    outp[0] = t.p
+    outs[0] = wp.spatial_vector(wp.vec3(1.0, 2.0, 3.0), wp.vec3(4.0, 5.0, 6.0))
+
+
+def test_transform_parts_and_constructors(device):
+    out = wp.zeros(1, dtype=wp.transform, device=device)
+    outp = wp.zeros(1, dtype=wp.vec3, device=device)
+    outs = wp.zeros(1, dtype=wp.spatial_vector, device=device)
+    wp.launch(transform_parts, dim=1, inputs=[out, outp, outs], device=device)
+    np.testing.assert_allclose(out.numpy()[0], [2.0, 3.0, 10.0, 0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_allclose(outp.numpy()[0], [2.0, 3.0, 10.0])
+    np.testing.assert_allclose(outs.numpy()[0], [1, 2, 3, 4, 5, 6])

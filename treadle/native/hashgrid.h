@@ -29,6 +29,7 @@ struct hash_grid_t {
     const int32* point_ids;     // sorted position -> original point index
     const int32* cell_ranges;   // per cell: [start, end) in the sorted order, interleaved (2 * cells entries)
     const void* sorted_points;  // coordinates of `dtype` in sorted order, by axis: x[0..stride), y[...], z[...]
+                                // (stride >= num_points + 32: filters read whole batches of 32)
     int64 stride;
     const int32* sorted_groups; // group of each sorted point, or null when built without groups
     int32 dtype;                // 0: float16, 1: float32, 2: float64
@@ -85,8 +86,8 @@ template <typename C> TREADLE_FUNC C hash_min_image(C d, C period) {
 template <typename T> struct hash_grid_query_t {
     typedef typename detail::hash_compute<T>::type C;
     const hash_grid_t* grid;
-    float64 pd[3];        // the query point and radius (widened a hair) in float64, for cell ranges
-    float64 rr;
+    float32 pf[3];        // the query point relative to the box's first cell, radius^2 and cell size (row trimming)
+    float32 rf2, w, inv_w, trim_y, trim_z;
     C p[3];               // and in the compute precision, for the distance filter
     C r2;
     C period[3];
@@ -140,28 +141,32 @@ TREADLE_FUNC void hash_run_range(const int32* ranges, int64 c, int32 n, int32& c
     }
 }
 
-// Trim the current row (j, k) to the x cells the query sphere overlaps; false if it misses the row.
+// Trim the current row (j, k) to the x cells the query sphere overlaps; false if it misses the row. Float math
+// with a margin: trimming only narrows the box's cell range (computed exactly in float64), so it must never cut a
+// cell that the sphere touches.
 template <typename T> TREADLE_FUNC bool hash_grid_trim_row(hash_grid_query_t<T>& q) {
     const hash_grid_t& g = *q.grid;
-    const float64 w = g.cell_width;
-    const float64 dy = q.n[1] >= g.dim[1] ? 0.0 : hash_axis_gap(q.pd[1], q.lo[1] + q.j, w);
-    const float64 dz = q.n[2] >= g.dim[2] ? 0.0 : hash_axis_gap(q.pd[2], q.lo[2] + q.k, w);
-    const float64 rx2 = q.rr * q.rr - dy * dy - dz * dz;
-    if (rx2 < 0.0) return false;
-    const float64 rx = sqrt(rx2);
-    int64 lo = hash_cell_coord((q.pd[0] - rx) * g.inv_cell_width);
-    int64 hi = hash_cell_coord((q.pd[0] + rx) * g.inv_cell_width);
-    if (q.n[0] < g.dim[0]) {
-        lo = lo > q.lo[0] ? lo : q.lo[0];
-        hi = hi < q.lo[0] + q.n[0] - 1 ? hi : q.lo[0] + q.n[0] - 1;
+    int64 lo = q.lo[0], hi = q.lo[0] + q.n[0] - 1;
+    if (q.n[1] < g.dim[1] || q.n[2] < g.dim[2]) {
+        const float32 w = q.w, inv = q.inv_w;
+        const float32 y = q.pf[1] - (float32)q.j * w, z = q.pf[2] - (float32)q.k * w;
+        const float32 dy = max(max(-y, y - w), 0.0f) * q.trim_y;  // gap to the row's cell (0 if the axis is whole)
+        const float32 dz = max(max(-z, z - w), 0.0f) * q.trim_z;
+        const float32 rx2 = q.rf2 - dy * dy - dz * dz;
+        if (rx2 < 0.0f) return false;
+        const float32 rx = sqrt(rx2) * 1.0001f + 1e-4f * w;
+        const int64 tlo = (int64)floor((q.pf[0] - rx) * inv), thi = (int64)floor((q.pf[0] + rx) * inv);
+        if (q.n[0] < g.dim[0]) {
+            lo = q.lo[0] + (tlo > 0 ? tlo : 0);
+            hi = q.lo[0] + (thi < q.n[0] - 1 ? thi : q.n[0] - 1);
+        }
     }
     const int64 n = hi - lo + 1;
     if (n >= g.dim[0]) {
         q.x0 = 0, q.nx = g.dim[0];
     } else {
         q.nx = (int32)n;
-        // Inside the box the row starts lo - box_lo cells after the box's wrapped start (no division needed).
-        q.x0 = q.n[0] < g.dim[0] ? hash_add_wrap(q.wlo[0], (int32)(lo - q.lo[0]), g.dim[0]) : hash_wrap(lo, g.dim[0]);
+        q.x0 = hash_add_wrap(q.wlo[0], (int32)(lo - q.lo[0]), g.dim[0]);
     }
     return q.nx > 0;
 }
@@ -202,15 +207,19 @@ template <typename T> TREADLE_FUNC void hash_grid_fill(hash_grid_query_t<T>& q) 
     const C px = q.p[0], py = q.p[1], pz = q.p[2], r2 = q.r2, hp2 = q.half_period * q.half_period;
     uint32 near = 0, image = 0;
     if (!q.generic && !detail::is_same<T, half>::value) {
+        // Always 32 lanes (the arrays are padded), so the loop vectorizes without a remainder; lanes >= n are
+        // masked off below.
         const T* xs = (const T*)g.sorted_points + s0;
         const T* ys = xs + g.stride;
         const T* zs = ys + g.stride;
-        for (int32 i = 0; i < n; ++i) {
+        for (int32 i = 0; i < 32; ++i) {
             const C dx = C(xs[i]) - px, dy = C(ys[i]) - py, dz = C(zs[i]) - pz;
             const C ax = dx * dx, ay = dy * dy, az = dz * dz;
             near |= (uint32)(ax + ay + az <= r2) << i;
             image |= (uint32)((ax > hp2) | (ay > hp2) | (az > hp2)) << i;
         }
+        const uint32 valid = n == 32 ? 0xffffffffu : (1u << n) - 1u;
+        near &= valid, image &= valid;
     } else {
         for (int32 i = 0; i < n; ++i) {
             C x[3];
@@ -258,13 +267,15 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
     const float64 r = float64(radius) > 0.0 ? float64(radius) : 0.0;
     // Cells in float64, exactly as the build computes them, with the radius widened a hair so that a neighbour at
     // distance r whose own test rounds the other way is still visited.
-    q.rr = r * (1.0 + 1e-6) + 1e-300;
+    const float64 rr = r * (1.0 + 1e-6) + 1e-300;
     C min_period = C(0);
     for (int a = 0; a < 3; ++a) {
-        q.pd[a] = float64(p.c[a]);
-        q.p[a] = C(q.pd[a]);
-        const int64 lo = detail::hash_cell_coord((q.pd[a] - q.rr) * g.inv_cell_width);
-        const int64 hi = detail::hash_cell_coord((q.pd[a] + q.rr) * g.inv_cell_width);
+        const float64 pd = float64(p.c[a]);
+        q.p[a] = C(pd);
+        const int64 lo = detail::hash_cell_coord((pd - rr) * g.inv_cell_width);
+        const int64 hi = detail::hash_cell_coord((pd + rr) * g.inv_cell_width);
+        // rows are trimmed in float32 relative to the box's first cell (small numbers, no cancellation)
+        q.pf[a] = (float32)(pd - (float64)lo * g.cell_width);
         q.lo[a] = lo;
         q.wlo[a] = detail::hash_wrap(lo, g.dim[a]);
         q.n[a] = hi - lo + 1 >= g.dim[a] ? g.dim[a] : (int32)(hi - lo + 1);
@@ -272,6 +283,10 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
         min_period = a == 0 || q.period[a] < min_period ? q.period[a] : min_period;
     }
     q.half_period = min_period * C(0.5);
+    q.rf2 = (float32)(rr * rr);
+    q.w = (float32)g.cell_width, q.inv_w = (float32)g.inv_cell_width;
+    q.trim_y = q.n[1] < g.dim[1] ? 1.0f : 0.0f;
+    q.trim_z = q.n[2] < g.dim[2] ? 1.0f : 0.0f;
     q.r2 = C(r * r * 1.00001);  // slack: rounding in the caller's own distance test never drops a point
     q.group = group;
     q.use_group = g.sorted_groups != nullptr ? 1 : 0;

@@ -135,12 +135,23 @@ def _floordiv(a: Any, b: Any) -> Any:
     return np.floor(a / b)
 
 
-def _host_mul(a: Any, b: Any) -> Any:
+def _host_mul(types: Any, a: Any, b: Any) -> Any:
+    kinds = [getattr(t, "_wp_generic_type_str_", None) for t in types]
+    if kinds == ["quat_t", "quat_t"]:
+        from .quat import np_qmul
+
+        return np_qmul(a, b)
+    if kinds == ["transform_t", "transform_t"]:
+        from .transform import np_tf_mul
+
+        return np_tf_mul(a, b)
     if np.ndim(a) == 2 or np.ndim(b) == 2:
         if np.ndim(a) > 0 and np.ndim(b) > 0:
             return a @ b
     return a * b
 
+
+_host_mul._treadle_typed_ = True  # type: ignore[attr-defined]
 
 add = builtin("add", group=GROUP, rule=_add_rule, host=np.add, signature="add(a: T, b: T) -> T",
               doc="Add two scalars, vectors or matrices of the same type.")

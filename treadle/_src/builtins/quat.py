@@ -1,5 +1,4 @@
-"""Quaternion builtins (``quaternion``, ``quat_rotate``, ``quat_slerp``, ...) and the signature helpers shared by the
-quaternion, transform, spatial, linear-algebra and math-helper groups.
+"""Quaternion builtins, and the signature helpers shared by the quaternion, transform, spatial and linalg groups.
 
 Quaternions are ``(x, y, z, w)`` with ``w`` the real part (see ``treadle/native/quat.h``). Host implementations
 compute in float64 with NumPy and mirror the C++ code, so Python-scope calls and kernels agree.

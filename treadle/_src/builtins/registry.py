@@ -102,7 +102,9 @@ class Builtin:
         except NoMatch as e:
             sig = ", ".join(type_str(t) for t in types)
             raise TypeError(f"{self.name}({sig}): {e}. Valid forms: {self.signature}") from None
-        result = self.host(*[to_numpy(a, t) for a, t in zip(args, types)])
+        values = [to_numpy(a, t) for a, t in zip(args, types)]
+        # Host implementations marked _treadle_typed_ also receive the argument types (e.g. quaternion products).
+        result = self.host(types, *values) if getattr(self.host, "_treadle_typed_", False) else self.host(*values)
         return from_numpy_result(result, ov.ret)
 
 

@@ -1,5 +1,4 @@
-"""Transform builtins (``transformation``, ``transform_point``, ``transform_inverse``, ...) and the host utility
-``transform_expand``.
+"""Transform builtins (``transformation``, ``transform_point``, ...) and the host utility ``transform_expand``.
 
 A transform is 7 scalars, the translation ``p`` then the rotation quaternion ``q``; it maps ``x`` to
 ``quat_rotate(q, x) + p`` (see ``treadle/native/transform.h``).

@@ -28,7 +28,8 @@ def _mat(r: int, c: int, t: Any) -> Any:
 
 def _vec_to_scalar(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 1)
-    need(is_vector(types[0]), f"expected a vector, got {type_str(types[0])}")
+    need(is_vector(types[0]) or getattr(types[0], "_wp_generic_type_str_", None) == "quat_t",
+         f"expected a vector, got {type_str(types[0])}")
     return scalar_of(types[0])
 
 

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from ..builtins import REGISTRY
 from ..errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
 from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_int, is_struct, normalize_annotation, scalar_of, type_str
@@ -344,6 +345,10 @@ class Lowerer(CallMixin):
                                    f"fields are: {', '.join(t.vars)}", CodegenTypeError)
                 return lv.then(("field", target.attr), normalize_annotation(t.vars[target.attr]))
             i = self.component_index(t, target.attr, target)
+            if isinstance(i, tuple):  # transform .p / .q: read and written through the transform builtins
+                getter = "transform_get_translation" if target.attr == "p" else "transform_get_rotation"
+                part_t = REGISTRY.builtins[getter].resolve([t]).ret
+                return lv.then(("tf", target.attr), part_t)
             return lv.then(("index", [ir.Const(i, scalars.int32)]), scalar_of(t))
         if isinstance(target, ast.Subscript):
             lv = self.resolve_lvalue(target.value)
@@ -382,6 +387,10 @@ class Lowerer(CallMixin):
             self.emit(ir.ArrayLoad(loc, cur, lv.array, list(lv.indices)))
         steps = lv.steps if upto is None else lv.steps[:upto]
         for (kind, what), t in zip(steps, lv.types):
+            if kind == "tf":
+                getter = "transform_get_translation" if what == "p" else "transform_get_rotation"
+                cur = self.call_builtin(REGISTRY.builtins[getter], [cur], node)
+                continue
             nxt = self.new_value(t)
             if kind == "field":
                 self.emit(ir.Extract(loc, nxt, cur, [], field=what))
@@ -397,6 +406,10 @@ class Lowerer(CallMixin):
         for k in range(len(lv.steps) - 1, -1, -1):
             container = self.load_lvalue(lv, node, upto=k)
             kind, what = lv.steps[k]
+            if kind == "tf":
+                setter = "transform_set_translation_copy" if what == "p" else "transform_set_rotation_copy"
+                v = self.call_builtin(REGISTRY.builtins[setter], [container, v], node)
+                continue
             r = self.new_value(container.type)
             if kind == "field":
                 self.emit(ir.Insert(loc, r, container, [], v, field=what))

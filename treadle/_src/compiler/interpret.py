@@ -41,6 +41,7 @@ from .interpret_values import (
     ArrayRef,
     Fault,
     InterpretError,
+    InterpretUnsupportedError,
     OutOfBounds,
     StructValue,
     cast_scalar,
@@ -48,8 +49,10 @@ from .interpret_values import (
     const_value,
     format_value,
     host_value,
+    inner_shape,
     load_element,
     max_abs_diff,
+    np_dtype,
     store_element,
     zero_value,
 )
@@ -101,6 +104,8 @@ class Interpreter:
             ir.ArrayStore: self.exec_store,
             ir.ArrayView: self.exec_view,
             ir.ArrayAtomic: self.exec_atomic,
+            ir.LocalArray: self.exec_local_array,
+            ir.CallGrad: self.exec_call_grad,
             ir.DeclLocal: _no_op,
             ir.LoadLocal: self.exec_load_local,
             ir.StoreLocal: self.exec_store_local,
@@ -230,17 +235,21 @@ class Interpreter:
         elif b.host is not None:
             result = b.host(*args)
         else:
-            raise Fault(f"'{b.name}' has no Python implementation, so it cannot run in interpret mode; use "
-                        "wp.config.mode = 'release' or 'debug' for kernels that call it", )
+            raise _unsupported(f"the builtin '{b.name}'")
         if s.result is not None:
             f.values[s.result.id] = coerce(result, s.result.type)
 
     def exec_call_func(self, s: ir.CallFunc, f: Frame) -> None:
+        if getattr(s.func.ir, "native", None) is not None:
+            raise _unsupported(f"the @wp.func_native function '{s.func.name}'")
         args = [self.operand(a, f) for a in s.args]
         result = self.call_function(s.func.ir, args)
         self.loc = s.loc
         if s.result is not None:
             f.values[s.result.id] = result
+
+    def exec_call_grad(self, s: ir.CallGrad, f: Frame) -> None:
+        raise _unsupported("wp.grad(f)(...)")
 
     def exec_construct(self, s: ir.Construct, f: Frame) -> None:
         t = s.result.type
@@ -313,6 +322,11 @@ class Interpreter:
                 key.append(k)
         text = ", ".join(_slice_text(k) for k in key)
         f.values[s.result.id] = ref.view(tuple(key), s.result.type.ndim, f"{ref.name}[{text}]")
+
+    def exec_local_array(self, s: ir.LocalArray, f: Frame) -> None:
+        t: ArrayT = s.result.type
+        data = np.zeros(tuple(s.shape) + inner_shape(t.dtype), dtype=np_dtype(t.dtype))
+        f.values[s.result.id] = ArrayRef(data, t.dtype, t.ndim, "local array")
 
     def exec_atomic(self, s: ir.ArrayAtomic, f: Frame) -> None:
         ref = self.operand(s.array, f)
@@ -393,6 +407,13 @@ class Interpreter:
 
 def _no_op(s: Any, f: Frame) -> None:
     return None
+
+
+def _unsupported(what: str) -> Fault:
+    e = Fault(f"{what} has no Python implementation, so it cannot run in interpret mode; run kernels that use it "
+              "with wp.config.mode = 'release' or 'debug'")
+    e.kind = InterpretUnsupportedError
+    return e
 
 
 def _slice_text(k: Any) -> str:
@@ -567,6 +588,11 @@ def _lower_bound(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     return np.int32(lo)
 
 
+def _bit_cast(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    t = s.result.type  # type: ignore[union-attr]
+    return np.ascontiguousarray(args[0]).view(scalar_of(t)._np_).reshape(tuple(getattr(t, "_shape_", ())))[()]
+
+
 def _identity(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     t = s.result.type  # type: ignore[union-attr]
     return np.eye(t._shape_[0], dtype=scalar_of(t)._np_)
@@ -602,8 +628,7 @@ def _draw(fn: Callable[..., Any], *args: Any) -> tuple[Any, int | None]:
 def _call_advancing(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     b = s.overload.builtin
     if b.group != "Random" or b.host is None:
-        raise Fault(f"'{b.name}' has no Python implementation, so it cannot run in interpret mode; use "
-                    "wp.config.mode = 'release' or 'debug' for kernels that call it")
+        raise _unsupported(f"the builtin '{b.name}'")
     result, state = _draw(b.host, *args)
     _write_state(s, f, state)
     return result
@@ -655,6 +680,7 @@ _HANDLERS: dict[str, Handler] = {
     "_array_valid": lambda it, s, args, f: np.bool_(bool(args[0])),
     "lower_bound": _lower_bound,
     "identity": _identity,
+    "cast": _bit_cast,
     "sample_cdf": _sample_cdf,
 }
 

@@ -242,11 +242,11 @@ def array_ref(v: Any, t: ArrayT, name: str) -> ArrayRef:
     return ArrayRef(v.numpy(), t.dtype, t.ndim, name, gptr)
 
 
-def _inner_shape(dtype: Any) -> tuple[int, ...]:
+def inner_shape(dtype: Any) -> tuple[int, ...]:
     return tuple(dtype._shape_) if is_composite(dtype) else ()
 
 
-def _np_dtype(dtype: Any) -> np.dtype:
+def np_dtype(dtype: Any) -> np.dtype:
     if is_struct(dtype):
         return np.dtype(dtype.numpy_dtype())
     return np.dtype(scalar_of(dtype)._np_)
@@ -260,8 +260,8 @@ def array_from_desc(desc: Any, t: ArrayT, name: str) -> ArrayRef:
     ndim = int(desc["ndim"]) or t.ndim
     shape = tuple(int(x) for x in desc["shape"][:ndim])
     strides = tuple(int(x) for x in desc["strides"][:ndim])
-    npdt = _np_dtype(t.dtype)
-    inner = _inner_shape(t.dtype)
+    npdt = np_dtype(t.dtype)
+    inner = inner_shape(t.dtype)
     inner_strides = []
     acc = npdt.itemsize
     for n in reversed(inner):
@@ -362,7 +362,7 @@ def format_scalar(v: Any) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "True" if v else "False"
     if isinstance(v, (float, np.floating)):
-        return "%g" % float(v)
+        return f"{float(v):g}"
     return str(int(v))
 
 

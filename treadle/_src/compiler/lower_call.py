@@ -243,7 +243,7 @@ class CallMixin(ExprMixin):
                 consts.append(v.value if isinstance(v, ir.Const) else NOT_CONST)
                 ops.append(v)
         if b.static_args:
-            for i in range(b.static_args):
+            for i in range(min(b.static_args, len(ops))):
                 ops[i] = ir.Const(consts[i], None)
             return self.call_builtin(b, ops, node, consts)
         if any(isinstance(a, PyObj) for a in raw):
@@ -370,6 +370,9 @@ class CallMixin(ExprMixin):
         loc = self.src.loc(node)
         st = scalar_of(t)
         n = t._length_
+        special = self.special_constructor(t, args, node)
+        if special is not None:
+            return special
         if len(args) == 1 and is_composite(args[0].type):
             src_t = args[0].type
             if src_t._length_ != n:
@@ -390,6 +393,21 @@ class CallMixin(ExprMixin):
                            cls=CodegenTypeError)
         r = self.new_value(t)
         self.emit(ir.Construct(loc, r, list(args)))
+        return r
+
+    def special_constructor(self, t: Any, args: list[Any], node: ast.AST) -> Any:
+        """``wp.transform(p, q)``, ``wp.quat(v, w)``, ``wp.spatial_vector(w, v)``: the builtin constructors."""
+        kind = getattr(t, "_wp_generic_type_str_", None)
+        name = {"quat_t": "quaternion", "transform_t": "transformation"}.get(kind or "")
+        if name is None and kind == "vec_t" and t._length_ == 6:
+            name = "spatial_vector"
+        if name is None or not args or all(scalars.is_scalar_type(a.type) for a in args):
+            return None
+        if len(args) == 1 and args[0].type._length_ == t._length_ if is_composite(args[0].type) else False:
+            return None  # a plain conversion
+        r = self.call_builtin(REGISTRY.builtins[name], list(args), node)
+        if r.type != t:
+            r = self.convert_value(r, t, node)
         return r
 
     def convert_value(self, v: Any, t: Any, node: ast.AST) -> Any:

@@ -75,6 +75,11 @@ def _run_refit(bvh: scalars.uint64, out: array(dtype=int)):
     out[0] = _bvh_refit(bvh)
 
 
+def is_cubql_available() -> bool:
+    """Whether the cuBQL BVH builder is available (never here: "cubql" builds with SAH)."""
+    return False
+
+
 def parse_constructor(constructor: Any) -> int:
     """The native builder code of a constructor name (``None``: SAH)."""
     if constructor is None:
@@ -188,6 +193,8 @@ class Bvh:
         self.device = get_device(lowers.device)
         self.lowers, self.uppers = lowers, uppers
         self._constructor = parse_constructor(constructor)
+        if groups is not None and str(constructor).lower() == "cubql":
+            raise RuntimeError("Grouped BVHs are not supported by the cubql constructor")
         self.leaf_size = parse_leaf_size(leaf_size)
         n = lowers.shape[0]
         self.groups = groups
@@ -195,6 +202,9 @@ class Bvh:
         self.id = self._tree.id
         self._gather()
         self._tree.build()
+
+    def __del__(self) -> None:
+        """Nothing native to release: the buffers are arrays owned by this object."""
 
     def _gather(self) -> None:
         n = self._tree.n

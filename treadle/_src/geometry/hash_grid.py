@@ -180,7 +180,8 @@ class HashGrid:
             self._keys = empty(n, dtype=scalars.int32, device=self.device)
             self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
             self._point_ids = zeros(n, dtype=scalars.int32, device=self.device)
-            self._sorted_points = zeros((3, n), dtype=self.dtype, device=self.device)
+            # padded: the native filter reads whole batches of 32 (see hashgrid.h)
+            self._sorted_points = zeros((3, n + 32), dtype=self.dtype, device=self.device)
             if self._prev_keys is not None and self._prev_count:
                 # keep the previous build's keys so that its cells can still be cleared
                 old = self._prev_keys
@@ -189,7 +190,7 @@ class HashGrid:
             self._capacity = n
             self._desc.point_ids = self._point_ids.ptr
             self._desc.sorted_points = self._sorted_points.ptr
-            self._desc.stride = n
+            self._desc.stride = n + 32
         if with_groups and n > self._group_capacity:
             self._sorted_groups = zeros(n, dtype=scalars.int32, device=self.device)
             self._group_capacity = n

@@ -72,7 +72,7 @@ def _case_triangles(case: int) -> list[tuple[int, int, int]]:
         while nxt[loop[-1]] != start:
             loop.append(nxt[loop[-1]])
             seen.add(loop[-1])
-        tris += [(loop[0], loop[k + 1], loop[k]) for k in range(1, len(loop) - 1)]
+        tris += [(loop[0], loop[k], loop[k + 1]) for k in range(1, len(loop) - 1)]
     return tris
 
 
@@ -100,7 +100,7 @@ def _edge_table() -> np.ndarray:
 def _mc_edge_counts(field: array(dtype=float, ndim=3), threshold: float, counts: array(dtype=int, ndim=3)):
     i, j, k = tid()
     inside = field[i, j, k] < threshold
-    n = int(0)
+    n = 0
     if i + 1 < field.shape[0]:
         if (field[i + 1, j, k] < threshold) != inside:
             n += 1
@@ -146,7 +146,7 @@ def _mc_verts(field: array(dtype=float, ndim=3), threshold: float, lower: vec3f,
 def _mc_cell_counts(field: array(dtype=float, ndim=3), threshold: float, tri_counts: array(dtype=int),
                     cases: array(dtype=int, ndim=3), counts: array(dtype=int, ndim=3)):
     i, j, k = tid()
-    case = int(0)
+    case = 0
     for c in range(8):
         if field[i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)] < threshold:
             case = case | (1 << c)
@@ -235,6 +235,13 @@ class MarchingCubes:
     After :meth:`surface`, :attr:`verts` holds the vertex positions and :attr:`indices` the triangles (flat int32).
     Gradients flow from ``verts`` to the field through the edge interpolation when the call runs under a ``Tape``.
     """
+
+    #: The case table as plain tuples: corner offsets, cell edges (corner pairs), the range of each case's triangles
+    #: (257 entries) and the cell edges of every triangle (3 per triangle).
+    CUBE_CORNER_OFFSETS = CORNERS
+    EDGE_TO_CORNERS = EDGES
+    CASE_TO_TRI_RANGE = tuple(int(x) for x in np.concatenate([[0], np.cumsum(case_tables()[1])]))
+    TRI_LOCAL_INDICES = tuple(int(x) for x in case_tables()[0].reshape(-1) if x >= 0)
 
     def __init__(self, nx: int, ny: int, nz: int, lower: Any = None, upper: Any = None, device: Any = None,
                  domain_bounds_lower_corner: Any = None, domain_bounds_upper_corner: Any = None, *,

@@ -146,6 +146,9 @@ class Mesh:
             self._tree.items.numpy()[:num_faces] = self._tree.initial_order
         launch(_run_mesh_build, dim=1, inputs=[self.id, self._tree.result], device=self.device, record_tape=False)
 
+    def __del__(self) -> None:
+        """Nothing native to release: the buffers are arrays owned by this object."""
+
     def _set_arrays(self) -> None:
         d = self._desc
         ctypes.memmove(ctypes.addressof(d.points), ctypes.addressof(self._points.__ctype__()),

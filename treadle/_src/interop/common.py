@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..errors import TreadleError
+from ..errors import LaunchError, TreadleError
 from ..lang import array as _arr
+from ..lang.abi import ArrayDesc
+from ..lang.typesys import contains_any
 
 
 class InteropError(TreadleError, TypeError, RuntimeError, BufferError):
@@ -152,13 +154,9 @@ _torch_fast: dict[Any, int] = {}  # (torch dtype, Treadle dtype) -> item size fo
 
 def _torch_descriptor(v: Any, t: Any, what: str) -> Any:
     """An ``ArrayDesc`` for tensor ``v`` as array type ``t`` (data only); the common scalar case costs ~1 us."""
-    from ..errors import LaunchError
-    from ..lang.abi import ArrayDesc
-
     key = (v.dtype, t.dtype)
     itemsize = _torch_fast.get(key)
     if itemsize is None:
-        from ..lang.typesys import contains_any
         from .torch import _scalar_info
 
         try:
@@ -177,7 +175,7 @@ def _torch_descriptor(v: Any, t: Any, what: str) -> Any:
         return desc
     from .torch import from_torch  # vector/matrix element types, 0-d tensors, type mismatches (with the error)
 
-    dtype = None if t.dtype is Any else t.dtype
+    dtype = None if contains_any(t.dtype) else t.dtype
     try:
         desc = from_torch(v, dtype=dtype, requires_grad=False, return_ctype=True)
     except InteropError as e:
@@ -200,10 +198,7 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
     Raises:
         LaunchError: the data does not fit ``t`` (dimensions, element type) or lives on another device.
     """
-    from ..errors import LaunchError
-    from ..lang.abi import ArrayDesc
-
-    if type(v).__module__ == "torch" and hasattr(v, "data_ptr"):
+    if type(v).__module__.startswith("torch") and hasattr(v, "data_ptr"):
         if device is not None and not (v.is_cpu and device.is_cpu):
             from .torch import device_from_torch
 
@@ -215,7 +210,6 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
             raise LaunchError(f"{what} expects a {t.ndim}-d array, got a descriptor with {v.ndim} dimension(s)")
         return v
     if hasattr(v, "__dlpack__"):
-        from ..lang.typesys import contains_any
         from .dlpack import from_dlpack
 
         try:
@@ -227,7 +221,7 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
 
 def foreign_array_type(v: Any, declared: Any) -> Any:
     """The concrete array type of a foreign array for a generic (``Any`` dtype) parameter, or ``None``."""
-    from ..lang.typesys import ArrayT, contains_any
+    from ..lang.typesys import ArrayT
 
     if not contains_any(declared.dtype):
         return declared

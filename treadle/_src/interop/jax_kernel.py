@@ -113,8 +113,8 @@ class Signature:
         return arrays, statics
 
 
-def resolve_types(sig: Signature, arrays: Sequence[Any], statics: dict[int, Any], array_dtype: Callable[[Any], Any],
-                  array_ndim: Callable[[Any], int]) -> tuple[Any, ...]:
+def resolve_types(sig: Signature, arrays: Sequence[Any], statics: dict[int, Any],
+                  array_dtype: Callable[[Any], Any]) -> tuple[Any, ...]:
     """Concrete parameter types of a generic kernel from argument values (arrays: scalar element types)."""
     from ..lang.launch import value_type
 
@@ -364,7 +364,7 @@ class FfiKernel:
             return lp
         k = self.kernel
         if k.is_generic:
-            types = resolve_types(sig, arrays, statics, lambda a: dtype_from_jax(a.dtype), lambda a: a.ndim)
+            types = resolve_types(sig, arrays, statics, lambda a: dtype_from_jax(a.dtype))
             inst = k.get_instance(types)
         else:
             inst = k.get_instance(None)
@@ -431,6 +431,7 @@ class FfiKernel:
 
     # -- call
     def __call__(self, *args: Any, output_dims: Any = None, launch_dims: Any = None, vmap_method: Any = None) -> Any:
+        import jax
         import jax.numpy as jnp
 
         sig = self.sig
@@ -440,9 +441,25 @@ class FfiKernel:
         output_dims = output_dims if output_dims is not None else self.output_dims
         vm = vmap_method if vmap_method is not None else self.vmap_method
         lp = self._launch_for(arrays, statics, launch_dims, output_dims)
+        if not any(isinstance(a, jax.core.Tracer) for a in arrays):
+            # An eager call: run a cached jitted wrapper (an eager ffi_call would be traced and lowered every time).
+            return list(self._eager_fn(lp, vm)(*arrays))
         if not self.enable_backward:
             return self._forward(arrays, lp, vm)
         return list(self._diff_fn(lp, vm)(*arrays))
+
+    def _eager_fn(self, lp: _Launch, vm: Any) -> Any:
+        key = ("eager", id(lp), vm)
+        f = self._diff.get(key)
+        if f is None:
+            import jax
+
+            if self.enable_backward:
+                f = jax.jit(self._diff_fn(lp, vm))
+            else:
+                f = jax.jit(lambda *arrays: tuple(self._forward(list(arrays), lp, vm)))
+            self._diff[key] = f
+        return f
 
     def _diff_fn(self, lp: _Launch, vm: Any) -> Any:
         """A ``jax.custom_vjp`` function of the array inputs for one launch plan (cached)."""
@@ -558,6 +575,7 @@ class _CallableCall:
                 shape = shapes[i]
                 self.layout.append((i, src[i], t.dtype, shape, _arr.contiguous_strides(shape, esize)))
         self.plan: Any = None
+        self.eager: dict[Any, Any] = {}
 
     def run(self, ptrs: list[int]) -> None:
         from .common import wrap_memory
@@ -693,8 +711,17 @@ class FfiCallable:
             results.append(jax.ShapeDtypeStruct(c.shapes[i] + inner, dtype_to_jax(scalar)))
         aliases = {sig.array_inputs.index(i): k for k, i in enumerate(sig.in_out_idx)}
         vm = vmap_method if vmap_method is not None else self.vmap_method
-        return ffi_call(c.plan, arrays, results, aliases=aliases, vmap_method=vm,
-                        has_side_effect=self.has_side_effect)
+
+        def call(*arrays: Any) -> Any:
+            return ffi_call(c.plan, list(arrays), results, aliases=aliases, vmap_method=vm,
+                            has_side_effect=self.has_side_effect)
+
+        if any(isinstance(a, jax.core.Tracer) for a in arrays):
+            return call(*arrays)
+        eager = c.eager.get(vm)  # an eager call runs a cached jitted wrapper (no tracing per call)
+        if eager is None:
+            eager = c.eager[vm] = jax.jit(call)
+        return list(eager(*arrays))
 
 
 _all_callables: list[FfiCallable] = []

@@ -81,6 +81,10 @@ class TorchOp:
         sig = self.sig
         self.launch_dims = launch_dims
         self.output_dims = output_dims
+        self._fixed_launch = as_dims(launch_dims, "launch_dims") if launch_dims is not None else None
+        self._generic = any(contains_any(t) for t in sig.types)
+        self._prepared: dict[Any, Any] = {}  # types -> (instance or None, {param: (torch dtype, inner shape)})
+        self._bounds: dict[Any, Any] = {}
         if enable_backward is None:
             enable_backward = fn.enable_backward if self.is_kernel else True
         self.enable_backward = bool(enable_backward)
@@ -125,8 +129,8 @@ class TorchOp:
     # -- shapes
     def _launch_and_outputs(self, tensors: dict[int, Any], types: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
         sig = self.sig
-        if self.launch_dims is not None:
-            launch = as_dims(self.launch_dims, "launch_dims")
+        if self._fixed_launch is not None:
+            launch = self._fixed_launch
         elif sig.array_inputs:
             i0 = sig.array_inputs[0]
             launch = tuple(tensors[i0].shape[: types[i0].ndim])
@@ -138,17 +142,41 @@ class TorchOp:
             if len(shape) != types[i].ndim:
                 raise TreadleError(f"{self.what}: output '{sig.names[i]}' is a {types[i].ndim}-d array but its "
                                    f"dims are {tuple(shape)}; pass output_dims={{'{sig.names[i]}': (...)}}")
-            shapes.append(tuple(shape) + element_info(types[i])[1])
+            shapes.append(tuple(shape) + self._prepare(types)[1][i][1])
         return launch, shapes
 
-    def _types(self, args: Sequence[Any]) -> list[Any]:
+    def _types(self, args: Sequence[Any]) -> tuple[Any, ...]:
         sig = self.sig
-        if not any(contains_any(t) for t in sig.types):
-            return sig.types
+        if not self._generic:
+            return tuple(sig.types)
         from .torch import dtype_from_torch
 
         arrays, statics = sig.bind(args)
-        return list(resolve_types(sig, arrays, statics, lambda t: dtype_from_torch(t.dtype), lambda t: t.dim()))
+        return tuple(resolve_types(sig, arrays, statics, lambda t: dtype_from_torch(t.dtype)))
+
+    def _prepare(self, types: tuple[Any, ...]) -> Any:
+        """``(kernel instance or None, {array param: (torch dtype, element dims)})`` for concrete types (cached)."""
+        p = self._prepared.get(types)
+        if p is None:
+            from .torch import dtype_to_torch
+
+            info = {}
+            for i, t in enumerate(types):
+                if isinstance(t, ArrayT):
+                    scalar, inner, _ = element_info(t)
+                    info[i] = (dtype_to_torch(scalar), inner)
+            p = (None, info)
+            self._prepared[types] = p
+        return p
+
+    def _instance(self, types: tuple[Any, ...]) -> Any:
+        p = self._prepare(types)
+        if p[0] is None:
+            k = self.fn
+            inst = k.get_instance(tuple(types)) if k.is_generic else k.get_instance(None)
+            inst.ensure_loaded()
+            p = self._prepared[types] = (inst, p[1])
+        return p[0]
 
     def _device(self, args: Sequence[Any]) -> Any:
         for i in self.sig.array_inputs:
@@ -157,16 +185,14 @@ class TorchOp:
 
     def _forward_fake(self, *args: Any) -> Any:
         torch = _torch()
-        from .torch import dtype_to_torch
-
         sig = self.sig
         types = self._types(args)
         tensors = {i: args[i] for i in sig.array_inputs}
         _, shapes = self._launch_and_outputs(tensors, types)
         dev = self._device(args)
         outs = [torch.empty_like(args[i], memory_format=torch.contiguous_format) for i in sig.in_out_idx]
-        outs += [torch.empty(s, dtype=dtype_to_torch(element_info(types[i])[0]), device=dev)
-                 for i, s in zip(sig.output_idx, shapes)]
+        info = self._prepare(types)[1]
+        outs += [torch.empty(s, dtype=info[i][0], device=dev) for i, s in zip(sig.output_idx, shapes)]
         return outs[0] if self._single else tuple(outs)
 
     def _backward_fake(self, *args: Any) -> Any:
@@ -175,23 +201,22 @@ class TorchOp:
         return grads[0] if len(grads) == 1 else tuple(grads)
 
     # -- real implementations
-    def _instance(self, types: Sequence[Any]) -> Any:
-        k = self.fn
-        inst = k.get_instance(tuple(types)) if k.is_generic else k.get_instance(None)
-        inst.ensure_loaded()
-        return inst
-
     def _pack(self, inst: Any, values: dict[int, Any], grads: dict[int, Any], types: Sequence[Any]) -> Any:
         from ..lang.launch import pack_arg
-        from .torch import from_torch
+        from .common import _torch_descriptor
 
         sig = self.sig
         packed = inst.args_type()
         for i, (name, t) in enumerate(zip(sig.names, types)):
             v = values[i]
             if isinstance(t, ArrayT):
+                if not v.is_cpu:
+                    raise TreadleError(f"{self.what}: argument '{name}' is on {v.device}; this build of Treadle "
+                                       "runs kernels on the CPU only")
+                desc = _torch_descriptor(v, t, f"{self.what} argument '{name}'")
                 g = grads.get(i)
-                desc = from_torch(v, dtype=t.dtype, requires_grad=False, grad=g, return_ctype=True)
+                if g is not None:
+                    desc.grad = g.data_ptr()
                 setattr(packed, name, desc)
             else:
                 setattr(packed, name, pack_arg(name, t, v, None, inst.kernel))
@@ -199,8 +224,6 @@ class TorchOp:
 
     def _forward_impl(self, *args: Any) -> Any:
         torch = _torch()
-        from .torch import dtype_to_torch
-
         sig = self.sig
         types = self._types(args)
         values = dict(enumerate(args))
@@ -209,8 +232,9 @@ class TorchOp:
         dev = self._device(args)
         for i in sig.in_out_idx:
             values[i] = args[i].clone(memory_format=torch.contiguous_format)
+        info = self._prepare(types)[1]
         for i, s in zip(sig.output_idx, shapes):
-            values[i] = torch.zeros(s, dtype=dtype_to_torch(element_info(types[i])[0]), device=dev)
+            values[i] = torch.zeros(s, dtype=info[i][0], device=dev)
         self._run(values, {}, types, launch, adjoint=False)
         outs = [values[i] for i in sig.in_out_idx + sig.output_idx]
         return outs[0] if self._single else tuple(outs)
@@ -222,7 +246,11 @@ class TorchOp:
 
             inst = self._instance(types)
             packed = self._pack(inst, values, grads, types)
-            bounds = launch_bounds(launch)
+            bounds = self._bounds.get(launch)
+            if bounds is None:
+                bounds = launch_bounds(launch)
+                if len(self._bounds) < 256:
+                    self._bounds[launch] = bounds
             if bounds.size > 0:
                 entry = inst.ensure_backward() if adjoint else inst.entry
                 entry(ctypes.addressof(bounds), ctypes.addressof(packed), thread_count(int(bounds.size)))

@@ -565,6 +565,9 @@ def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Seque
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
+    if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/compiler/interpret.py
+        from ..compiler.interpret import interpret_launch
+        return interpret_launch(kernel, dim, args, dev, inputs, outputs, adjoint, list(adj_inputs) + list(adj_outputs), record_tape, record_cmd)
     bounds = _bounds(dim)
     plan = _plan_for(kernel, args)
     if adjoint:
