@@ -226,6 +226,28 @@ from ._src.runtime.graph import capture_begin as capture_begin
 from ._src.runtime.graph import capture_end as capture_end
 from ._src.runtime.graph import capture_launch as capture_launch
 
+# isort: split
+# CUDA runtime: streams, events, memory pools (issue 8); ahead-of-time compilation.
+from ._src.runtime.aot import compile_aot_module as compile_aot_module
+from ._src.runtime.cuda_driver import Event as Event
+from ._src.runtime.cuda_driver import ScopedStream as ScopedStream
+from ._src.runtime.cuda_driver import Stream as Stream
+from ._src.runtime.cuda_driver import get_event_elapsed_time as get_event_elapsed_time
+from ._src.runtime.cuda_driver import get_mempool_release_threshold as get_mempool_release_threshold
+from ._src.runtime.cuda_driver import get_mempool_used_mem_current as get_mempool_used_mem_current
+from ._src.runtime.cuda_driver import get_mempool_used_mem_high as get_mempool_used_mem_high
+from ._src.runtime.cuda_driver import get_stream as get_stream
+from ._src.runtime.cuda_driver import is_mempool_enabled as is_mempool_enabled
+from ._src.runtime.cuda_driver import is_mempool_supported as is_mempool_supported
+from ._src.runtime.cuda_driver import record_event as record_event
+from ._src.runtime.cuda_driver import set_mempool_enabled as set_mempool_enabled
+from ._src.runtime.cuda_driver import set_mempool_release_threshold as set_mempool_release_threshold
+from ._src.runtime.cuda_driver import set_stream as set_stream
+from ._src.runtime.cuda_driver import synchronize_event as synchronize_event
+from ._src.runtime.cuda_driver import synchronize_stream as synchronize_stream
+from ._src.runtime.cuda_driver import wait_event as wait_event
+from ._src.runtime.cuda_driver import wait_stream as wait_stream
+
 __version__ = config.version
 
 #: Type annotations of the reference API.

@@ -9,7 +9,7 @@ Environment variables read once at import:
 - ``TREADLE_CXX`` (or ``CXX``): the C++ compiler for the CPU backend.
 - ``TREADLE_NUM_THREADS``: worker threads for CPU launches (default: all cores).
 - ``TREADLE_DUMP``: comma-separated pipeline stages to dump (``ast,ir,cpp``) into ``dump_dir``.
-- ``TREADLE_MODE``: ``release`` or ``debug``.
+- ``TREADLE_MODE``: ``release``, ``debug`` or ``interpret``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ version: str = "0.1.0"
 
 _env = os.environ
 
-#: "release", or "debug" (checked mode: bounds checks, division-by-zero and NaN checks).
+#: "release", "debug" (checked mode: bounds checks, division-by-zero and NaN checks), or "interpret" (kernels run
+#: in Python, thread by thread, through the IR interpreter: steppable with pdb, errors raised at the user's line).
 mode: str = _env.get("TREADLE_MODE", "release")
 #: Report NaN/Inf stores in checked mode.
 verify_fp: bool = False

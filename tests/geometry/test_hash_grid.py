@@ -241,3 +241,17 @@ def test_errors(device: str) -> None:
             grid.build(pts, bad)
     with pytest.raises(TypeError):
         grid.build(wp.zeros(4, dtype=wp.vec3d, device=device), 1.0)
+
+
+@pytest.mark.parametrize("query_r", [0.1, 0.2, 0.1 * np.sqrt(2.0)])
+def test_lattice_neighbours_at_exactly_the_radius(device: str, query_r: float) -> None:
+    # points on cell boundaries, neighbours at exactly the query radius: the hardest case for cell ranges
+    g = (np.arange(-4, 5) * 0.1).astype(np.float32)
+    points = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    pts = wp.array(points, dtype=wp.vec3, device=device)
+    grid = wp.HashGrid(16, 16, 16, device=device)
+    grid.build(pts, 0.1)
+    counts, sums = run_counts(grid, pts, points, float(np.float32(query_r)), device)
+    ref_counts, ref_sums = brute(points, points, float(np.float32(query_r)))
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_array_equal(sums, ref_sums)

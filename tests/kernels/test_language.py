@@ -289,3 +289,16 @@ def test_bit_cast_and_scalar_aliases(device):
     wp.launch(bit_casts, dim=1, inputs=[out, iout], device=device)
     np.testing.assert_allclose(out.numpy(), [1.25, 5.0])
     assert iout.numpy()[0] == np.float32(1.0).view(np.int32)
+
+
+@wp.kernel
+def cpp_keyword_names(const: wp.array(dtype=float), double: float, template: int):
+    i = wp.tid()
+    auto = const[i] * double
+    const[i] = auto + float(template)
+
+
+def test_parameter_and_variable_names_that_are_cpp_keywords(device):
+    a = wp.ones(3, dtype=float, device=device)
+    wp.launch(cpp_keyword_names, dim=3, inputs=[a, 2.0, 5], device=device)
+    np.testing.assert_allclose(a.numpy(), [7.0] * 3)

@@ -283,7 +283,9 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
         min_period = a == 0 || q.period[a] < min_period ? q.period[a] : min_period;
     }
     q.half_period = min_period * C(0.5);
-    q.rf2 = (float32)(rr * rr);
+    // trimming radius^2 with an absolute margin of 1e-4 cell: float rounding (or FMA contraction) of the gaps must
+    // never cut a row the sphere touches (notably for radius 0)
+    q.rf2 = (float32)(rr * rr + 1e-8 * g.cell_width * g.cell_width);
     q.w = (float32)g.cell_width, q.inv_w = (float32)g.inv_cell_width;
     q.trim_y = q.n[1] < g.dim[1] ? 1.0f : 0.0f;
     q.trim_z = q.n[2] < g.dim[2] ? 1.0f : 0.0f;

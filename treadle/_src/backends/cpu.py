@@ -6,9 +6,13 @@ The backend interface (shared with the CUDA backend) is small: ``compile(source,
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import hashlib
+import os
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -42,14 +46,47 @@ class CompileOptions:
         return " ".join(self.flags())
 
 
+class CompileJob:
+    """A compiler process started by :meth:`CpuBackend.start`; :meth:`wait` finishes it."""
+
+    def __init__(self, proc: subprocess.Popen | None, src: Path, out: Path, error: str | None = None) -> None:
+        self.proc = proc
+        self.src = src
+        self.out = out
+        self.error = error
+        self.t0 = time.perf_counter()
+        self.seconds = 0.0
+
+    def wait(self) -> None:
+        """Wait for the compiler; raise :class:`CompileError` if it failed."""
+        if self.proc is None:
+            raise CompileError(f"could not run the C++ compiler: {self.error}")
+        try:
+            stdout, stderr = self.proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise CompileError("the C++ compiler did not finish within 600 s") from None
+        self.seconds = time.perf_counter() - self.t0
+        if self.proc.returncode != 0 or not self.out.exists():
+            raise compile_error_from_output((stderr or "") + (stdout or ""), self.src)
+
+
 class CpuBackend:
-    """Compiles and loads kernels for the ``cpu`` device."""
+    """Compiles and loads kernels for the ``cpu`` device.
+
+    Independent batches compile in parallel (:meth:`start` returns at once). A precompiled header of the native
+    headers is built once per compiler, flags and header version into the kernel cache (``pch/``), in the
+    background the first time, and used by later builds (:meth:`pch_flags`); a build that fails with it is
+    retried without it.
+    """
 
     name = "cpu"
 
     def __init__(self) -> None:
         self.last_compile_seconds = 0.0
         self.compile_count = 0
+        self._pch_jobs: dict[str, threading.Thread] = {}
+        self._pch_lock = threading.Lock()
 
     def toolchain(self) -> Toolchain:
         from ..runtime.cache import get_cache
@@ -62,24 +99,93 @@ class CpuBackend:
 
     def compile(self, source: str, out: Path, options: CompileOptions) -> None:
         """Compile ``source`` into the shared library ``out``; raise :class:`CompileError` on failure."""
-        self.compile_raw(source, out, options.flags())
+        self.start(source, out, options.flags()).wait()
+        self.compile_count += 1
 
     def compile_raw(self, source: str, out: Path, flags: list[str]) -> None:
         """Compile ``source`` with exactly ``flags`` (plus the native include directory) into ``out``."""
+        job = self.start(source, out, flags)
+        job.wait()
+        self.last_compile_seconds = job.seconds
+
+    def start(self, source: str, out: Path, flags: list[str]) -> CompileJob:
+        """Start compiling ``source`` into ``out`` (``.wait()`` the job); the source is kept next to ``out``."""
         tc = self.toolchain()
         src = out.with_suffix(".cpp")
         src.write_text(source)
         cmd = [tc.path, *flags, "-I", str(NATIVE_DIR), "-o", str(out), str(src)]
-        t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.SubprocessError) as e:
-            raise CompileError(f"could not run the C++ compiler: {e}") from None
-        self.last_compile_seconds = time.perf_counter() - t0
-        self.compile_count += 1
-        if proc.returncode != 0 or not out.exists():
-            output = (proc.stderr or "") + (proc.stdout or "")
-            raise compile_error_from_output(output, src)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as e:
+            return CompileJob(None, src, out, str(e))
+        return CompileJob(proc, src, out)
+
+    # Precompiled header -------------------------------------------------------------------------------------------
+    def _pch_paths(self, prelude: str, options: CompileOptions, header_hash: str) -> tuple[Path, Path, list[str]]:
+        from ..runtime.cache import get_cache
+
+        tc = self.toolchain()
+        flags = [f for f in options.flags() if f != "-shared"]
+        h = hashlib.sha256("\0".join([config.version, tc.identity, " ".join(flags), header_hash, prelude]).encode())
+        d = get_cache().root / "pch" / h.hexdigest()[:32]
+        header = d / "treadle_prelude.h"
+        pch = d / ("treadle_prelude.h.pch" if tc.is_clang else "treadle_prelude.h.gch")
+        use = ["-include-pch", str(pch)] if tc.is_clang else ["-include", str(header)]
+        return header, pch, use + (["-Winvalid-pch"] if not tc.is_clang else [])
+
+    def pch_flags(self, prelude: str, options: CompileOptions, header_hash: str) -> list[str] | None:
+        """Flags that include ``prelude`` precompiled, or ``None`` while it is not built (a build then starts)."""
+        if not config.use_precompiled_headers or options.mode == "debug":
+            return None
+        header, pch, use = self._pch_paths(prelude, options, header_hash)
+        if pch.exists():
+            return use
+        key = str(pch)
+        with self._pch_lock:
+            if key not in self._pch_jobs:
+                t = threading.Thread(target=self._build_pch, args=(prelude, options, header, pch), daemon=True,
+                                     name="treadle-pch")
+                self._pch_jobs[key] = t
+                t.start()
+        return None
+
+    def wait_pch(self) -> None:
+        """Wait for background header builds (tests, benchmarks)."""
+        for t in list(self._pch_jobs.values()):
+            t.join()
+
+    def drop_pch(self, prelude: str, options: CompileOptions, header_hash: str) -> None:
+        """Forget a precompiled header that a compiler rejected (it is rebuilt on a later build)."""
+        header, pch, _ = self._pch_paths(prelude, options, header_hash)
+        with contextlib.suppress(OSError):
+            pch.unlink()
+        with self._pch_lock:
+            self._pch_jobs.pop(str(pch), None)
+
+    def _build_pch(self, prelude: str, options: CompileOptions, header: Path, pch: Path) -> None:
+        from ..runtime.cache import get_cache
+
+        try:
+            header.parent.mkdir(parents=True, exist_ok=True)
+            with get_cache().lock(f"pch_{header.parent.name}"):
+                if pch.exists():
+                    return
+                if not header.exists():
+                    tmp_h = header.with_name(f"{header.name}.{os.getpid()}.tmp")
+                    tmp_h.write_text(prelude)
+                    os.replace(tmp_h, header)
+                tmp = pch.with_name(f"{pch.name}.{os.getpid()}.tmp")
+                flags = [f for f in options.flags() if f != "-shared"]
+                cmd = [self.toolchain().path, *flags, "-I", str(NATIVE_DIR), "-x", "c++-header", str(header), "-o",
+                       str(tmp)]
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                if proc.returncode == 0 and tmp.exists():
+                    os.replace(tmp, pch)
+                else:
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+        except Exception:  # noqa: BLE001 - a missing precompiled header only costs time
+            pass
 
     def load(self, path: Path) -> Any:
         """Load a built library."""

@@ -140,13 +140,13 @@ class Nvrtc:
             if output == "cubin":
                 err, size = nv.nvrtcGetCUBINSize(prog)
                 _nvrtc_check(nv, err, "nvrtcGetCUBINSize")
-                buf = b" " * size
+                buf = bytearray(size)
                 (err,) = nv.nvrtcGetCUBIN(prog, buf)
                 _nvrtc_check(nv, err, "nvrtcGetCUBIN")
             else:
                 err, size = nv.nvrtcGetPTXSize(prog)
                 _nvrtc_check(nv, err, "nvrtcGetPTXSize")
-                buf = b" " * size
+                buf = bytearray(size)
                 (err,) = nv.nvrtcGetPTX(prog, buf)
                 _nvrtc_check(nv, err, "nvrtcGetPTX")
             return bytes(buf), log
@@ -172,9 +172,9 @@ def _program_log(nv: Any, prog: Any) -> str:
     err, size = nv.nvrtcGetProgramLogSize(prog)
     if int(err) != 0 or size <= 1:
         return ""
-    buf = b" " * size
+    buf = bytearray(size)
     nv.nvrtcGetProgramLog(prog, buf)
-    return buf.rstrip(b"\0 ").decode(errors="replace")
+    return bytes(buf).rstrip(b"\0 ").decode(errors="replace")
 
 
 def compile_error_from_log(log: str, name: str, what: str = "") -> CompileError:
@@ -317,7 +317,10 @@ def prepare_cuda(kernel_ir: Any, deps: list[Any], options: CudaCompileOptions, n
     """Emit and hash the CUDA forward pass of one kernel instance.
 
     Args:
-        kernel_ir: the kernel's IR (``KernelInstance.ir``); ``deps``: its function instances.
+        kernel_ir: the kernel's IR (``KernelInstance.ir``).
+        deps: its function instances.
+        options: the compile options (architecture, mode, ...).
+        name: the kernel's name (for dumps).
         entry: :class:`~treadle._src.compiler.emit_cuda.CudaEntryOptions` (block size, launch bounds).
         args_type: the ctypes ``Args`` mirror, checked against the C++ layout at compile time.
     """
@@ -439,8 +442,11 @@ def options_for(device: Any, mode: str = "release", module_options: Any = None) 
 
 
 def entry_options(kernel_options: dict[str, Any] | None = None, module_options: Any = None) -> Any:
-    """:class:`CudaEntryOptions` from a kernel's options (``launch_bounds``, ``grid_stride``) and its module's
-    (``block_dim``, ``cuda_ckpt_bytes``)."""
+    """The CUDA entry options of a kernel.
+
+    From the kernel's options (``launch_bounds``, ``grid_stride``) and its module's (``block_dim``,
+    ``cuda_ckpt_bytes``).
+    """
     from ..compiler.emit_cuda import DEFAULT_CKPT_BYTES, CudaEntryOptions
 
     ko = kernel_options or {}

@@ -463,7 +463,7 @@ class AdjointEmitter(Emitter):
         lines = emit_entry.body_head("kernel_backward_body")
         for p in f.params:
             t = self.ct(p.type)
-            lines.append(f"    {t} var_{p.name} = args.{p.name}; {t} adj_var_{p.name}{{}};")
+            lines.append(f"    {t} var_{p.name} = args.p_{p.name}; {t} adj_var_{p.name}{{}};")
             dense = emit_entry.dense_line(p.name, p.type)
             if dense is not None:
                 lines.append(dense)

@@ -191,11 +191,11 @@ class Emitter:
     def kernel(self, f: ir.FuncIR, symbol: str) -> tuple[str, str]:
         """The argument struct, the per-thread body and the CPU entry points of a kernel (see ``emit_entry``)."""
         self.collect_types(f)
-        fields = "\n".join(f"    {cpp_type(p.type, self.tuple_names)} {p.name};" for p in f.params)
+        fields = "\n".join(f"    {cpp_type(p.type, self.tuple_names)} p_{p.name};" for p in f.params)
         args_struct = f"struct Args {{\n{fields}\n    char _treadle_pad;\n}};"
         lines = emit_entry.body_head("kernel_body")
         for p in f.params:
-            lines.append(f"    {cpp_type(p.type, self.tuple_names)} var_{p.name} = args.{p.name};")
+            lines.append(f"    {cpp_type(p.type, self.tuple_names)} var_{p.name} = args.p_{p.name};")
             dense = emit_entry.dense_line(p.name, p.type)
             if dense is not None:
                 lines.append(dense)

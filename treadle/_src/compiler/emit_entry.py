@@ -68,23 +68,26 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
                 f"treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {{ {body}<{variant}>(bounds, _f, _a, _b, "
                 "_c, _d, args); });")
 
+    # The general path gets the caller's pointers, never the address of the local copies: a local whose address
+    # escapes into a call defeats the alias analysis that lets the fast loops vectorize.
     lines = [
-        f"static TREADLE_NOINLINE void {body}_any(const treadle::launch_bounds_t& bounds, treadle::int64 _f, "
-        "treadle::int32 _a, treadle::int32 _b, treadle::int32 _c, treadle::int32 _d, const Args& args)",
+        f"static TREADLE_NOINLINE void {body}_any(const treadle::launch_bounds_t* b, const Args* a, treadle::int64 _f, "
+        "treadle::int32 _a, treadle::int32 _b, treadle::int32 _c, treadle::int32 _d)",
         "{",
-        f"    {body}<false>(bounds, _f, _a, _b, _c, _d, args);",
+        f"    {body}<false>(*b, _f, _a, _b, _c, _d, *a);",
         "}",
         "",
         f'extern "C" TREADLE_EXPORT void {rng}(const void* b, const void* a, long long begin, long long end)',
         "{",
         "    const treadle::launch_bounds_t bounds = *static_cast<const treadle::launch_bounds_t*>(b);",
-        "    const Args args = *static_cast<const Args*>(a);",
         f"    if (!treadle::launch_fast<{nd}>(bounds, end)) {{",
-        "        treadle::launch_loop_any(bounds, begin, end, [&](treadle::int64 _f, treadle::int32 _a, "
+        "        treadle::launch_loop_any(bounds, begin, end, [=](treadle::int64 _f, treadle::int32 _a, "
         "treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {",
-        f"            {body}_any(bounds, _f, _a, _b, _c, _d, args); }});",
+        f"            {body}_any(static_cast<const treadle::launch_bounds_t*>(b), static_cast<const Args*>(a), _f, _a, "
+        "_b, _c, _d); });",
         "        return;",
         "    }",
+        "    const Args args = *static_cast<const Args*>(a);",
     ]
     if arrays and not checked:
         dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.{name})" for name, nd_a in arrays)

@@ -231,9 +231,9 @@ class Interpreter:
         if handler is not None:
             result = handler(self, s, args, f)
         elif b.ref_args:
-            result = _call_advancing(self, s, args, f)
+            result = _call_with_refs(self, s, args, f)
         elif b.host is not None:
-            result = b.host(*args)
+            result = host_call(ov, args)
         else:
             raise _unsupported(f"the builtin '{b.name}'")
         if s.result is not None:
@@ -506,7 +506,7 @@ def _int_division(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any
     if is_int(scalar_of(s.overload.arg_types[1])) and np.any(np.asarray(b) == 0):
         a_text = format_value(a).strip()
         raise Fault(f"integer division or modulo by zero ({a_text} / 0)")
-    return s.overload.builtin.host(a, b)
+    return host_call(s.overload, args)
 
 
 def _emit(text: str) -> None:
@@ -593,6 +593,13 @@ def _bit_cast(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     return np.ascontiguousarray(args[0]).view(scalar_of(t)._np_).reshape(tuple(getattr(t, "_shape_", ())))[()]
 
 
+def _inverse(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    try:
+        return host_call(s.overload, args)
+    except np.linalg.LinAlgError:  # the native inverse gives the zero matrix for a singular one
+        return np.zeros_like(args[0])
+
+
 def _identity(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     t = s.result.type  # type: ignore[union-attr]
     return np.eye(t._shape_[0], dtype=scalar_of(t)._np_)
@@ -625,13 +632,45 @@ def _draw(fn: Callable[..., Any], *args: Any) -> tuple[Any, int | None]:
     return result, (made[-1].s if made else None)
 
 
-def _call_advancing(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+def host_call(ov: Any, args: Sequence[Any]) -> Any:
+    """Run a builtin overload's host implementation (typed hosts also receive the argument types)."""
+    host = ov.builtin.host
+    if getattr(host, "_treadle_typed_", False):
+        return host(list(ov.arg_types), *args)
+    return host(*args)
+
+
+#: Builtins that update their first argument in place, computed by the host implementation of a copying twin.
+_IN_PLACE_TWINS = {"transform_set_translation": "transform_set_translation_copy",
+                   "transform_set_rotation": "transform_set_rotation_copy"}
+
+
+def _call_with_refs(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    """A builtin with by-reference arguments: random generators advance their state; output forms fill locals."""
     b = s.overload.builtin
-    if b.group != "Random" or b.host is None:
+    if b.host is None:
         raise _unsupported(f"the builtin '{b.name}'")
-    result, state = _draw(b.host, *args)
-    _write_state(s, f, state)
-    return result
+    if b.group == "Random":
+        result, state = _draw(b.host, *args)
+        _write_state(s, f, state)
+        return result
+    refs = [i for i, a in enumerate(s.args) if isinstance(a, ir.LocalRef)]
+    if not refs:  # the tuple-returning form, e.g. ``U, s, V = wp.svd3(A)``
+        return host_call(s.overload, args)
+    twin = _IN_PLACE_TWINS.get(b.name)
+    if twin is not None:
+        from ..builtins import REGISTRY
+
+        outs: Any = REGISTRY.builtins[twin].host(*args)
+        refs = refs[:1]
+    else:  # the output-argument form, e.g. ``wp.svd3(A, U, s, V)``: the host computes the tuple form's result
+        outs = b.host(*[a for i, a in enumerate(args) if i not in refs])
+    if not isinstance(outs, tuple):
+        outs = (outs,)
+    for i, v in zip(refs, outs):
+        local = s.args[i].local
+        f.locals[local.id] = coerce(v, local.type)
+    return None
 
 
 def _write_state(s: ir.Call, f: Frame, state: int | None) -> None:
@@ -680,6 +719,8 @@ _HANDLERS: dict[str, Handler] = {
     "_array_valid": lambda it, s, args, f: np.bool_(bool(args[0])),
     "lower_bound": _lower_bound,
     "identity": _identity,
+    "inverse": _inverse,
+    "inverse_approx": _inverse,
     "cast": _bit_cast,
     "sample_cdf": _sample_cdf,
 }

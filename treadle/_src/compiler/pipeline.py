@@ -128,8 +128,9 @@ def ordered_deps(roots: list[Any]) -> list[Any]:
 class Built:
     """A kernel instance ready to compile: its C++ block, symbol and cache key."""
 
-    def __init__(self, block: str, symbol: str, key: str, locs: list[Any] | None = None) -> None:
+    def __init__(self, block: str, symbol: str, key: str, locs: list[Any] | None = None, name: str = "") -> None:
         self.block = block
+        self.name = name
         self.locs = locs or []
         self.symbol = symbol
         self.key = key
@@ -145,7 +146,7 @@ def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name
     backend = get_cpu_backend()
     key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])
     key = hashlib.sha256(key_src.encode()).hexdigest()
-    return Built(block, symbol, key, locs)
+    return Built(block, symbol, key, locs, name)
 
 
 def prepare_adjoint(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
@@ -155,11 +156,11 @@ def prepare_adjoint(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptio
     backend = get_cpu_backend()
     key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])
     key = hashlib.sha256(key_src.encode()).hexdigest()
-    return Built(block, symbol, key)
+    return Built(block, symbol, key, name=f"{name} (backward)")
 
 
 def compile_batch(items: list[Built], options: CompileOptions) -> None:
-    """Make sure every item has a library: cache hits are found, misses are compiled together in one TU."""
+    """Make sure every item has a library: cache hits are found, misses are compiled (in parallel groups)."""
     _compile_unique(items, options)
     _share_twins(items)
 
@@ -185,20 +186,8 @@ def _compile_unique(items: list[Built], options: CompileOptions) -> None:
         for it in missing:
             if it not in still:
                 it.lib_path = cache.lookup(it.key)
-        if not still:
-            return
-        try:
-            _compile_publish(still, batch_key, options)
-        except CompileError as e:
-            if len(still) == 1:
-                still[0].error = e
-                return
-            # One bad kernel must not take its siblings down: build them one by one.
-            for it in still:
-                try:
-                    _compile_publish([it], it.key, options)
-                except CompileError as e1:
-                    it.error = e1
+        if still:
+            _build(still, options)
 
 
 def _share_twins(items: list[Built]) -> None:
@@ -208,16 +197,101 @@ def _share_twins(items: list[Built]) -> None:
             it.lib_path, it.error = twin.lib_path, twin.error
 
 
-def _compile_publish(items: list[Built], batch_key: str, options: CompileOptions) -> None:
-    cache = get_cache()
-    source = PRELUDE + "\n".join(it.block for it in items)
-    tmp = cache.tmp_dir()
-    out = tmp / f"b_{batch_key}.so"
-    get_cpu_backend().compile(source, out, options)  # on failure the source stays for the error report
-    lib = cache.publish(out, batch_key, [it.key for it in items])
+def max_parallel_builds() -> int:
+    """Compiler processes run at once for one batch: one per core the process may use, at most 8."""
+    from ..runtime.threadpool import cpu_count
+
+    return max(1, min(8, cpu_count()))
+
+
+def _split(items: list[Built], n: int) -> list[list[Built]]:
+    """``items`` in ``n`` groups of similar total source size (largest first, each to the lightest group)."""
+    groups: list[list[Built]] = [[] for _ in range(max(1, min(n, len(items))))]
+    sizes = [0] * len(groups)
+    for it in sorted(items, key=lambda b: -len(b.block)):
+        g = sizes.index(min(sizes))
+        groups[g].append(it)
+        sizes[g] += len(it.block)
+    return [g for g in groups if g]
+
+
+def _build(items: list[Built], options: CompileOptions) -> None:
+    """Compile ``items``: independent groups in parallel, each into its own library; a failing group is retried
+    without the precompiled header, then kernel by kernel, so one bad kernel never takes its siblings down."""
+    import time
+
+    from ..runtime.threadpool import prefetch_runtime
+
+    t0 = time.perf_counter()
+    prefetch_runtime()  # the thread pool library builds alongside the kernels the first time
+    backend = get_cpu_backend()
+    pch = backend.pch_flags(PRELUDE, options, header_hash())
+    groups = _split(items, max_parallel_builds())
+    pending = [(g, _start(g, options, pch)) for g in groups]
+    retry: list[list[Built]] = []
+    for g, (job, tmp) in pending:
+        try:
+            _finish(g, job, tmp)
+        except CompileError as e:
+            if pch is not None:
+                backend.drop_pch(PRELUDE, options, header_hash())
+                retry.append(g)
+            elif len(g) == 1:
+                g[0].error = e
+            else:
+                retry.extend([it] for it in g)
+    if retry:
+        pending = [(g, _start(g, options, None)) for g in retry]
+        for g, (job, tmp) in pending:
+            try:
+                _finish(g, job, tmp)
+            except CompileError as e:
+                if len(g) == 1:
+                    g[0].error = e
+                    continue
+                for it in g:  # rare: a bad kernel in a group that first failed with the precompiled header
+                    try:
+                        _finish([it], *_start([it], options, None))
+                    except CompileError as e1:
+                        it.error = e1
+    _log_build(items, time.perf_counter() - t0)
+
+
+def _start(items: list[Built], options: CompileOptions, pch: list[str] | None) -> tuple[Any, Path]:
+    key = hashlib.sha256("".join(sorted(it.key for it in items)).encode()).hexdigest()
+    body = "\n".join(it.block for it in items)
+    tmp = get_cache().tmp_dir()
+    out = tmp / f"b_{key}.so"
+    backend = get_cpu_backend()
+    if pch is None:
+        return backend.start(PRELUDE + body, out, options.flags()), tmp
+    return backend.start(body, out, [*options.flags(), *pch]), tmp
+
+
+def _finish(items: list[Built], job: Any, tmp: Path) -> None:
+    job.wait()  # on failure the source stays in ``tmp`` for the error report
+    backend = get_cpu_backend()
+    backend.compile_count += 1
+    backend.last_compile_seconds = job.seconds
+    lib = get_cache().publish(job.out, job.out.stem[2:], [it.key for it in items])
     _rmtree(tmp)
     for it in items:
         it.lib_path = lib
+
+
+def _log_build(items: list[Built], seconds: float) -> None:
+    """One line on stderr for builds that take longer than a second (``config.quiet`` silences it)."""
+    if (seconds > 1.0 or config.verbose) and not config.quiet:
+        import sys
+
+        names = sorted({it.name for it in items if it.name})
+        what = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        print(f"treadle: compiled {len(items)} kernel(s) in {seconds:.2f} s ({what})", file=sys.stderr)
+
+
+def _compile_publish(items: list[Built], batch_key: str, options: CompileOptions) -> None:
+    """Compile ``items`` into one library (one translation unit, no precompiled header)."""
+    _finish(items, *_start(items, options, None))
 
 
 def _rmtree(path: Path) -> None:

@@ -4,7 +4,7 @@ Build (all on the grid's device, in Treadle kernels except the sort):
 
 1. ``_hash_keys``: the cell of each point, ``floor(p / cell_width)`` wrapped modulo (dim_x, dim_y, dim_z), flattened
    with x fastest (computed in float64, exactly as the native query computes its cell range).
-2. a sort of the cell keys (NumPy's argsort on the CPU);
+2. a sort of the keys, packed with the point index into 64 bits (NumPy, in place, on the CPU);
 3. ``_hash_scatter``: the sorted point ids, sorted copies of the points (and groups), and each non-empty cell's
    [start, end) range. Only the cells touched by the previous build are cleared first (``_hash_clear``), so a
    rebuild costs O(points), not O(cells).
@@ -26,7 +26,7 @@ from ..lang.array import array
 from ..lang.creation import empty, zeros
 from ..lang.kernel import func, kernel
 from ..lang.launch import launch
-from ..lang.vector import vec3d, vec3f, vec3h
+from ..lang.vector import vec3d, vec3f, vec3h, vec3i
 from ..runtime.device import get_device
 
 _B = exported_builtins()
@@ -56,15 +56,15 @@ class HashGridDesc(ctypes.Structure):
 
 
 @func
-def _wrapped_cell(x: scalars.float64, inv_w: scalars.float64, n: int) -> int:
+def _wrapped_cell(x: scalars.float64, inv_w: scalars.float64, n: int, inv_n: scalars.float64) -> int:
     c = floor(x * inv_w)
     if not (c > scalars.float64(-1.0e9)):  # also catches NaN
         c = scalars.float64(-1.0e9)
     if c > scalars.float64(1.0e9):
         c = scalars.float64(1.0e9)
-    # c mod n without an integer division (exact: |c| <= 1e9); the rounding of c / n is fixed up below
-    nf = scalars.float64(n)
-    m = int(c - nf * floor(c / nf))
+    # c mod n without an integer division (|c| <= 1e9 is exact in float64); rounding of c / n is fixed up below
+    ci = int(c)
+    m = ci - n * int(floor(c * inv_n))
     if m >= n:
         m = m - n
     if m < 0:
@@ -73,13 +73,16 @@ def _wrapped_cell(x: scalars.float64, inv_w: scalars.float64, n: int) -> int:
 
 
 @kernel(enable_backward=False)
-def _hash_keys(points: array(dtype=Any), inv_w: scalars.float64, dx: int, dy: int, dz: int, keys: array(dtype=int)):
+def _hash_keys(points: array(dtype=Any), inv_w: scalars.float64, dims: vec3i, inv_dims: vec3d,
+               packed: array(dtype=scalars.int64)):
+    # sort key of point i: its cell (upper 32 bits) and i (lower 32 bits), so that one sort orders both
     i = tid()
     p = points[i]
-    x = _wrapped_cell(scalars.float64(p[0]), inv_w, dx)
-    y = _wrapped_cell(scalars.float64(p[1]), inv_w, dy)
-    z = _wrapped_cell(scalars.float64(p[2]), inv_w, dz)
-    keys[i] = (z * dy + y) * dx + x
+    x = _wrapped_cell(scalars.float64(p[0]), inv_w, dims[0], inv_dims[0])
+    y = _wrapped_cell(scalars.float64(p[1]), inv_w, dims[1], inv_dims[1])
+    z = _wrapped_cell(scalars.float64(p[2]), inv_w, dims[2], inv_dims[2])
+    key = (z * dims[1] + y) * dims[0] + x
+    packed[i] = (scalars.int64(key) << scalars.int64(32)) | scalars.int64(i)
 
 
 @kernel(enable_backward=False)
@@ -89,14 +92,19 @@ def _hash_clear(keys: array(dtype=int), cell_ranges: array(dtype=int)):
     cell_ranges[2 * k + 1] = 0
 
 
+@func
+def _key_of(packed: array(dtype=scalars.int64), i: int) -> int:
+    return int(packed[i] >> scalars.int64(32))
+
+
 @kernel(enable_backward=False)
-def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array(dtype=Any),
-                  sorted_keys: array(dtype=int), point_ids: array(dtype=int), sorted_points: array(dtype=Any, ndim=2),
-                  cell_ranges: array(dtype=int)):
+def _hash_scatter(packed: array(dtype=scalars.int64), points: array(dtype=Any), sorted_keys: array(dtype=int),
+                  point_ids: array(dtype=int), sorted_points: array(dtype=Any, ndim=2), cell_ranges: array(dtype=int)):
     i = tid()
-    n = keys.shape[0]
-    src = order[i]
-    k = keys[src]
+    n = packed.shape[0]
+    v = packed[i]
+    k = int(v >> scalars.int64(32))
+    src = int(v & scalars.int64(0xFFFFFFFF))
     sorted_keys[i] = k
     point_ids[i] = src
     p = points[src]
@@ -105,20 +113,20 @@ def _hash_scatter(keys: array(dtype=int), order: array(dtype=int), points: array
     sorted_points[2, i] = p[2]
     first = i == 0
     if not first:
-        first = keys[order[i - 1]] != k
+        first = _key_of(packed, i - 1) != k
     if first:
         cell_ranges[2 * k] = i
     last = i == n - 1
     if not last:
-        last = keys[order[i + 1]] != k
+        last = _key_of(packed, i + 1) != k
     if last:
         cell_ranges[2 * k + 1] = i + 1
 
 
 @kernel(enable_backward=False)
-def _hash_gather_groups(order: array(dtype=int), groups: array(dtype=int), sorted_groups: array(dtype=int)):
+def _hash_gather_groups(point_ids: array(dtype=int), groups: array(dtype=int), sorted_groups: array(dtype=int)):
     i = tid()
-    sorted_groups[i] = groups[order[i]]
+    sorted_groups[i] = groups[point_ids[i]]
 
 
 def _flat_points(points: Any, vec: Any) -> Any:
@@ -177,7 +185,7 @@ class HashGrid:
             self._cell_ranges = zeros(2 * self._num_cells, dtype=scalars.int32, device=self.device)
             self._desc.cell_ranges = self._cell_ranges.ptr
         if n > self._capacity:
-            self._keys = empty(n, dtype=scalars.int32, device=self.device)
+            self._packed = empty(n, dtype=scalars.int64, device=self.device)
             self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
             self._point_ids = zeros(n, dtype=scalars.int32, device=self.device)
             # padded: the native filter reads whole batches of 32 (see hashgrid.h)
@@ -201,9 +209,8 @@ class HashGrid:
     def build(self, points: Any, radius: float, groups: Any = None) -> None:
         """Bin ``points`` (an array of vec3 in the grid's precision) into cells of width ``radius``.
 
-        Queries must use a radius no larger than the cell width... or they visit more cells: any query radius
-        works, the build radius only sets the cell size. ``groups`` (int32 per point) enables group-restricted
-        queries (``hash_grid_query(id, p, r, group)``).
+        Any query radius works; the build radius sets the cell size, and queries are fastest with radii up to it.
+        ``groups`` (int32 per point) enables group-restricted queries (``hash_grid_query(id, p, r, group)``).
         """
         radius = float(radius)
         if not radius > 0.0:
@@ -233,17 +240,16 @@ class HashGrid:
             desc.sorted_groups = None
             self.groups = grp
             return
-        keys = self._keys[:n] if self._capacity > n else self._keys
-        launch(_hash_keys, dim=n, inputs=[pts, 1.0 / radius, self._dim_x, self._dim_y, self._dim_z, keys],
+        packed = self._packed[:n] if self._capacity > n else self._packed
+        dims = (self._dim_x, self._dim_y, self._dim_z)
+        launch(_hash_keys, dim=n, inputs=[pts, 1.0 / radius, vec3i(*dims), vec3d(*(1.0 / d for d in dims)), packed],
                device=dev, record_tape=False)
-        order_np = np.argsort(keys.numpy(), kind="quicksort").astype(np.int32)
-        order = array(order_np, dtype=scalars.int32, device=dev)
-        self._order = order
-        launch(_hash_scatter, dim=n,
-               inputs=[keys, order, pts, self._sorted_keys, self._point_ids, self._sorted_points,
-                       self._cell_ranges], device=dev, record_tape=False)
+        packed.numpy().sort()  # in place, on the grid's own buffer
+        point_ids = self._point_ids[:n] if self._capacity > n else self._point_ids
+        launch(_hash_scatter, dim=n, inputs=[packed, pts, self._sorted_keys, self._point_ids, self._sorted_points,
+                                             self._cell_ranges], device=dev, record_tape=False)
         if grp is not None:
-            launch(_hash_gather_groups, dim=n, inputs=[order, grp, self._sorted_groups], device=dev,
+            launch(_hash_gather_groups, dim=n, inputs=[point_ids, grp, self._sorted_groups], device=dev,
                    record_tape=False)
             desc.sorted_groups = self._sorted_groups.ptr
         else:
@@ -253,8 +259,8 @@ class HashGrid:
         self._prev_count = n
         desc.num_points = n
 
-    def __del__(self) -> None:  # the buffers are freed with their arrays; nothing native to release
-        pass
+    def __del__(self) -> None:
+        """Nothing native to release: the buffers are arrays owned by this object."""
 
 
 def _flat_points_int(groups: Any) -> array:

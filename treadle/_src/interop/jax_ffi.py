@@ -19,6 +19,7 @@ import hashlib
 import os
 import secrets
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ class Plan:
     """A launch plan owned by Python; ``address`` is what the FFI call passes as its ``plan`` attribute."""
 
     def __init__(self, kind: int, buffers: list[BufferSpec], nargs: int, *, entry: Any = None,
-                 template: bytes = b"", slots: list[tuple[int, int, int]] = (), bounds: Any = None,
+                 template: bytes = b"", slots: Sequence[tuple[int, int, int]] = (), bounds: Any = None,
                  nthreads: int = 1, callback: Any = None, callback_ctx: int = 0) -> None:
         nbufs = len(buffers)
         if nbufs > 256:

@@ -186,13 +186,17 @@ def static_key(v: Any) -> Any:
         return (type(v).__name__, repr(v))
 
 
+_launch_mod: Any = None
+
+
 def thread_count(size: int) -> int:
     """Threads for a launch of ``size`` (the same rule as ``wp.launch``)."""
-    from ..lang import launch as _launch
-
-    if size < _launch.SERIAL_THRESHOLD or config.deterministic:
+    global _launch_mod
+    if _launch_mod is None:
+        from ..lang import launch as _launch_mod
+    if size < _launch_mod.SERIAL_THRESHOLD or config.deterministic:
         return 1
-    return _launch._num_threads()
+    return int(_launch_mod._num_threads())
 
 
 def _check_static(sig: Signature, statics: dict[int, Any]) -> None:
@@ -464,9 +468,9 @@ class FfiKernel:
     def _diff_fn(self, lp: _Launch, vm: Any) -> Any:
         """A ``jax.custom_vjp`` function of the array inputs for one launch plan (cached)."""
         key = (id(lp), vm)
-        f = self._diff.get(key)
-        if f is not None:
-            return f
+        cached = self._diff.get(key)
+        if cached is not None:
+            return cached
         import jax
 
         @jax.custom_vjp

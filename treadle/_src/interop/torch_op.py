@@ -29,7 +29,9 @@ from typing import Any
 
 from ..errors import TreadleError
 from ..lang import scalars
+from ..lang.launch import launch_bounds, pack_arg
 from ..lang.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
+from .common import _torch_descriptor
 from .jax_kernel import Signature, as_dims, element_info, output_shape, resolve_types, thread_count
 
 _counter = itertools.count()
@@ -84,7 +86,8 @@ class TorchOp:
         self._fixed_launch = as_dims(launch_dims, "launch_dims") if launch_dims is not None else None
         self._generic = any(contains_any(t) for t in sig.types)
         self._prepared: dict[Any, Any] = {}  # types -> (instance or None, {param: (torch dtype, inner shape)})
-        self._bounds: dict[Any, Any] = {}
+        self._static_prep: Any = None  # the one entry of a non-generic kernel, once its instance is loaded
+        self._bounds: dict[Any, Any] = {}  # launch dims -> LaunchBounds
         if enable_backward is None:
             enable_backward = fn.enable_backward if self.is_kernel else True
         self.enable_backward = bool(enable_backward)
@@ -109,7 +112,7 @@ class TorchOp:
         self._grad_inputs = [i for i in sig.array_inputs if i not in sig.in_out_idx and
                              (contains_any(sig.types[i].dtype) or
                               scalars.is_float_type(sig.types[i].dtype._wp_scalar_type_))]
-        self.backward_op = None
+        self.backward_op: Any = None
         if self.enable_backward and self._grad_inputs:
             outs = ", ".join(f"Tensor {sig.names[i]}" for i in sig.output_idx)
             gouts = ", ".join(f"Tensor grad_{sig.names[i]}" for i in sig.output_idx)
@@ -127,7 +130,7 @@ class TorchOp:
         return self.op(*args)
 
     # -- shapes
-    def _launch_and_outputs(self, tensors: dict[int, Any], types: Sequence[Any]) -> tuple[tuple[Any, ...], list[Any]]:
+    def _launch_and_outputs(self, tensors: dict[int, Any], types: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Any]]:
         sig = self.sig
         if self._fixed_launch is not None:
             launch = self._fixed_launch
@@ -156,6 +159,8 @@ class TorchOp:
 
     def _prepare(self, types: tuple[Any, ...]) -> Any:
         """``(kernel instance or None, {array param: (torch dtype, element dims)})`` for concrete types (cached)."""
+        if self._static_prep is not None:
+            return self._static_prep
         p = self._prepared.get(types)
         if p is None:
             from .torch import dtype_to_torch
@@ -176,6 +181,8 @@ class TorchOp:
             inst = k.get_instance(tuple(types)) if k.is_generic else k.get_instance(None)
             inst.ensure_loaded()
             p = self._prepared[types] = (inst, p[1])
+            if not self._generic:
+                self._static_prep = p
         return p[0]
 
     def _device(self, args: Sequence[Any]) -> Any:
@@ -202,9 +209,6 @@ class TorchOp:
 
     # -- real implementations
     def _pack(self, inst: Any, values: dict[int, Any], grads: dict[int, Any], types: Sequence[Any]) -> Any:
-        from ..lang.launch import pack_arg
-        from .common import _torch_descriptor
-
         sig = self.sig
         packed = inst.args_type()
         for i, (name, t) in enumerate(zip(sig.names, types)):
@@ -239,11 +243,9 @@ class TorchOp:
         outs = [values[i] for i in sig.in_out_idx + sig.output_idx]
         return outs[0] if self._single else tuple(outs)
 
-    def _run(self, values: dict[int, Any], grads: dict[int, Any], types: Sequence[Any], launch: tuple[int, ...],
+    def _run(self, values: dict[int, Any], grads: dict[int, Any], types: tuple[Any, ...], launch: tuple[int, ...],
              adjoint: bool) -> None:
         if self.is_kernel:
-            from ..lang.launch import launch_bounds
-
             inst = self._instance(types)
             packed = self._pack(inst, values, grads, types)
             bounds = self._bounds.get(launch)

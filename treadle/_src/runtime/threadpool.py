@@ -164,9 +164,27 @@ class _Holder:
     def __init__(self) -> None:
         self.runtime: CpuRuntime | None = None
         self.lock = threading.Lock()
+        self.prefetch: threading.Thread | None = None
+        self.built: Path | None = None
+        self.error: Exception | None = None
 
 
 _HOLDER = _Holder()
+
+
+def _build_into_holder() -> None:
+    try:
+        _HOLDER.built = build_runtime_library()
+    except Exception as e:  # noqa: BLE001 - reported by get_cpu_runtime
+        _HOLDER.error = e
+
+
+def prefetch_runtime() -> None:
+    """Start building the runtime library in the background (the first kernel build overlaps with it)."""
+    with _HOLDER.lock:
+        if _HOLDER.runtime is None and _HOLDER.prefetch is None:
+            _HOLDER.prefetch = threading.Thread(target=_build_into_holder, daemon=True, name="treadle-rt-build")
+            _HOLDER.prefetch.start()
 
 
 def get_cpu_runtime() -> CpuRuntime:
@@ -174,10 +192,15 @@ def get_cpu_runtime() -> CpuRuntime:
     rt = _HOLDER.runtime
     if rt is not None:
         return rt
+    pre = _HOLDER.prefetch
+    if pre is not None:
+        pre.join()
     with _HOLDER.lock:
         if _HOLDER.runtime is None:
             try:
-                path = build_runtime_library()
+                if _HOLDER.error is not None:
+                    raise _HOLDER.error
+                path = _HOLDER.built or build_runtime_library()
                 lib = ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
                 _HOLDER.runtime = CpuRuntime(lib, path)
             except Exception as e:  # noqa: BLE001 - any failure degrades to serial launches, never to no launches

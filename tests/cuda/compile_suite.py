@@ -1,0 +1,126 @@
+"""Compile every kernel the test suite defines at module level to CUDA (forward and backward) for one architecture.
+
+Run by ``test_cuda_compile.py`` in a subprocess per architecture (so sm_80 and sm_90 build in parallel)::
+
+    python tests/cuda/compile_suite.py --arch 90 --out result.json
+
+Kernels are gathered from the test modules of ``tests/kernels``, ``tests/autodiff`` and ``tests/geometry`` (every
+module-level ``@wp.kernel``, and the instances generic kernels have after import), plus one generated kernel per
+differentiable builtin signature (the cases of ``tests/autodiff/test_builtin_adjoints.py``). Each test module
+becomes one CUDA translation unit per compile mode. A kernel whose CUDA build fails is rebuilt for the CPU: when that
+fails as well, the failure is a known emitter/header problem outside the CUDA backend and is reported separately
+(``cpu_too``) instead of as a CUDA failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _modules() -> list[str]:
+    files = []
+    for sub in ("kernels", "autodiff", "geometry"):
+        files += sorted(glob.glob(str(ROOT / "tests" / sub / "test_*.py")))
+    return [str(Path(f).relative_to(ROOT).with_suffix("")).replace(os.sep, ".") for f in files]
+
+
+class _TmpFactory:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def mktemp(self, name: str) -> Path:
+        p = Path(tempfile.mkdtemp(prefix=name, dir=self.root))
+        return p
+
+
+def _cpu_fails(inst, adjoint: bool) -> bool:
+    try:
+        if adjoint:
+            inst.ensure_backward()
+        else:
+            inst.ensure_loaded()
+    except Exception:  # noqa: BLE001
+        return True
+    return False
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="", help="comma-separated module name filter (substring)")
+    a = ap.parse_args()
+
+    sys.path.insert(0, str(ROOT))
+    tmp = Path(tempfile.mkdtemp(prefix="treadle-cuda-suite-"))
+    os.environ.setdefault("TREADLE_CACHE_PATH", str(tmp / "cache"))
+    import treadle as wp
+    from treadle._src.backends import cuda as cb
+    from treadle._src.lang.kernel import Kernel
+
+    wp.config.kernel_cache_dir = os.environ["TREADLE_CACHE_PATH"]
+    result = {"arch": a.arch, "modules": {}, "failures": [], "cpu_too": [], "kernels": 0, "passes": 0,
+              "seconds": 0.0, "import_errors": [], "binaries": []}
+    t_all = time.perf_counter()
+    groups: list[tuple[str, list[Kernel]]] = []
+    for name in _modules():
+        if a.only and not any(s in name for s in a.only.split(",")):
+            continue
+        try:
+            mod = importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - a test module that does not import is reported, not fatal
+            result["import_errors"].append(f"{name}: {type(e).__name__}: {e}")
+            continue
+        groups.append((name, [v for v in vars(mod).values() if isinstance(v, Kernel)]))
+        if name.endswith("test_builtin_adjoints") and hasattr(mod, "_make_module"):
+            gen = mod._make_module(_TmpFactory(tmp))
+            groups.append(("builtin_adjoint_cases", [v for v in vars(gen).values() if isinstance(v, Kernel)]))
+
+    for name, kernels in groups:
+        t0 = time.perf_counter()
+        by_opts: dict[str, tuple[object, list]] = {}
+        for k in kernels:
+            insts = list(k.instances.values()) if k.is_generic else [k.get_instance(None)]
+            for inst in insts:
+                opts = cb.CudaCompileOptions(arch=a.arch, mode=inst.options.mode)
+                entry = cb.entry_options(k.options, k.module.options)
+                items = by_opts.setdefault(opts.key(), (opts, []))[1]
+                items.append((k, inst, False, cb.prepare_cuda(inst.ir, inst.deps, opts, k.key, entry=entry,
+                                                               args_type=inst.args_type)))
+                if k.enable_backward:
+                    items.append((k, inst, True, cb.prepare_cuda_adjoint(inst.ir, inst.deps, opts, k.key,
+                                                                         entry=entry, args_type=inst.args_type)))
+                result["kernels"] += 1
+        for opts, items in by_opts.values():
+            cb.compile_cuda_batch([b for *_, b in items], opts)
+            for k, inst, adjoint, b in items:
+                result["passes"] += 1
+                what = f"{name}.{k.key} ({'backward' if adjoint else 'forward'})"
+                if b.error is not None:
+                    if _cpu_fails(inst, adjoint):
+                        result["cpu_too"].append(what)
+                    else:
+                        result["failures"].append(f"{what}: {str(b.error)[:4000]}")
+                    continue
+                data = b.binary_path.read_bytes()
+                if not data.startswith(b"\x7fELF") or b.entry.encode() not in data:
+                    result["failures"].append(f"{what}: the CUBIN is not an ELF holding {b.entry}")
+                result["binaries"].append({"what": what, "entry": b.entry, "path": str(b.binary_path)})
+        result["modules"][name] = round(time.perf_counter() - t0, 2)
+    result["seconds"] = round(time.perf_counter() - t_all, 1)
+    Path(a.out).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

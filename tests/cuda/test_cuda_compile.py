@@ -1,0 +1,256 @@
+"""CUDA code generation checked without a GPU: NVRTC compiles the generated CUDA to CUBIN for sm_80 and sm_90.
+
+Skipped when ``cuda-bindings`` / NVRTC are not installed (``pip install 'treadle[cuda]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import treadle as wp
+from treadle._src.backends import cuda as cb
+from treadle._src.compiler import emit_cuda
+from treadle._src.errors import CompileError
+
+pytestmark = pytest.mark.skipif(not cb.nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")
+
+HERE = Path(__file__).resolve().parent
+ARCHS = (80, 90)
+
+
+@wp.kernel(module="cuda_compile_tests")
+def saxpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+
+@wp.kernel(module="cuda_compile_tests")
+def loop_sum(x: wp.array2d(dtype=float), n: int, out: wp.array(dtype=float)):
+    i = wp.tid()
+    s = wp.float32(0.0)
+    for j in range(n):
+        s = s + wp.sin(x[i, j]) * s + x[i, j]
+    out[i] = s
+
+
+@wp.kernel(module="cuda_compile_tests")
+def grid2(a: wp.array2d(dtype=wp.vec3), b: wp.array2d(dtype=wp.vec3)):
+    i, j = wp.tid()
+    b[i, j] = wp.normalize(a[i, j]) * 2.0
+
+
+def _inst(k):
+    return k.get_instance(None)
+
+
+def _built(k, arch=80, adjoint=False, entry=None, **opts):
+    inst = _inst(k)
+    o = cb.CudaCompileOptions(arch=arch, **opts)
+    prep = cb.prepare_cuda_adjoint if adjoint else cb.prepare_cuda
+    return inst, o, prep(inst.ir, inst.deps, o, k.key, entry=entry, args_type=inst.args_type)
+
+
+def _compile(k, **kw):
+    inst, o, b = _built(k, **kw)
+    cb.compile_cuda_batch([b], o)
+    if b.error is not None:
+        raise b.error
+    return b
+
+
+def elf_sections(data: bytes) -> dict[str, int]:
+    """Section name -> size of a 64-bit little-endian ELF file (a CUBIN)."""
+    assert data[:4] == b"\x7fELF" and data[4] == 2
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    str_off = heads[shstrndx][4]
+    out = {}
+    for h in heads:
+        end = data.index(b"\0", str_off + h[0])
+        out[data[str_off + h[0]:end].decode()] = h[5]
+    return out
+
+
+def test_nvrtc_targets_sm80_and_sm90():
+    nv = cb.get_nvrtc()
+    assert nv.version() >= (12, 0)
+    assert {80, 90} <= set(nv.supported_archs())
+    assert nv.identity().startswith("nvrtc")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_forward_and_backward_cubins(arch):
+    for adjoint in (False, True):
+        b = _compile(saxpy, arch=arch, adjoint=adjoint)
+        data = b.binary_path.read_bytes()
+        assert data.startswith(b"\x7fELF") and len(data) > 1000
+        assert b.entry.encode() in data
+        assert b.binary_path.name.endswith(f".sm{arch}.cubin")
+        secs = elf_sections(data)
+        assert f".text.{b.entry}" in secs and secs[f".text.{b.entry}"] > 0
+
+
+def test_cache_keys_differ_per_arch_option_and_nvrtc(monkeypatch):
+    keys = {_built(saxpy, arch=a)[2].key for a in ARCHS}
+    assert len(keys) == 2
+    assert _built(saxpy, fast_math=True)[2].key != _built(saxpy)[2].key
+    assert _built(saxpy, lineinfo=True)[2].key != _built(saxpy, lineinfo=False)[2].key
+    assert _built(saxpy, mode="debug")[2].key != _built(saxpy)[2].key
+    major, minor = cb.get_nvrtc().version()
+    assert cb.get_nvrtc().identity().startswith(f"nvrtc{major}.{minor}")
+    before = _built(saxpy)[2].key
+    monkeypatch.setattr(cb.get_nvrtc(), "_identity", "nvrtc99.9")
+    assert _built(saxpy)[2].key != before
+
+
+def test_cached_binary_is_reused_without_nvrtc():
+    b1 = _compile(saxpy, arch=90, fast_math=True)
+    n = cb.get_nvrtc().compile_count
+    b2 = _compile(saxpy, arch=90, fast_math=True)
+    assert cb.get_nvrtc().compile_count == n
+    assert b1.binary_path == b2.binary_path
+    # published like CPU libraries: checksummed reference, atomic file
+    from treadle._src.runtime.cache import get_cache
+
+    assert get_cache().lookup(b1.key) == b1.binary_path
+
+
+def test_entry_point_shape():
+    inst, o, b = _built(grid2, entry=emit_cuda.CudaEntryOptions.from_launch_bounds((128, 2)))
+    text = b.block
+    assert f'extern "C" __global__ void __launch_bounds__(128, 2) {b.symbol}_cuda_forward(' in text
+    assert "treadle::cuda_tid(bounds, _i, _t);" in text  # 2-d kernel: per-dimension index
+    assert "_i += _step" in text  # grid-stride loop
+    assert "#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)" in text  # CPU entries fenced off
+    assert f"{b.symbol}_cpu_forward" in text
+    assert "static_assert(sizeof(Args) ==" in text
+    b1 = _built(saxpy)[2].block
+    assert "cuda_tid" not in b1  # 1-d kernel reading only the flat index: no index arithmetic
+    cb.compile_cuda_batch([b], o)
+    assert b.error is None, b.error
+
+
+def test_bounds_checked_entry_without_grid_stride():
+    entry = emit_cuda.CudaEntryOptions(block_dim=64, grid_stride=False)
+    b = _compile(saxpy, entry=entry)
+    assert "if (_i < bounds.size)" in b.block and "_step" not in b.block
+    assert "__launch_bounds__(64)" in b.block
+
+
+def test_launch_bounds_validation():
+    assert emit_cuda.CudaEntryOptions.from_launch_bounds(None).block_dim == 256
+    assert emit_cuda.CudaEntryOptions.from_launch_bounds(512).block_dim == 512
+    with pytest.raises(ValueError, match="1 to 1024"):
+        emit_cuda.CudaEntryOptions.from_launch_bounds(2048)
+    with pytest.raises(ValueError):
+        emit_cuda.CudaEntryOptions.from_launch_bounds("big")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_backward_with_dynamic_loop_uses_local_checkpoint_stack(arch):
+    fwd = _compile(loop_sum, arch=arch)
+    bwd = _compile(loop_sum, arch=arch, adjoint=True)
+    assert bwd.uses_ckpt and not fwd.uses_ckpt
+    assert f"_ckpt_buf[{emit_cuda.DEFAULT_CKPT_BYTES}]" in bwd.block
+    data = bwd.binary_path.read_bytes()
+    assert b"treadle_cuda_ckpt_overflow" in data
+    fsecs = elf_sections(fwd.binary_path.read_bytes())
+    bsecs = elf_sections(data)
+    # only kernels that checkpoint get the shared-memory slots
+    assert not any(s.startswith(".nv.shared.") and fwd.entry in s for s in fsecs)
+    assert bsecs.get(f".nv.shared.{bwd.entry}", 0) >= 8 * 1024
+    small = _compile(loop_sum, arch=arch, adjoint=True, entry=emit_cuda.CudaEntryOptions(ckpt_bytes=256))
+    assert "_ckpt_buf[256]" in small.block and small.key != bwd.key
+
+
+def test_checked_mode_compiles_with_error_record():
+    b = _compile(grid2, mode="debug")
+    assert "TREADLE_AT(" in b.block
+    assert b"treadle_cuda_checked_error" in b.binary_path.read_bytes()
+
+
+def test_ptx_targets():
+    o = cb.CudaCompileOptions(arch=90, output="ptx")
+    assert o.target() == ("ptx", 90)
+    assert cb.CudaCompileOptions(arch=90, ptx_arch=75).target() == ("ptx", 75)
+    newest = max(cb.get_nvrtc().supported_archs())
+    # a device newer than NVRTC knows: PTX for the newest architecture it knows, never newer
+    assert cb.CudaCompileOptions(arch=newest + 50).target() == ("ptx", newest)
+    with pytest.raises(cb.NvrtcUnavailableError):
+        cb.CudaCompileOptions(arch=newest + 50, output="cubin").target()
+    with wp.config.override(cuda_output="ptx"):
+        b = _compile(saxpy, arch=90)
+    text = b.binary_path.read_bytes()
+    assert b.binary_path.name.endswith(".compute90.ptx") and b".target sm_90" in text and text.endswith(b"\0")
+
+
+def test_compile_errors_point_at_the_python_line(tmp_path):
+    inst, o, b = _built(saxpy)
+    marker = '#line 3 "/home/user/model.py"\n    undefined_symbol_xyz();\n'
+    bad = b.block.replace("    TREADLE_THREAD(_flat)\n", "    TREADLE_THREAD(_flat)\n" + marker, 1)
+    with pytest.raises(CompileError) as ei:
+        cb.compile_cuda_source(emit_cuda.CUDA_PRELUDE + bad, o, str(tmp_path / "bad.cu"))
+    err = ei.value
+    assert err.loc is not None and err.loc.file == "/home/user/model.py" and err.loc.line == 3
+    assert "undefined_symbol_xyz" in str(err)
+
+
+def test_one_bad_kernel_does_not_fail_its_siblings():
+    _, o, good = _built(grid2, arch=90)
+    _, _, bad = _built(saxpy, arch=90)
+    bad.cblock.block = bad.block = bad.block.replace("TREADLE_THREAD(_flat)", "TREADLE_THREAD(_flat) nope();", 1)
+    bad.key = "0" * 64
+    cb.compile_cuda_batch([good, bad], o)
+    assert good.error is None and good.binary_path is not None
+    assert isinstance(bad.error, CompileError)
+
+
+def test_cpu_build_is_unchanged_by_the_cuda_block():
+    """The CUDA block is the CPU block plus a fenced entry: the CPU compiler still builds the same kernel."""
+    out = wp.zeros(4)
+    wp.launch(saxpy, 4, inputs=[2.0, wp.full(4, 1.0), out])
+    assert out.numpy().tolist() == [2.0] * 4
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every kernel of the test suite, for sm_80 and sm_90 (two subprocesses in parallel)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def suite_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cuda_suite")
+    env = dict(os.environ)
+    env.pop("TREADLE_CACHE_PATH", None)
+    procs = {}
+    for arch in ARCHS:
+        env_a = dict(env, TREADLE_CACHE_PATH=str(out / f"cache{arch}"))
+        procs[arch] = subprocess.Popen(
+            [sys.executable, str(HERE / "compile_suite.py"), "--arch", str(arch), "--out", str(out / f"{arch}.json")],
+            env=env_a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    results = {}
+    for arch, p in procs.items():
+        log, _ = p.communicate(timeout=3000)
+        results[arch] = (p.returncode, log, out / f"{arch}.json")
+    return results
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_suite_kernel_compiles_to_cubin(suite_results, arch):
+    rc, log, path = suite_results[arch]
+    assert rc == 0, log[-5000:]
+    res = json.loads(path.read_text())
+    assert not res["import_errors"], res["import_errors"]
+    assert res["kernels"] > 150 and res["passes"] > 250, res
+    assert "builtin_adjoint_cases" in res["modules"]
+    assert not res["failures"], "\n\n".join(res["failures"])
+    print(f"sm_{arch}: {res['kernels']} kernels, {res['passes']} passes in {res['seconds']} s; "
+          f"failing on the CPU too (not CUDA issues): {res['cpu_too']}")
