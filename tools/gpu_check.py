@@ -132,7 +132,7 @@ def k_atomics(x: wp.array(dtype=float), keys: wp.array(dtype=wp.int32), total: w
 
 
 @wp.kernel(module="gpu_check")
-def k_random(seed: int, out: wp.array(dtype=float), outi: wp.array(dtype=wp.uint32)):
+def k_random(seed: int, out: wp.array(dtype=float), outi: wp.array(dtype=wp.int32)):
     i = wp.tid()
     s = wp.rand_init(seed, i)
     out[i] = wp.randf(s) + wp.randn(s)
@@ -322,7 +322,7 @@ def kernels(dev):
                                       wp.zeros(16, dtype=wp.int32), wp.zeros(1, dtype=wp.int32)], [2, 3, 4], dev,
              rtol=1e-4)
     done.append("atomics")
-    run_both(k_random, n, lambda d: [42, wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.uint32)], [1, 2], dev,
+    run_both(k_random, n, lambda d: [42, wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.int32)], [1, 2], dev,
              rtol=1e-5, atol=1e-5)
     done.append("random")
     run_both(k_loops, n, lambda d: [wp.array(x), 37, wp.zeros(n, dtype=float)], [2], dev, rtol=1e-5)
@@ -486,12 +486,52 @@ def warp_reference(n, nb, quick):
     return out
 
 
+def dry_run_driver() -> None:
+    """Install the test suite's fake driver; its launches run the same kernels' CPU entry points."""
+    sys.path.insert(0, str(ROOT / "tests" / "cuda"))
+    import ctypes
+
+    from fake_driver import FakeDriver
+
+    from treadle._src.lang.kernel import modules
+
+    def execute(entry: str, bounds: int, args: int) -> None:
+        sym, kind = entry.rsplit("_cuda_", 1)
+        for mod in modules().modules.values():
+            for k in mod.kernels:
+                for inst in k.instances.values():
+                    if kind == "forward" and inst.built is not None and inst.built.symbol == sym:
+                        inst.ensure_loaded()
+                        inst.entry(ctypes.c_void_p(bounds), ctypes.c_void_p(args), 1)
+                        return
+                    bb = getattr(inst, "_bwd_built", None)
+                    if kind == "backward" and bb is not None and bb.symbol == sym:
+                        inst.ensure_backward()(ctypes.c_void_p(bounds), ctypes.c_void_p(args), 1)
+                        return
+        raise RuntimeError(f"dry run: no CPU build for {entry}")
+
+    drv = FakeDriver(ndev=1)
+    drv.executor = execute
+    cd.use_driver(drv)
+    # the CUDA symbols equal the CPU ones: emit both so the executor can find them
+    for k in (k_saxpy, k_stencil, k_vec, k_atomics, k_random, k_loops, k_half, k_loss, k_oob, k_empty, k_nbody):
+        inst = k.get_instance(None)
+        inst.prepare()
+        if k.enable_backward:
+            inst.backward_built()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the test-suite load check; smaller benchmarks")
     ap.add_argument("--json", default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU: a fake driver whose launches run the CPU build (checks this script, not CUDA)")
     a = ap.parse_args()
+    if a.dry_run:
+        dry_run_driver()
+        a.quick = True
     if not environment():
         return 1
     dev = wp.get_cuda_devices()[0]

@@ -64,6 +64,9 @@ class FakeDriver:
                                            "CU_MEMPOOL_ATTR_USED_MEM_CURRENT": 0, "CU_MEMPOOL_ATTR_USED_MEM_HIGH": 0}
         self.globals: dict[tuple[int, str], int] = {}
         self.launches: list[dict[str, Any]] = []
+        self.functions: dict[int, str] = {}
+        #: ``executor(entry_name, bounds_address, args_address)`` runs launches (e.g. on the CPU build), if set.
+        self.executor: Any = None
         self.elapsed = 1.25
 
     # plumbing -------------------------------------------------------------------------------------------------
@@ -263,7 +266,9 @@ class FakeDriver:
         return self._new()
 
     def _cuModuleGetFunction(self, mod: int, name: bytes) -> int:
-        return self._new()
+        h = self._new()
+        self.functions[h] = name.decode()
+        return h
 
     def _cuModuleGetGlobal(self, mod: int, name: bytes) -> tuple[int, int]:
         key = (int(mod), name.decode())
@@ -279,3 +284,5 @@ class FakeDriver:
         bounds = LaunchBounds.from_address(ptrs[0])
         self.launches.append({"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream,
                               "size": bounds.size, "ndim": bounds.ndim, "args": ptrs[1], "ctx": self.current_ctx})
+        if self.executor is not None:
+            self.executor(self.functions.get(int(f), ""), ptrs[0], ptrs[1])

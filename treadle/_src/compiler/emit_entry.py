@@ -90,7 +90,7 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         "    const Args args = *static_cast<const Args*>(a);",
     ]
     if arrays and not checked:
-        dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.{name})" for name, nd_a in arrays)
+        dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.p_{name})" for name, nd_a in arrays)
         lines += [f"    if ({dense}) {{", f"        {loop('true')}", "        return;", "    }"]
     lines += [
         f"    {loop('false')}",
