@@ -168,3 +168,16 @@ def test_intenum_and_intflag_constants(device):
     np.testing.assert_array_equal(out.numpy(), [50, 5])
     wp.launch(enum_kernel, dim=1, inputs=[int(Mode.ADD), out], device=device)
     assert out.numpy()[0] == 15
+
+
+@wp.kernel
+def type_of_values(a: wp.array(dtype=Any), out: wp.array(dtype=Any)):
+    i = wp.tid()
+    out[i] = type(out[i])(a[i]) * type(out[i])(2)
+
+
+def test_type_of_value_in_kernels(device):
+    a = wp.array(np.array([1, 2, 3], dtype=np.int32), dtype=int, device=device)
+    out = wp.zeros(3, dtype=wp.float64, device=device)
+    wp.launch(type_of_values, dim=3, inputs=[a, out], device=device)
+    np.testing.assert_allclose(out.numpy(), [2.0, 4.0, 6.0])

@@ -70,7 +70,7 @@ TREADLE_FUNC float64 hash_axis_gap(float64 x, int64 c, float64 w) {
 
 // Index of the lowest set bit (x != 0).
 TREADLE_FUNC int32 hash_ctz(uint32 x) {
-#if defined(TREADLE_CUDA)
+#if defined(__CUDA_ARCH__)
     return __ffs((int)x) - 1;
 #else
     return __builtin_ctz(x);

@@ -129,8 +129,16 @@ def fence_cpu_entries(block: str, body: str) -> str:
                       "@CUDA_ENTRY@", *lines[close:]])
 
 
+def args_members(block: str) -> list[str]:
+    """The member names of the ``Args`` struct in an emitted block, in order."""
+    m = re.search(r"^struct Args \{\n(.*?)\n\};", block, re.M | re.S)
+    if m is None:
+        return []
+    return [line.strip().rstrip(";").split()[-1] for line in m.group(1).split("\n") if line.strip()]
+
+
 def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryOptions, uses_ckpt: bool,
-               args_layout: tuple[int, list[tuple[str, int]]] | None = None) -> str:
+               args_layout: tuple[int, list[tuple[str, int]]] | None = None, members: list[str] | None = None) -> str:
     """The ``extern "C" __global__`` entry running the per-thread ``body`` over a launch."""
     name = f"{symbol}_cuda_{kind}"
     bounds = f"__launch_bounds__({opts.block_dim}{f', {opts.min_blocks}' if opts.min_blocks else ''})"
@@ -139,8 +147,10 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
     if args_layout is not None:
         size, fields = args_layout
         lines.append(f'static_assert(sizeof(Args) == {size}, "Args layout differs from the launcher\'s ctypes mirror");')
-        for field, fsize in fields:  # (NVRTC has no offsetof: sizes of the fields and of the whole struct)
-            lines.append(f'static_assert(sizeof(Args::{field}) == {fsize}, "Args.{field} differs in size");')
+        # NVRTC has no offsetof: the sizes of the members (paired by position) and of the whole struct
+        if members is not None and len(members) == len(fields):
+            for member, (field, fsize) in zip(members, fields):
+                lines.append(f'static_assert(sizeof(Args::{member}) == {fsize}, "Args.{field} differs in size");')
     lines += [
         f'extern "C" __global__ void {bounds} {name}(treadle::launch_bounds_t bounds, '
         "const TREADLE_GRID_CONSTANT Args args)",
@@ -177,7 +187,7 @@ def _finish(block: str, symbol: str, kind: str, body: str, f: ir.FuncIR, opts: C
             locs: list[Any], args_layout: Any) -> CudaBlock:
     fenced = fence_cpu_entries(block, body)
     uses_ckpt = kind == "backward" and "treadle::ckpt_" in block
-    entry = cuda_entry(symbol, kind, body, f, opts, uses_ckpt, args_layout)
+    entry = cuda_entry(symbol, kind, body, f, opts, uses_ckpt, args_layout, args_members(block))
     return CudaBlock(fenced.replace("@CUDA_ENTRY@", entry), symbol, f"{symbol}_cuda_{kind}", kind, locs, uses_ckpt,
                      opts)
 

@@ -520,6 +520,10 @@ class Lowerer(CallMixin):
         if is_composite(seq.type):
             self.lower_component_loop(node, seq)
             return
+        next_name = _query_next_builtin(seq.type)
+        if next_name is not None:
+            self.lower_query_loop(node, seq, next_name)
+            return
         raise self.err("kernels can only loop over range(...) or the components of a vector/matrix", it,
                        "use 'for i in range(n):'", UnsupportedConstructError)
 
@@ -655,6 +659,29 @@ class Lowerer(CallMixin):
         self.emit(ir.ForRange(self.loc(node), idx, ir.Const(0, scalars.int32), ir.Const(n, scalars.int32),
                               ir.Const(1, scalars.int32), body))
 
+    def lower_query_loop(self, node: ast.For, query: Any, next_name: str) -> None:
+        """``for index in wp.hash_grid_query(...)``: ``while *_query_next(query, index): body``."""
+        name = node.target.id  # type: ignore[attr-defined]
+        state = self.temp_local(query.type)
+        self.emit(ir.StoreLocal(self.loc(node), state, query))
+        var = self.locals.get(name)
+        if var is None:
+            var = self.new_local(name, scalars.int32)
+            self.emit(ir.DeclLocal(self.loc(node), var))
+        self.assigned.add(name)
+        b = REGISTRY.builtins[next_name]
+        cond_block = ir.Block()
+        conds: list[Any] = []
+        self.lower_body_into(cond_block, lambda: conds.append(
+            self.call_builtin(b, [ir.LocalRef(state), ir.LocalRef(var)], node)))
+        before = set(self.assigned)
+        body = ir.Block()
+        self.loop_depth += 1
+        self.lower_body_into(body, lambda: self.block(node.body))
+        self.loop_depth -= 1
+        self.assigned = before
+        self.emit(ir.While(self.loc(node), cond_block, conds[0], body))
+
     def stmt_While(self, node: ast.While) -> None:
         if node.orelse:
             raise self.err("while ... else is not supported in kernels", node, cls=UnsupportedConstructError)
@@ -678,6 +705,22 @@ class Lowerer(CallMixin):
         if self.loop_depth == 0:
             raise self.err("'continue' outside a loop", node)
         self.emit(ir.Continue(self.loc(node)))
+
+
+_QUERY_NEXT = (("HashGridQuery", "hash_grid_query_next"), ("BvhQuery", "bvh_query_next"),
+               ("MeshQueryAABB", "mesh_query_aabb_next"))
+
+
+def _query_next_builtin(t: Any) -> str | None:
+    """The ``*_next`` builtin that advances a query state type, for ``for i in query`` loops."""
+    name = getattr(t, "next_builtin", None)
+    if name:
+        return str(name)
+    tname = getattr(t, "__name__", "")
+    for prefix, builtin_name in _QUERY_NEXT:
+        if tname.startswith(prefix) and builtin_name in REGISTRY.builtins:
+            return builtin_name
+    return None
 
 
 def _as_load(target: ast.expr) -> ast.expr:

@@ -60,6 +60,9 @@ class CallMixin(ExprMixin):
         if _is_kernel(obj):
             raise self.err(f"kernel '{obj.key}' cannot be called from kernel code", node,
                            "turn the shared code into a @wp.func and call that", CodegenTypeError)
+        if obj is builtins.type and len(node.args) == 1 and not node.keywords:  # type(x): its kernel type
+            v = self.as_operand(self.expr(node.args[0]), node)
+            return PyObj(v.type)
         if obj is builtins.range:
             raise self.err("range() can only be used as the iterable of a for loop", node,
                            cls=UnsupportedConstructError)

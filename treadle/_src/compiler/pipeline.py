@@ -217,7 +217,8 @@ def _split(items: list[Built], n: int) -> list[list[Built]]:
 
 def _build(items: list[Built], options: CompileOptions) -> None:
     """Compile ``items``: independent groups in parallel, each into its own library; a failing group is retried
-    without the precompiled header, then kernel by kernel, so one bad kernel never takes its siblings down."""
+    without the precompiled header, then kernel by kernel, so one bad kernel never takes its siblings down.
+    """
     import time
 
     from ..runtime.threadpool import prefetch_runtime
