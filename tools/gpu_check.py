@@ -228,10 +228,12 @@ def environment():
 
 
 @check("load every test-suite kernel (forward + backward) on the device")
-def load_suite(dev, jobs):
+def load_suite(dev, jobs, only=""):
     modules = [f"tests/{sub}" for sub in ("kernels", "autodiff", "geometry")]
     names = sorted(str(p.relative_to(ROOT).with_suffix("")).split("/")[-1] for m in modules
                    for p in (ROOT / m).glob("test_*.py"))
+    if only:
+        names = [n for n in names if any(s in n for s in only.split(","))]
     out = Path(os.environ.get("TMPDIR", "/tmp")) / "treadle_gpu_check"
     out.mkdir(exist_ok=True)
 
@@ -529,6 +531,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="skip the test-suite load check; smaller benchmarks")
     ap.add_argument("--json", default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+    ap.add_argument("--suite", default="", help="load check: only test modules whose name contains one of these")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: a fake driver whose launches run the CPU build (checks this script, not CUDA)")
     a = ap.parse_args()
@@ -536,14 +539,14 @@ def main() -> int:
         global DRY_RUN
         DRY_RUN = True
         dry_run_driver()
-        a.quick = True
+        a.quick = a.quick or not a.suite
     if not environment():
         return 1
     dev = wp.get_cuda_devices()[0]
     # CPU by default: reference results come from wp.launch on the CPU; CUDA arrays and launches name the device.
     wp.set_device("cpu")
     if not a.quick:
-        load_suite(dev, a.jobs)
+        load_suite(dev, a.jobs, a.suite)
     runtime(dev)
     kernels(dev)
     backward(dev)

@@ -132,6 +132,7 @@ from ._src.lang.quat import transform as transform
 from ._src.lang.quat import transformd as transformd
 from ._src.lang.quat import transformf as transformf
 from ._src.lang.quat import transformh as transformh
+from ._src.lang.scalars import bfloat16 as bfloat16
 from ._src.lang.scalars import bool as bool  # noqa: A004
 from ._src.lang.scalars import float16 as float16
 from ._src.lang.scalars import float32 as float32

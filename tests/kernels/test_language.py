@@ -302,3 +302,19 @@ def test_parameter_and_variable_names_that_are_cpp_keywords(device):
     a = wp.ones(3, dtype=float, device=device)
     wp.launch(cpp_keyword_names, dim=3, inputs=[a, 2.0, 5], device=device)
     np.testing.assert_allclose(a.numpy(), [7.0] * 3)
+
+
+@wp.kernel
+def bf16_roundtrip(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    b = wp.bfloat16(x[i])
+    out[i] = float(b)
+
+
+def test_bfloat16_conversions(device):
+    xs = np.array([1.0, -2.5, 3.14159, 1e-3], dtype=np.float32)
+    out = wp.zeros(4, dtype=float, device=device)
+    wp.launch(bf16_roundtrip, dim=4, inputs=[wp.array(xs, device=device), out], device=device)
+    expected = [wp.bfloat16(float(v)).value for v in xs]  # host rounding: nearest even on 8 mantissa bits
+    np.testing.assert_array_equal(out.numpy(), np.array(expected, dtype=np.float32))
+    assert expected[2] == 3.140625

@@ -251,3 +251,30 @@ template <typename T> TREADLE_FUNC array_t<T> grad_of(const array_t<T>& a) {
     return g;
 }
 }  // namespace treadle
+
+namespace treadle {
+// bfloat16 storage type: the upper 16 bits of a float32 (round to nearest even). Kernels load, store and convert
+// it; arithmetic happens after converting to float32.
+struct bfloat16 {
+    uint16 u;
+    TREADLE_FUNC bfloat16() : u(0) {}
+    TREADLE_FUNC bfloat16(float f) {
+        uint32 bits;
+        ::memcpy(&bits, &f, 4);
+        if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu)) {
+            u = uint16((bits >> 16) | 0x40);  // quiet NaN
+        } else {
+            bits += 0x7fffu + ((bits >> 16) & 1u);
+            u = uint16(bits >> 16);
+        }
+    }
+    TREADLE_FUNC bfloat16(double d) : bfloat16(float(d)) {}
+    TREADLE_FUNC bfloat16(int32 i) : bfloat16(float(i)) {}
+    TREADLE_FUNC operator float() const {
+        uint32 bits = uint32(u) << 16;
+        float f;
+        ::memcpy(&f, &bits, 4);
+        return f;
+    }
+};
+}  // namespace treadle

@@ -491,7 +491,7 @@ class array:
                 if found is None:
                     raise TypeError(f"Unsupported input data dtype {arr.dtype}: pass dtype=... or convert the data")
                 dtype = found
-            if arr.dtype.kind not in "biuf":
+            if arr.dtype.kind not in "biuf" and scalars.scalar_from_numpy(arr.dtype) is None:
                 raise TypeError(f"Failed to convert input data of dtype {arr.dtype} to an array of {type_name(dtype)}")
         ishape = inner_shape(dtype)
         if shape is not None:

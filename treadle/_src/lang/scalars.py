@@ -169,11 +169,45 @@ float64 = _scalar("float64", float_base, ctypes.c_double, np.float64, 64)
 #: Opaque 64-bit handle (ids of meshes, BVHs, hash grids ...).
 handle = uint64
 
+
+def _bfloat16_numpy() -> Any:
+    try:  # ml_dtypes (a dependency of JAX) gives NumPy a real bfloat16 dtype
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    except ImportError:  # otherwise arrays show the raw 16-bit patterns
+        return np.dtype(np.uint16)
+
+
+class bfloat16(scalar_base):
+    """The bfloat16 storage type (8-bit exponent, 7-bit mantissa). Kernels load, store and convert it."""
+
+    __slots__ = ()
+    _type_ = ctypes.c_uint16
+    _np_ = _bfloat16_numpy()
+    _cname_ = "bfloat16"
+    _size_ = 2
+    _bits_ = 16
+    _is_float_ = True
+
+    @classmethod
+    def _convert(cls, x: Any) -> Any:
+        if isinstance(x, scalar_base):
+            x = x.value
+        bits = int(np.float32(x).view(np.uint32))
+        if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:
+            return float("nan")
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.uint32(bits).view(np.float32))
+
+
+bfloat16._wp_scalar_type_ = bfloat16
+
 bool._is_int_ = False  # type: ignore[attr-defined]
 
 int_types: tuple[type, ...] = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 float_types: tuple[type, ...] = (float16, float32, float64)
-scalar_types: tuple[type, ...] = (bool, *int_types, *float_types)
+scalar_types: tuple[type, ...] = (bool, *int_types, *float_types, bfloat16)
 non_atomic_types: tuple[type, ...] = (int8, uint8, int16, uint16, int64)
 
 _BY_NUMPY = {t._np_: t for t in scalar_types}  # type: ignore[attr-defined]
