@@ -46,6 +46,10 @@ class Tape:
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
+        from .state import active_tape
+
+        if active_tape() is not None:
+            raise RuntimeError("tapes cannot be nested: a wp.Tape is already recording on this thread")
         push_tape(self)
         return self
 
@@ -93,11 +97,19 @@ class Tape:
 
     def record_scope_begin(self, scope_name: str, metadata: Any = None) -> None:
         """Mark the start of a named group of launches (kept for visualisation)."""
-        self.scopes.append((len(self.launches), scope_name))
+        self.scopes.append((len(self.launches), scope_name, metadata if metadata is not None else {}))
+        self._open_scopes = getattr(self, "_open_scopes", 0) + 1
 
     def record_scope_end(self, remove_scope_if_empty: bool = True) -> None:
-        """Mark the end of the innermost scope."""
-        self.scopes.append((len(self.launches), ""))
+        """Mark the end of the innermost scope (an empty scope is dropped unless asked otherwise)."""
+        if getattr(self, "_open_scopes", 0) <= 0:
+            raise RuntimeError("record_scope_end() without a matching record_scope_begin()")
+        self._open_scopes -= 1
+        if remove_scope_if_empty and self.scopes and self.scopes[-1][0] == len(self.launches) and \
+                self.scopes[-1][1] is not None:
+            self.scopes.pop()  # the matching begin, with nothing recorded since
+            return
+        self.scopes.append((len(self.launches), None, None))
 
     # Backward ---------------------------------------------------------------------------------------------------
     def _verify(self) -> None:
@@ -171,6 +183,7 @@ class Tape:
         self._versions.clear()
         self._writer.clear()
         self._arrays.clear()
+        self._open_scopes = 0
 
     def visualize(self, filename: str | None = None, **kwargs: Any) -> str:
         """A GraphViz description of the recorded launches and the arrays they use (written to ``filename``)."""

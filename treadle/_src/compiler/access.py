@@ -12,7 +12,11 @@ from . import ir
 
 
 def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | None = None) -> tuple[set[int], set[int]]:
-    """``(reads, writes)``: indices of the parameters whose arrays are loaded from / stored or atomically updated."""
+    """``(reads, writes)``: indices of the parameters whose arrays are loaded from / stored or atomically updated.
+
+    A load counts as a read only if no store to the same array comes before it in program order: a kernel that
+    writes an element and reads it back (``y[i] = x[i]; z[i] = y[i]``) does not consume ``y`` as an input.
+    """
     memo = _memo if _memo is not None else {}
     key = id(f)
     if key in memo:
@@ -42,7 +46,7 @@ def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | Non
                 src = s.array if isinstance(s, ir.ArrayView) else s.src
                 origin.setdefault(-s.result.id, set()).update(org(src))
             elif isinstance(s, ir.ArrayLoad):
-                reads.update(org(s.array))
+                reads.update(org(s.array) - writes)
             elif isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)):
                 writes.update(org(s.array))  # the old value an atomic returns carries no gradient
             elif isinstance(s, ir.CallFunc):

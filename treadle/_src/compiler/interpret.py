@@ -39,6 +39,7 @@ from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, is_int, s
 from . import ir
 from .interpret_values import (
     ArrayRef,
+    DivisionByZero,
     Fault,
     InterpretError,
     InterpretUnsupportedError,
@@ -505,7 +506,7 @@ def _int_division(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any
     a, b = args
     if is_int(scalar_of(s.overload.arg_types[1])) and np.any(np.asarray(b) == 0):
         a_text = format_value(a).strip()
-        raise Fault(f"integer division or modulo by zero ({a_text} / 0)")
+        raise DivisionByZero(f"integer division or modulo by zero ({a_text} / 0)")
     return host_call(s.overload, args)
 
 

@@ -54,6 +54,12 @@ class OutOfBounds(Fault):
     kind = InterpretIndexError
 
 
+class DivisionByZero(Fault):
+    """An integer division or modulo by zero."""
+
+    kind = InterpretZeroDivisionError
+
+
 class ArrayRef:
     """An array inside the interpreter: a NumPy view (``None`` for a null array) and its kernel element type.
 
