@@ -150,3 +150,19 @@ def test_func_native_snippets():
     np.testing.assert_allclose(prod.numpy(), [2.5, 5.0])
     tape.backward(grads={prod: np.ones(2, dtype=np.float32), out: np.array([1.0, 10.0], dtype=np.float32)})
     np.testing.assert_allclose(x.grad.numpy(), [2.5 + 3.0, 2.5 + 30.0])
+
+
+@wp.kernel
+def uses_identity(m: wp.array(dtype=wp.mat22), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    a = m[i] + wp.identity(n=2, dtype=float)
+    wp.atomic_add(loss, 0, wp.determinant(a))
+
+
+def test_backward_through_identity():
+    m = wp.zeros(1, dtype=wp.mat22, requires_grad=True)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(uses_identity, dim=1, inputs=[m, loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(m.grad.numpy()[0], np.eye(2))  # d det(I + M) / dM at M = 0

@@ -63,6 +63,7 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     tmp = Path(tempfile.mkdtemp(prefix="treadle-cuda-suite-"))
+    own_cache = "TREADLE_CACHE_PATH" not in os.environ  # then the binaries live in tmp: keep it
     os.environ.setdefault("TREADLE_CACHE_PATH", str(tmp / "cache"))
     import treadle as wp
     from treadle._src.backends import cuda as cb
@@ -119,6 +120,10 @@ def main() -> int:
         result["modules"][name] = round(time.perf_counter() - t0, 2)
     result["seconds"] = round(time.perf_counter() - t_all, 1)
     Path(a.out).write_text(json.dumps(result, indent=1))
+    if not own_cache:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

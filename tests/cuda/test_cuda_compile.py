@@ -132,6 +132,7 @@ def test_entry_point_shape():
     assert "#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)" in text  # CPU entries fenced off
     assert f"{b.symbol}_cpu_forward" in text
     assert "static_assert(sizeof(Args) ==" in text
+    assert text.count("static_assert(sizeof(Args::") == len(_inst(grid2).args_type._fields_)  # every member
     b1 = _built(saxpy)[2].block
     assert "cuda_tid" not in b1  # 1-d kernel reading only the flat index: no index arithmetic
     cb.compile_cuda_batch([b], o)

@@ -93,7 +93,7 @@ def test_module_option_overrides_config():
         a = [_run_sum(nt) for nt in (1, 3)]
         assert a[0] == a[1]
     finally:
-        wp.set_module_options({"deterministic": False})
+        wp.set_module_options({"deterministic": None})  # None: follow wp.config.deterministic again
 
 
 def test_tape_backward_is_bit_identical():

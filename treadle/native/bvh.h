@@ -29,6 +29,7 @@ struct bvh_t {
     float32* slot_bounds;       // 6 floats per slot (lo, hi), in slot order
     const float32* item_bounds; // 6 floats per item, in item order (written by Python before build / refit)
     int32* scratch;             // builder: 2 ints per node (range of the node being built)
+    float32* centroids;         // builder: 3 floats per item
     const int32* group_ids;     // sorted distinct group ids (null without groups)
     const int32* group_starts;  // first slot of each group (+ total at the end)
     int32* group_roots;         // root node of each group
@@ -57,17 +58,18 @@ TREADLE_FUNC void bvh_grow(float32* lo, float32* hi, const float32* b) {
     }
 }
 TREADLE_FUNC float32 bvh_centroid(const float32* b, int a) { return 0.5f * (b[a] + b[3 + a]); }
+TREADLE_FUNC float32 bvh_c(const bvh_t& t, int32 item, int a) { return t.centroids[3 * (int64)item + a]; }
 
 // Reorder items[s, e) so that the k-th smallest centroid along `axis` sits at s + k (quickselect).
-TREADLE_FUNC void bvh_select(int32* items, const float32* ib, int32 s, int32 e, int32 k, int axis) {
+TREADLE_FUNC void bvh_select(const bvh_t& t, int32* items, int32 s, int32 e, int32 k, int axis) {
     int32 lo = s, hi = e - 1;
     const int32 target = s + k;
     while (hi > lo) {
-        const float32 pivot = bvh_centroid(ib + 6 * (int64)items[(lo + hi) / 2], axis);
+        const float32 pivot = bvh_c(t, items[(lo + hi) / 2], axis);
         int32 i = lo, j = hi;
         while (i <= j) {
-            while (bvh_centroid(ib + 6 * (int64)items[i], axis) < pivot) ++i;
-            while (bvh_centroid(ib + 6 * (int64)items[j], axis) > pivot) --j;
+            while (bvh_c(t, items[i], axis) < pivot) ++i;
+            while (bvh_c(t, items[j], axis) > pivot) --j;
             if (i <= j) {
                 const int32 t = items[i];
                 items[i] = items[j], items[j] = t;
@@ -90,11 +92,10 @@ TREADLE_FUNC int32 bvh_split(bvh_t& t, int32 s, int32 e, bool median) {
     for (int a = 0; a < 3; ++a)
         clo[a] = 3.0e38f, chi[a] = -3.0e38f;
     for (int32 i = s; i < e; ++i) {
-        const float32* b = ib + 6 * (int64)t.items[i];
+        const float32* c = t.centroids + 3 * (int64)t.items[i];
         for (int a = 0; a < 3; ++a) {
-            const float32 c = bvh_centroid(b, a);
-            clo[a] = c < clo[a] ? c : clo[a];
-            chi[a] = c > chi[a] ? c : chi[a];
+            clo[a] = c[a] < clo[a] ? c[a] : clo[a];
+            chi[a] = c[a] > chi[a] ? c[a] : chi[a];
         }
     }
     int axis = 0;
@@ -104,7 +105,7 @@ TREADLE_FUNC int32 bvh_split(bvh_t& t, int32 s, int32 e, bool median) {
     const int32 mid = s + (e - s) / 2;
     if (!(extent > 0.0f)) return mid;  // all centroids equal: split by count (order is arbitrary)
     if (median) {
-        bvh_select(t.items, ib, s, e, mid - s, axis);
+        bvh_select(t, t.items, s, e, mid - s, axis);
         return mid;
     }
     const int NB = 16;
@@ -117,7 +118,7 @@ TREADLE_FUNC int32 bvh_split(bvh_t& t, int32 s, int32 e, bool median) {
     const float32 scale = (float32)NB / extent;
     for (int32 i = s; i < e; ++i) {
         const float32* b = ib + 6 * (int64)t.items[i];
-        int k = (int)((bvh_centroid(b, axis) - clo[axis]) * scale);
+        int k = (int)((bvh_c(t, t.items[i], axis) - clo[axis]) * scale);
         k = k < 0 ? 0 : (k >= NB ? NB - 1 : k);
         ++count[k];
         bvh_grow(blo[k], bhi[k], b);
@@ -148,7 +149,7 @@ TREADLE_FUNC int32 bvh_split(bvh_t& t, int32 s, int32 e, bool median) {
     if (best < 0) return mid;
     int32 i = s, j = e - 1;
     while (i <= j) {  // partition: bins <= best first
-        int k = (int)((bvh_centroid(ib + 6 * (int64)t.items[i], axis) - clo[axis]) * scale);
+        int k = (int)((bvh_c(t, t.items[i], axis) - clo[axis]) * scale);
         k = k < 0 ? 0 : (k >= NB ? NB - 1 : k);
         if (k <= best) {
             ++i;
@@ -207,6 +208,9 @@ TREADLE_FUNC int32 bvh_build_serial(uint64 id) {
     t.num_nodes = 0;
     if (n <= 0) return 0;
     const int32 leaf = t.leaf_size > 0 ? t.leaf_size : 1;
+    for (int32 i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a)
+            t.centroids[3 * (int64)i + a] = detail::bvh_centroid(t.item_bounds + 6 * (int64)i, a);
     int32* range = t.scratch;  // per node: start, end (depth is implied by the breadth-first order)
     int32 count = 1, level_end = 1, depth = 0;
     range[0] = 0, range[1] = n;

@@ -22,6 +22,10 @@
 
 #if !defined(__CUDACC_RTC__)
 #include <stdio.h>
+#else
+// GCC builtins that some headers use and NVRTC lacks.
+#define __builtin_inff() __int_as_float(0x7f800000)
+#define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)
 #endif
 
 #if defined(TREADLE_CHECKED)

@@ -19,6 +19,13 @@
 #pragma once
 #include "vec.h"
 
+// The query's helpers are forced inline so that the query state stays in registers inside the caller's loop.
+#if defined(TREADLE_CUDA)
+#define TREADLE_HASH_INLINE __host__ __device__ __forceinline__
+#else
+#define TREADLE_HASH_INLINE inline __attribute__((always_inline))
+#endif
+
 namespace treadle {
 
 struct hash_grid_t {
@@ -122,7 +129,7 @@ template <typename C> TREADLE_FUNC void hash_load_point(const hash_grid_t& g, in
 
 // Sorted range covered by cells [c, c + n) of one row (consecutive cell numbers): from the first non-empty cell's
 // start to the last non-empty cell's end.
-TREADLE_FUNC void hash_run_range(const int32* ranges, int64 c, int32 n, int32& cur, int32& end) {
+TREADLE_HASH_INLINE void hash_run_range(const int32* ranges, int64 c, int32 n, int32& cur, int32& end) {
     cur = 0, end = 0;
     int32 i = 0;
     for (; i < n; ++i) {
@@ -144,7 +151,7 @@ TREADLE_FUNC void hash_run_range(const int32* ranges, int64 c, int32 n, int32& c
 // Trim the current row (j, k) to the x cells the query sphere overlaps; false if it misses the row. Float math
 // with a margin: trimming only narrows the box's cell range (computed exactly in float64), so it must never cut a
 // cell that the sphere touches.
-template <typename T> TREADLE_FUNC bool hash_grid_trim_row(hash_grid_query_t<T>& q) {
+template <typename T> TREADLE_HASH_INLINE bool hash_grid_trim_row(hash_grid_query_t<T>& q) {
     const hash_grid_t& g = *q.grid;
     int64 lo = q.lo[0], hi = q.lo[0] + q.n[0] - 1;
     if (q.n[1] < g.dim[1] || q.n[2] < g.dim[2]) {
@@ -172,7 +179,7 @@ template <typename T> TREADLE_FUNC bool hash_grid_trim_row(hash_grid_query_t<T>&
 }
 
 // Load the next non-empty run (row by row); false when the rows are exhausted.
-template <typename T> TREADLE_FUNC bool hash_grid_next_run(hash_grid_query_t<T>& q) {
+template <typename T> TREADLE_HASH_INLINE bool hash_grid_next_run(hash_grid_query_t<T>& q) {
     const hash_grid_t& g = *q.grid;
     while (true) {
         if (q.seg >= 2 || (q.seg == 1 && q.x0 + q.nx <= g.dim[0])) {  // row done: next one
@@ -199,7 +206,7 @@ template <typename T> TREADLE_FUNC bool hash_grid_next_run(hash_grid_query_t<T>&
 // Filter the next batch (up to 32 candidates) of the current run into bit masks: `near` marks points within r,
 // `image` points farther than r that may still be periodic images (an offset beyond half a period on some axis),
 // tested exactly when handed out. The loops have no branches, so they vectorize.
-template <typename T> TREADLE_FUNC void hash_grid_fill(hash_grid_query_t<T>& q) {
+template <typename T> TREADLE_HASH_INLINE void hash_grid_fill(hash_grid_query_t<T>& q) {
     typedef typename detail::hash_compute<T>::type C;
     const hash_grid_t& g = *q.grid;
     const int32 s0 = q.cur;
@@ -257,7 +264,7 @@ template <typename T> TREADLE_FUNC bool hash_grid_image_near(const hash_grid_que
 }  // namespace detail
 
 template <typename T, typename R>
-TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius, int32 group) {
+TREADLE_HASH_INLINE hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius, int32 group) {
     typedef typename detail::hash_compute<T>::type C;
     hash_grid_query_t<T> q = {};
     q.grid = (const hash_grid_t*)id;
@@ -298,13 +305,13 @@ TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& 
 }
 
 template <typename T, typename R>
-TREADLE_FUNC hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius) {
+TREADLE_HASH_INLINE hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<3, T>& p, R radius) {
     hash_grid_query_t<T> q = hash_grid_query(id, p, radius, 0);
     q.use_group = 0;
     return q;
 }
 
-template <typename T> TREADLE_FUNC bool hash_grid_query_next(hash_grid_query_t<T>& q, int32& index) {
+template <typename T> TREADLE_HASH_INLINE bool hash_grid_query_next(hash_grid_query_t<T>& q, int32& index) {
     if (q.done) return false;
     while (true) {
         if (q.near) {
@@ -339,3 +346,5 @@ TREADLE_FUNC int32 hash_grid_point_id(uint64 id, int32 index) {
 }
 
 }  // namespace treadle
+
+#undef TREADLE_HASH_INLINE

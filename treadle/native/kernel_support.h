@@ -278,3 +278,8 @@ struct bfloat16 {
     }
 };
 }  // namespace treadle
+
+namespace treadle {
+// identity<N, T>() has no inputs, so nothing flows back.
+template <unsigned N, typename T> TREADLE_FUNC void adj_identity(const mat_t<N, N, T>&) {}
+}  // namespace treadle

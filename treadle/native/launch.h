@@ -49,6 +49,58 @@ template <int ND, typename T> TREADLE_FUNC void make_dense(array_t<T>& a) {
     }
 }
 
+// [lo, hi): the bytes an array argument can touch; false when it has no elements.
+template <int ND, typename T> inline bool span(const array_t<T>& a, const char*& lo, const char*& hi) {
+    if (!a.data)
+        return false;
+    int64 l = 0, h = 0;
+    for (int d = 0; d < ND; ++d) {
+        if (a.shape[d] <= 0)
+            return false;
+        const int64 s = (a.shape[d] - 1) * a.strides[d];
+        (s < 0 ? l : h) += s;
+    }
+    lo = reinterpret_cast<const char*>(a.data) + l;
+    hi = reinterpret_cast<const char*>(a.data) + h + (int64)sizeof(T);
+    return true;
+}
+
+// Whether the memory spanned by two array arguments is disjoint (an empty or null array overlaps nothing).
+template <int NA, int NB, typename A, typename B> inline bool disjoint(const array_t<A>& a, const array_t<B>& b) {
+    const char *alo, *ahi, *blo, *bhi;
+    if (!span<NA>(a, alo, ahi) || !span<NB>(b, blo, bhi))
+        return true;
+    return ahi <= blo || bhi <= alo;
+}
+
+// Combining of float atomic adds for one chunk of a launch (see atomic.h); flushed when the scope ends.
+struct combine_scope {
+    bool on;
+    explicit combine_scope(bool enable) : on(enable) {
+        if (on)
+            detail::combine_begin();
+    }
+    ~combine_scope() {
+        if (on)
+            detail::combine_end();
+    }
+};
+
+// Points a 1-d array argument at a chunk-local buffer of n elements (reductions, see compiler/reductions.py).
+template <typename T> inline void privatize(array_t<T>& a, T* buf, int64 n) {
+    a.data = buf;
+    a.grad = nullptr;
+    a.shape[0] = n;
+    a.strides[0] = (int64)sizeof(T);
+}
+
+// Adds a chunk-local reduction buffer into the real array (one atomic per element that received anything).
+template <typename T> inline void reduce_into(const array_t<T>& a, const T* buf, int64 n) {
+    for (int64 k = 0; k < n; ++k)
+        if (buf[k] != T(0))
+            atomic_add(address(a, k), buf[k]);
+}
+
 // Whether `launch_loop<ND>` can run threads [.., end) of this launch.
 template <int ND> inline bool launch_fast(const launch_bounds_t& b, int64 end) {
     return end <= 0x7fffffff && (ND <= 1 || b.ndim == ND);

@@ -3,8 +3,9 @@
 //
 // A kernel refers to a mesh by the address of its `mesh_t`, whose first member is the BVH over its faces, so the
 // same id is also the BVH id (`mesh_get_bvh`). The Python object (treadle/_src/geometry/mesh.py) owns everything;
-// `mesh_build_serial` / `mesh_refit_serial` (run by one-thread kernels) recompute the face bounds, the vertex
-// pseudo-normals, the tree and, with winding-number support, the per-node dipoles.
+// `mesh_build_serial` / `mesh_refit_serial` (run by one-thread kernels) recompute the face bounds, the tree and,
+// with winding-number support, the per-node dipoles. Vertex pseudo-normals (sign_normal) are computed on demand
+// from the face corners around each point (a fixed table built once by Python).
 //
 // Barycentric results follow the reference: u weights the face's first vertex, v its second
 // (position = u v0 + v v1 + (1 - u - v) v2).
@@ -21,8 +22,8 @@ struct mesh_t {
     array_t<int32> indices;            // 3 per face
     int32 num_points;
     int32 num_faces;
-    vec_t<3, float32>* vertex_normals; // angle-weighted pseudo-normals (sign_normal)
-    const int32* edge_adjacent;        // per face edge (v_k -> v_k+1): the neighbouring face, or -1
+    const int32* vertex_corners_start; // per point: first entry of vertex_corners (num_points + 1 entries)
+    const int32* vertex_corners;       // face corners (3 f + k) around each point: pseudo-normals on demand
     float32* winding;                  // per node: area vector (3), centroid (3), area, radius; null if unsupported
     float32 avg_edge;                  // mean edge length (scale of sign_normal's epsilon)
     int32 pad;
@@ -214,6 +215,32 @@ TREADLE_FUNC float32 sign_rays(const mesh_t& m, const v3& p) {
     return inside >= 2 ? -1.0f : 1.0f;
 }
 
+// Angle-weighted normal of the faces around point v (computed when a query needs it, so refit stays cheap).
+TREADLE_FUNC v3 vertex_pseudo_normal(const mesh_t& m, int32 v) {
+    v3 n;
+    for (int32 i = m.vertex_corners_start[v]; i < m.vertex_corners_start[v + 1]; ++i) {
+        const int32 corner = m.vertex_corners[i], f = corner / 3, k = corner % 3;
+        v3 x[3];
+        mesh_face(m, f, x[0], x[1], x[2]);
+        const v3 e1 = unit(x[(k + 1) % 3] - x[k]), e2 = unit(x[(k + 2) % 3] - x[k]);
+        float32 c = dot(e1, e2);
+        c = c < -1.0f ? -1.0f : (c > 1.0f ? 1.0f : c);
+        n += unit(cross(x[1] - x[0], x[2] - x[0])) * acos(c);
+    }
+    return n;
+}
+
+// The other face on the edge (a, b) of face f, or -1 (a boundary edge).
+TREADLE_FUNC int32 edge_neighbour(const mesh_t& m, int32 f, int32 a, int32 b) {
+    for (int32 i = m.vertex_corners_start[a]; i < m.vertex_corners_start[a + 1]; ++i) {
+        const int32 g = m.vertex_corners[i] / 3;
+        if (g == f) continue;
+        for (int k = 0; k < 3; ++k)
+            if (mesh_index(m, 3 * (int64)g + k) == b) return g;
+    }
+    return -1;
+}
+
 // Sign from the angle-weighted pseudo-normal of the closest feature (vertex, edge or face) of the closest point.
 TREADLE_FUNC float32 sign_normal(const mesh_t& m, const v3& p, const mesh_hit_t& h, float32 epsilon) {
     v3 x[3];
@@ -224,7 +251,7 @@ TREADLE_FUNC float32 sign_normal(const mesh_t& m, const v3& p, const mesh_hit_t&
     bool found = false;
     for (int k = 0; k < 3 && !found; ++k) {
         if (geo::len2(cp - x[k]) <= tol2) {
-            n = m.vertex_normals[mesh_index(m, 3 * (int64)h.face + k)];
+            n = vertex_pseudo_normal(m, mesh_index(m, 3 * (int64)h.face + k));
             found = true;
         }
     }
@@ -233,7 +260,8 @@ TREADLE_FUNC float32 sign_normal(const mesh_t& m, const v3& p, const mesh_hit_t&
         const float32 el2 = geo::len2(e);
         const float32 s = el2 > 0.0f ? geo::clamp01(dot(cp - x[k], e) / el2) : 0.0f;
         if (geo::len2(cp - (x[k] + e * s)) <= tol2) {
-            const int32 other = m.edge_adjacent[3 * (int64)h.face + k];
+            const int32 other = edge_neighbour(m, h.face, mesh_index(m, 3 * (int64)h.face + k),
+                                               mesh_index(m, 3 * (int64)h.face + (k + 1) % 3));
             if (other >= 0) n = n + face_normal(m, other);
             found = true;
         }
@@ -493,28 +521,21 @@ TREADLE_FUNC bool mesh_face_in_sphere(const void* mesh, int32 face, const vec_t<
 
 // ------------------------------------------------------------------------------------------------ build, refit
 namespace detail {
-// Face bounds into the BVH's item bounds, and the angle-weighted vertex pseudo-normals.
+// Face bounds into the BVH's item bounds, and the mean edge length.
 TREADLE_FUNC void mesh_update(mesh_t& m) {
     float32* ib = const_cast<float32*>(m.bvh.item_bounds);
     float64 edges = 0.0;
-    for (int32 i = 0; i < m.num_points; ++i)
-        m.vertex_normals[i] = v3();
     for (int32 f = 0; f < m.num_faces; ++f) {
         v3 x[3];
         mesh_face(m, f, x[0], x[1], x[2]);
         float32* b = ib + 6 * (int64)f;
+        float32 e = 0.0f;
         for (int a = 0; a < 3; ++a) {
             b[a] = min(min(x[0].c[a], x[1].c[a]), x[2].c[a]);
             b[3 + a] = max(max(x[0].c[a], x[1].c[a]), x[2].c[a]);
+            e += sqrt(geo::len2(x[(a + 1) % 3] - x[a]));
         }
-        const v3 n = unit(cross(x[1] - x[0], x[2] - x[0]));
-        for (int k = 0; k < 3; ++k) {
-            edges += sqrt(geo::len2(x[(k + 1) % 3] - x[k]));
-            const v3 e1 = unit(x[(k + 1) % 3] - x[k]), e2 = unit(x[(k + 2) % 3] - x[k]);
-            float32 c = dot(e1, e2);
-            c = c < -1.0f ? -1.0f : (c > 1.0f ? 1.0f : c);
-            m.vertex_normals[mesh_index(m, 3 * (int64)f + k)] += n * acos(c);
-        }
+        edges += e;
     }
     m.avg_edge = m.num_faces > 0 ? (float32)(edges / (3.0 * m.num_faces)) : 0.0f;
 }

@@ -38,7 +38,13 @@ struct treadle_cmd_t {
 // Plain pthreads and compiler atomics (no C++ library headers): this file compiles in a few tens of milliseconds,
 // which matters because a cold first launch has to build it.
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace treadle_rt {
 
@@ -73,6 +79,8 @@ struct Pool {
     int64_t serial_threshold = 4096;  // launches with fewer threads run on the caller
     int64_t spin_ns = 200000;         // idle workers spin this long before sleeping
     int64_t min_chunk = 1024;         // smallest chunk of threads handed out at once
+    int64_t wake_after_ns = 20000;    // sleeping workers are woken once a launch has run this long on the caller
+    int64_t wake_now_size = 262144;   // ... or at once for launches of at least this many threads
 
     pthread_t threads[kMaxWorkers];
     int nthreads = 0;                                    // workers 1..nthreads (the caller is worker 0)
@@ -93,6 +101,7 @@ struct Pool {
     alignas(64) uint64_t ticket = 0;
     alignas(64) int32_t busy = 0;
     alignas(64) int32_t sleepers = 0;
+    uint32_t wake_seq = 0;  // bumped to wake sleepers (a futex word on Linux)
     int32_t stop = 0;
 
     // Claim one chunk of job `ep`; false when none is left (or a later job has started).
@@ -120,26 +129,26 @@ struct Pool {
 
     void worker(int index) {
         uint64_t seen = load_acq(&state);
+        bool slept = false;
         for (;;) {
+            if (load_seq(&stop))
+                return;
             uint64_t s = load_acq(&state);
             if (s == seen) {
-                const int64_t until = now_ns() + __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+                // Spin a while for the next launch (not again right after a wake-up that brought nothing).
+                const int64_t until = now_ns() + (slept ? 0 : __atomic_load_n(&spin_ns, __ATOMIC_RELAXED));
                 for (int i = 1; (s = load_acq(&state)) == seen; ++i) {
                     cpu_relax();
                     if ((i & 63) == 0 && (now_ns() > until || __atomic_load_n(&stop, __ATOMIC_RELAXED)))
                         break;
                 }
                 if (s == seen) {
-                    pthread_mutex_lock(&sleep_mutex);
-                    __atomic_fetch_add(&sleepers, 1, __ATOMIC_SEQ_CST);
-                    while ((s = load_seq(&state)) == seen && !load_seq(&stop))
-                        pthread_cond_wait(&wake, &sleep_mutex);
-                    __atomic_fetch_sub(&sleepers, 1, __ATOMIC_RELAXED);
-                    pthread_mutex_unlock(&sleep_mutex);
+                    sleep_until_changed(seen);
+                    slept = true;
+                    continue;  // look again (wake-ups can be spurious)
                 }
             }
-            if (load_seq(&stop))
-                return;
+            slept = false;
             seen = s;
             if (index < (int)(s & 0xff))
                 work((uint32_t)(s >> 8));
@@ -170,10 +179,34 @@ struct Pool {
         }
     }
 
+    // Sleeps until `state` moves on from `seen` (or a wake-up): no lost wake-ups, because a waker bumps `wake_seq`
+    // after publishing the new state, and a sleeper reads `wake_seq` before checking the state.
+    void sleep_until_changed(uint64_t seen) {
+        const uint32_t seq = load_seq(&wake_seq);
+        __atomic_fetch_add(&sleepers, 1, __ATOMIC_SEQ_CST);
+        if (load_seq(&state) == seen && !load_seq(&stop)) {
+#if defined(__linux__)
+            syscall(SYS_futex, &wake_seq, FUTEX_WAIT_PRIVATE, seq, nullptr, nullptr, 0);
+#else
+            pthread_mutex_lock(&sleep_mutex);
+            while (load_seq(&wake_seq) == seq)
+                pthread_cond_wait(&wake, &sleep_mutex);
+            pthread_mutex_unlock(&sleep_mutex);
+#endif
+        }
+        __atomic_fetch_sub(&sleepers, 1, __ATOMIC_SEQ_CST);
+    }
+
+    // Wakes every sleeping worker; the caller never blocks here (one system call on Linux).
     void wake_all() {
+        __atomic_fetch_add(&wake_seq, 1, __ATOMIC_SEQ_CST);
+#if defined(__linux__)
+        syscall(SYS_futex, &wake_seq, FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0);
+#else
         pthread_mutex_lock(&sleep_mutex);
         pthread_cond_broadcast(&wake);
         pthread_mutex_unlock(&sleep_mutex);
+#endif
     }
 
     // Runs one launch with up to `nt` threads. Call with `submit` held.
@@ -199,12 +232,33 @@ struct Pool {
         epoch = (epoch + 1) & 0xffffff;
         __atomic_store_n(&ticket, ((uint64_t)epoch << kEpochShift) | (uint64_t)chunks, __ATOMIC_RELEASE);
         __atomic_store_n(&state, ((uint64_t)epoch << 8) | (uint64_t)nt, __ATOMIC_SEQ_CST);
-        if (load_seq(&sleepers) > 0)
+        // Spinning workers see the job at once. Sleeping ones are woken only if it is worth a system call and their
+        // wake-up latency: for a big launch at once, otherwise once the caller has worked on it for a while (a
+        // short launch after an idle period then costs nothing extra).
+        bool need_wake = load_seq(&sleepers) > 0;
+        if (need_wake && size >= wake_now_size) {
             wake_all();
-        work(epoch);
-        // Every chunk is claimed; wait for the threads still running theirs.
-        while (load_acq(&busy) != 0)
-            cpu_relax();
+            need_wake = false;
+        }
+        const int64_t t0 = need_wake ? now_ns() : 0;
+        int64_t b, e;
+        __atomic_fetch_add(&busy, 1, __ATOMIC_SEQ_CST);
+        while (claim(epoch, b, e)) {
+            fn(bounds, args, b, e);
+            if (need_wake && now_ns() - t0 > wake_after_ns) {
+                wake_all();
+                need_wake = false;
+            }
+        }
+        __atomic_fetch_sub(&busy, 1, __ATOMIC_RELEASE);
+        // Every chunk is claimed; wait for the threads still running theirs (yielding the core if that takes long:
+        // on a loaded machine the worker may be waiting for it).
+        for (int i = 0; load_acq(&busy) != 0; ++i) {
+            if (i < 4096)
+                cpu_relax();
+            else
+                sched_yield();
+        }
     }
 
     void run(treadle_range_fn f, const void* bnd, const void* a, int nt) {

@@ -143,7 +143,8 @@ class CpuBackend:
         key = str(pch)
         with self._pch_lock:
             if key not in self._pch_jobs:
-                t = threading.Thread(target=self._build_pch, args=(prelude, options, header, pch), daemon=True,
+                # not a daemon: a short program waits for it at exit, and the next process finds it built
+                t = threading.Thread(target=self._build_pch, args=(prelude, options, header, pch), daemon=False,
                                      name="treadle-pch")
                 self._pch_jobs[key] = t
                 t.start()

@@ -22,7 +22,7 @@ from ..lang.typesys import (
     normalize_annotation,
     scalar_of,
 )
-from . import emit_entry, ir
+from . import emit_entry, ir, reductions
 
 _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
                   ir.CallFunc)
@@ -193,7 +193,17 @@ class Emitter:
         self.collect_types(f)
         fields = "\n".join(f"    {cpp_type(p.type, self.tuple_names)} p_{p.name};" for p in f.params)
         args_struct = f"struct Args {{\n{fields}\n    char _treadle_pad;\n}};"
-        lines = emit_entry.body_head("kernel_body")
+        bodies = [self.kernel_body(f, "kernel_body")]
+        priv = None if self.checked else reductions.privatize(f)
+        if priv is not None:  # a second body, with reductions into fixed elements done in chunk-local buffers
+            bodies.append(self.kernel_body(priv[0], "kernel_body_priv"))
+        entry = emit_entry.entries(symbol, "forward", "kernel_body", f, checked=self.checked,
+                                   privatized=priv[1] if priv is not None else None)
+        return args_struct, "\n\n".join(bodies) + "\n\n" + entry
+
+    def kernel_body(self, f: ir.FuncIR, name: str) -> str:
+        """One per-thread body of a kernel (the prologue is ``emit_entry``'s; the statements are the IR's)."""
+        lines = emit_entry.body_head(name)
         for p in f.params:
             lines.append(f"    {cpp_type(p.type, self.tuple_names)} var_{p.name} = args.p_{p.name};")
             dense = emit_entry.dense_line(p.name, p.type)
@@ -204,8 +214,7 @@ class Emitter:
         lines.append("    TREADLE_THREAD(_flat)")
         self.block(f.body, lines, "    ")
         lines.append("}")
-        entry = emit_entry.entries(symbol, "forward", "kernel_body", f, checked=self.checked)
-        return args_struct, "\n".join(lines) + "\n\n" + entry
+        return "\n".join(lines)
 
     # Statements -------------------------------------------------------------------------------------------------
     def op(self, x: Any) -> str:

@@ -33,15 +33,8 @@ from typing import Any
 from . import emit_entry, ir
 from .emit_cpp import EmitError
 
-#: The start of every CUDA translation unit: GCC builtins NVRTC lacks (used by some headers), then the includes
-#: (``launch.h`` is host-only; ``cuda_kernel.h`` is its device side).
-CUDA_PRELUDE = (
-    "#if defined(__CUDACC_RTC__)\n"
-    "#define __builtin_inff() __int_as_float(0x7f800000)\n"
-    "#define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)\n"
-    "#endif\n"
-    '#include "treadle.h"\n#include "kernel_support.h"\n#include "cuda_kernel.h"\n'
-)
+#: The includes of every CUDA translation unit (``launch.h`` is host-only; ``cuda_kernel.h`` is its device side).
+CUDA_PRELUDE = '#include "treadle.h"\n#include "kernel_support.h"\n#include "cuda_kernel.h"\n'
 
 #: Default checkpoint capacity per thread (bytes of local memory) for backward passes with loops.
 DEFAULT_CKPT_BYTES = 2048

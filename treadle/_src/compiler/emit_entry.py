@@ -57,19 +57,35 @@ def tid_lines(f: ir.FuncIR) -> list[str]:
     return lines
 
 
-def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False) -> str:
-    """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``)."""
+def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False,
+            privatized: list[Any] | None = None) -> str:
+    """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``).
+
+    ``privatized`` (from ``reductions.privatize``) names the arrays that ``<body>_priv`` reduces into with plain
+    adds: that body runs with them pointing at chunk-local buffers, added into the real arrays at the end.
+    """
     arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
     nd = loop_ndim(f)
     rng = f"{symbol}_cpu_{kind}_range"
 
-    def loop(variant: str) -> str:
+    def loop(variant: str, fn: str = body) -> str:
         return (f"treadle::launch_loop<{nd}>(bounds, begin, end, [&](treadle::int64 _f, treadle::int32 _a, "
-                f"treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {{ {body}<{variant}>(bounds, _f, _a, _b, "
+                f"treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {{ {fn}<{variant}>(bounds, _f, _a, _b, "
                 "_c, _d, args); });")
 
     # The general path gets the caller's pointers, never the address of the local copies: a local whose address
     # escapes into a call defeats the alias analysis that lets the fast loops vectorize.
+    combine = ""
+    if kind == "forward" and not checked:
+        from .determinism import combinable_targets
+
+        targets = combinable_targets(f)
+        if targets:
+            ndims = dict(arrays)
+            others = [name for name, _ in arrays if name not in targets]
+            checks = [f"treadle::disjoint<{ndims[t]}, {ndims[o]}>(_in.p_{t}, _in.p_{o})" for t in targets
+                      for o in others]
+            combine = " && ".join(checks) or "true"
     lines = [
         f"static TREADLE_NOINLINE void {body}_any(const treadle::launch_bounds_t* b, const Args* a, treadle::int64 _f, "
         "treadle::int32 _a, treadle::int32 _b, treadle::int32 _c, treadle::int32 _d)",
@@ -80,6 +96,8 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         f'extern "C" TREADLE_EXPORT void {rng}(const void* b, const void* a, long long begin, long long end)',
         "{",
         "    const treadle::launch_bounds_t bounds = *static_cast<const treadle::launch_bounds_t*>(b);",
+        *([f"    const Args& _in = *static_cast<const Args*>(a);",
+           f"    const treadle::combine_scope _combine({combine});"] if combine else []),
         f"    if (!treadle::launch_fast<{nd}>(bounds, end)) {{",
         "        treadle::launch_loop_any(bounds, begin, end, [=](treadle::int64 _f, treadle::int32 _a, "
         "treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {",
@@ -87,8 +105,22 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         "_b, _c, _d); });",
         "        return;",
         "    }",
-        "    const Args args = *static_cast<const Args*>(a);",
     ]
+    if privatized and combine:
+        from .emit_cpp import cpp_type
+
+        red = {t.name for t in privatized}
+        conds = [combine] + [f"_in.p_{t.name}.shape[0] >= {t.count}" for t in privatized]
+        conds += [f"treadle::is_dense<{nd_a}>(_in.p_{name})" for name, nd_a in arrays if name not in red]
+        lines += [f"    if ({' && '.join(conds)}) {{", "        Args args = *static_cast<const Args*>(a);"]
+        for t in privatized:
+            ct = cpp_type(t.dtype)
+            lines += [f"        {ct} _red_{t.name}[{t.count}] = {{}};",
+                      f"        treadle::privatize(args.p_{t.name}, _red_{t.name}, {t.count});"]
+        lines.append(f"        {loop('true', body + '_priv')}")
+        lines += [f"        treadle::reduce_into(_in.p_{t.name}, _red_{t.name}, {t.count});" for t in privatized]
+        lines += ["        return;", "    }"]
+    lines.append("    const Args args = *static_cast<const Args*>(a);")
     if arrays and not checked:
         dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.p_{name})" for name, nd_a in arrays)
         lines += [f"    if ({dense}) {{", f"        {loop('true')}", "        return;", "    }"]

@@ -662,7 +662,8 @@ def _call_with_refs(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> A
     if twin is not None:
         from ..builtins import REGISTRY
 
-        outs: Any = REGISTRY.builtins[twin].host(*args)
+        twin_host: Any = REGISTRY.builtins[twin].host
+        outs: Any = twin_host(*args)
         refs = refs[:1]
     else:  # the output-argument form, e.g. ``wp.svd3(A, U, s, V)``: the host computes the tuple form's result
         outs = b.host(*[a for i, a in enumerate(args) if i not in refs])

@@ -268,7 +268,7 @@ def array_from_desc(desc: Any, t: ArrayT, name: str) -> ArrayRef:
     strides = tuple(int(x) for x in desc["strides"][:ndim])
     npdt = np_dtype(t.dtype)
     inner = inner_shape(t.dtype)
-    inner_strides = []
+    inner_strides: list[int] = []
     acc = npdt.itemsize
     for n in reversed(inner):
         inner_strides.insert(0, acc)
@@ -279,7 +279,7 @@ def array_from_desc(desc: Any, t: ArrayT, name: str) -> ArrayRef:
     else:
         lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
         hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + elem
-        buf = (ctypes.c_char * (hi - lo)).from_address(ptr + lo)
+        buf: Any = (ctypes.c_char * (hi - lo)).from_address(ptr + lo)
         data = np.ndarray(shape + inner, dtype=npdt, buffer=buf, offset=-lo, strides=strides + tuple(inner_strides))
     return ArrayRef(data, t.dtype, t.ndim, name, int(desc["grad"]))
 

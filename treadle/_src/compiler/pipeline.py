@@ -140,7 +140,8 @@ class Built:
 
 def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
     """Emit and hash one kernel."""
-    dump("ir", name, "\n\n".join([ir.format_func(fi.ir) for fi in ordered_deps(deps)] + [ir.format_func(kernel_ir)]))
+    if config.dump:  # formatting the IR is not free: only when asked for
+        dump("ir", name, "\n\n".join([ir.format_func(fi.ir) for fi in ordered_deps(deps)] + [ir.format_func(kernel_ir)]))
     block, symbol, locs = emit_kernel_block(kernel_ir, ordered_deps(deps), checked=options.mode == "debug")
     dump("cpp", name, PRELUDE + block)
     backend = get_cpu_backend()
@@ -216,8 +217,10 @@ def _split(items: list[Built], n: int) -> list[list[Built]]:
 
 
 def _build(items: list[Built], options: CompileOptions) -> None:
-    """Compile ``items``: independent groups in parallel, each into its own library; a failing group is retried
-    without the precompiled header, then kernel by kernel, so one bad kernel never takes its siblings down.
+    """Compile ``items`` in independent groups, in parallel, each into its own library.
+
+    A failing group is retried without the precompiled header, then kernel by kernel, so that one bad kernel never
+    takes its siblings down.
     """
     import time
 

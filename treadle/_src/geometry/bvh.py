@@ -17,7 +17,7 @@ from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
 from ..lang import scalars
 from ..lang.array import array
-from ..lang.creation import zeros
+from ..lang.creation import empty, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3f
@@ -40,6 +40,7 @@ class BvhDesc(ctypes.Structure):
         ("slot_bounds", ctypes.c_void_p),
         ("item_bounds", ctypes.c_void_p),
         ("scratch", ctypes.c_void_p),
+        ("centroids", ctypes.c_void_p),
         ("group_ids", ctypes.c_void_p),
         ("group_starts", ctypes.c_void_p),
         ("group_roots", ctypes.c_void_p),
@@ -119,15 +120,17 @@ class BvhBuffers:
         cap = max(n, 1)
         self.desc = BvhDesc()
         self.id = ctypes.addressof(self.desc)
-        self.nodes = zeros((2 * cap, 8), dtype=scalars.float32, device=device)
-        self.items = zeros(cap, dtype=scalars.int32, device=device)
-        self.slot_bounds = zeros((cap, 6), dtype=scalars.float32, device=device)
-        self.item_bounds = zeros((cap, 6), dtype=scalars.float32, device=device)
-        self.scratch = zeros(4 * cap, dtype=scalars.int32, device=device)
+        # uninitialised: the builder writes every entry it later reads
+        self.nodes = empty((2 * cap, 8), dtype=scalars.float32, device=device)
+        self.items = empty(cap, dtype=scalars.int32, device=device)
+        self.slot_bounds = empty((cap, 6), dtype=scalars.float32, device=device)
+        self.item_bounds = empty((cap, 6), dtype=scalars.float32, device=device)
+        self.scratch = empty(2 * 2 * cap, dtype=scalars.int32, device=device)
+        self.centroids = empty((cap, 3), dtype=scalars.float32, device=device)
         self.result = zeros(1, dtype=scalars.int32, device=device)
         d = self.desc
         d.nodes, d.items, d.slot_bounds = self.nodes.ptr, self.items.ptr, self.slot_bounds.ptr
-        d.item_bounds, d.scratch = self.item_bounds.ptr, self.scratch.ptr
+        d.item_bounds, d.scratch, d.centroids = self.item_bounds.ptr, self.scratch.ptr, self.centroids.ptr
         d.num_items, d.leaf_size, d.constructor = n, leaf_size, constructor
         self.set_groups(groups)
 

@@ -3,8 +3,9 @@
 The object owns the native ``mesh_t`` descriptor (its address is :attr:`Mesh.id`; its first member is the face BVH,
 so the same id works with the ``bvh_query_*`` builtins) and the buffers it points to; the point, velocity and index
 arrays are the user's, referenced, not copied. Face bounds, vertex pseudo-normals, the tree and the winding-number
-dipoles are computed by the serial native builder in ``treadle/native/mesh.h``, run by one-thread kernels; the edge
-adjacency (topology, fixed for the mesh's life) is computed once with NumPy.
+dipoles are computed by the serial native builder in ``treadle/native/mesh.h``, run by one-thread kernels; the face
+corners around each point (topology, fixed for the mesh's life; edge neighbours and vertex pseudo-normals are derived
+from it on demand) are computed once with NumPy.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class MeshDesc(ctypes.Structure):
         ("indices", abi.ArrayDesc),
         ("num_points", ctypes.c_int32),
         ("num_faces", ctypes.c_int32),
-        ("vertex_normals", ctypes.c_void_p),
-        ("edge_adjacent", ctypes.c_void_p),
+        ("vertex_corners_start", ctypes.c_void_p),
+        ("vertex_corners", ctypes.c_void_p),
         ("winding", ctypes.c_void_p),
         ("avg_edge", ctypes.c_float),
         ("pad", ctypes.c_int32),
@@ -60,23 +61,16 @@ def _run_mesh_refit(mesh: scalars.uint64, out: array(dtype=int)):
     out[0] = _mesh_refit(mesh)
 
 
-def edge_adjacency(tris: np.ndarray) -> np.ndarray:
-    """For each face edge (v_k -> v_k+1) the face across it, or -1 (boundary); non-manifold edges pair up in order."""
-    f = len(tris)
-    if f == 0:
-        return np.zeros(0, np.int32)
-    a = tris.reshape(-1).astype(np.int64)
-    b = np.roll(tris, -1, axis=1).reshape(-1).astype(np.int64)
-    key = np.minimum(a, b) * (int(tris.max()) + 1) + np.maximum(a, b)
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    adj = np.full(3 * f, -1, np.int64)
-    same = np.nonzero(ks[1:] == ks[:-1])[0]
-    # pair each face edge with its successor in the sorted order (twice-shared edges pair exactly)
-    first, second = order[same], order[same + 1]
-    adj[second] = first // 3
-    adj[first] = second // 3
-    return adj.astype(np.int32)
+def vertex_corners(tris: np.ndarray, num_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """The face corners (3 f + k) around each point, as CSR: ``(starts[num_points + 1], corners)``."""
+    flat = tris.reshape(-1).astype(np.int64)
+    # one sort of (point, corner) packed in 64 bits orders the corners by point
+    packed = (flat << 32) | np.arange(len(flat), dtype=np.int64)
+    packed.sort()
+    corners = (packed & 0xFFFFFFFF).astype(np.int32)
+    starts = np.zeros(num_points + 1, np.int32)
+    np.cumsum(np.bincount(flat, minlength=num_points), out=starts[1:])
+    return starts, corners if len(corners) else np.zeros(1, np.int32)
 
 
 def _vec3_array(a: Any, name: str) -> array:
@@ -133,11 +127,11 @@ class Mesh:
         d = self._desc
         d.num_points = points.shape[0]
         d.num_faces = num_faces
-        self._vertex_normals = zeros(max(points.shape[0], 1), dtype=vec3f, device=self.device)
-        self._edge_adjacent = array(edge_adjacency(tris) if num_faces else np.zeros(1, np.int32),
-                                    dtype=scalars.int32, device=self.device)
-        d.vertex_normals = self._vertex_normals.ptr
-        d.edge_adjacent = self._edge_adjacent.ptr
+        starts, corners = vertex_corners(tris, points.shape[0])
+        self._vertex_corners_start = array(starts, dtype=scalars.int32, device=self.device)
+        self._vertex_corners = array(corners, dtype=scalars.int32, device=self.device)
+        d.vertex_corners_start = self._vertex_corners_start.ptr
+        d.vertex_corners = self._vertex_corners.ptr
         if self.support_winding_number:
             self._winding = zeros((2 * max(num_faces, 1), 8), dtype=scalars.float32, device=self.device)
             d.winding = self._winding.ptr

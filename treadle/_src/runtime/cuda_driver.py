@@ -655,13 +655,13 @@ class CudaModule:
         return handle(ptr), int(size)
 
     def read_global(self, name: str, ctype: Any) -> Any:
-        """The value of a ``__device__`` variable as ``ctype`` (after the device's current stream finishes)."""
+        """The value of a ``__device__`` variable as ``ctype`` (after all work on the device finishes)."""
         where = self.global_address(name)
         if where is None:
             return None
         out = ctype()
         with self.device.guard():
-            call("cuStreamSynchronize", self.device.stream.cuda_stream)
+            call("cuCtxSynchronize")
             call("cuMemcpyDtoH", ctypes.addressof(out), where[0], min(where[1], ctypes.sizeof(out)))
         return out
 
@@ -744,7 +744,7 @@ class CudaFunction:
     def check_errors(self) -> None:
         """After launches: raise what the kernels recorded (checked-mode errors, checkpoint overflow).
 
-        Waits for the device's current stream. Each error is reported once (the record is cleared).
+        Waits for all work on the device. Each error is reported once (the record is cleared).
         """
         mod = self.module
         over = mod.read_global("treadle_cuda_ckpt_overflow", ctypes.c_uint64)

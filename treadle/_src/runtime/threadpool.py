@@ -183,7 +183,7 @@ def prefetch_runtime() -> None:
     """Start building the runtime library in the background (the first kernel build overlaps with it)."""
     with _HOLDER.lock:
         if _HOLDER.runtime is None and _HOLDER.prefetch is None:
-            _HOLDER.prefetch = threading.Thread(target=_build_into_holder, daemon=True, name="treadle-rt-build")
+            _HOLDER.prefetch = threading.Thread(target=_build_into_holder, daemon=False, name="treadle-rt-build")
             _HOLDER.prefetch.start()
 
 

@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of Treadle against its peers; run ``python -m benchmarks``."""
