@@ -41,6 +41,7 @@ struct hash_grid_t {
     const int32* sorted_groups; // group of each sorted point, or null when built without groups
     int32 dtype;                // 0: float16, 1: float32, 2: float64
     int32 reserved;             // points the buffers hold (hash_grid_point_id is -1 when nothing was reserved)
+    float64 lower[3], upper[3]; // bounding box of the points (decides whether a query can meet periodic images)
 };
 
 namespace detail {
@@ -99,6 +100,7 @@ template <typename T> struct hash_grid_query_t {
     C r2;
     C period[3];
     C half_period;        // smallest half period: only larger offsets can hide a periodic image
+    int32 images;         // whether some point is farther than half a period from p (else no image tests)
     int64 lo[3];          // first cell of the box on each axis (unwrapped)
     int32 wlo[3];         // and wrapped
     int32 n[3];           // cells of the box on each axis (== dim: the axis is covered whole)
@@ -214,16 +216,23 @@ template <typename T> TREADLE_HASH_INLINE void hash_grid_fill(hash_grid_query_t<
     const C px = q.p[0], py = q.p[1], pz = q.p[2], r2 = q.r2, hp2 = q.half_period * q.half_period;
     uint32 near = 0, image = 0;
     if (!q.generic && !detail::is_same<T, half>::value) {
-        // Always 32 lanes (the arrays are padded), so the loop vectorizes without a remainder; lanes >= n are
+        // Always 32 lanes (the arrays are padded), so the loops vectorize without a remainder; lanes >= n are
         // masked off below.
         const T* xs = (const T*)g.sorted_points + s0;
         const T* ys = xs + g.stride;
         const T* zs = ys + g.stride;
-        for (int32 i = 0; i < 32; ++i) {
-            const C dx = C(xs[i]) - px, dy = C(ys[i]) - py, dz = C(zs[i]) - pz;
-            const C ax = dx * dx, ay = dy * dy, az = dz * dz;
-            near |= (uint32)(ax + ay + az <= r2) << i;
-            image |= (uint32)((ax > hp2) | (ay > hp2) | (az > hp2)) << i;
+        if (q.images) {
+            for (int32 i = 0; i < 32; ++i) {
+                const C dx = C(xs[i]) - px, dy = C(ys[i]) - py, dz = C(zs[i]) - pz;
+                const C ax = dx * dx, ay = dy * dy, az = dz * dz;
+                near |= (uint32)(ax + ay + az <= r2) << i;
+                image |= (uint32)((ax > hp2) | (ay > hp2) | (az > hp2)) << i;
+            }
+        } else {
+            for (int32 i = 0; i < 32; ++i) {
+                const C dx = C(xs[i]) - px, dy = C(ys[i]) - py, dz = C(zs[i]) - pz;
+                near |= (uint32)(dx * dx + dy * dy + dz * dz <= r2) << i;
+            }
         }
         const uint32 valid = n == 32 ? 0xffffffffu : (1u << n) - 1u;
         near &= valid, image &= valid;
@@ -290,6 +299,14 @@ TREADLE_HASH_INLINE hash_grid_query_t<T> hash_grid_query(uint64 id, const vec_t<
         min_period = a == 0 || q.period[a] < min_period ? q.period[a] : min_period;
     }
     q.half_period = min_period * C(0.5);
+    // Every point lies in [lower, upper]: if none can be more than half a period away from p on any axis, no
+    // candidate is a periodic image and the filter skips that test.
+    q.images = 0;
+    for (int a = 0; a < 3; ++a) {
+        const float64 pa = float64(p.c[a]);
+        const float64 far = max(g.upper[a] - pa, pa - g.lower[a]);
+        if (!(far < 0.5 * float64(min_period))) q.images = 1;
+    }
     // trimming radius^2 with an absolute margin of 1e-4 cell: float rounding (or FMA contraction) of the gaps must
     // never cut a row the sphere touches (notably for radius 0)
     q.rf2 = (float32)(rr * rr + 1e-8 * g.cell_width * g.cell_width);

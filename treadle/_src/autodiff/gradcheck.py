@@ -250,9 +250,10 @@ class _Problem:
 
     def call_function(self) -> list[Any]:
         """Run the Python function (without recording onto any active tape); returns its outputs as a list."""
+        from .state import suspend_tapes
         from .tape import Tape
 
-        with Tape(check_overwrites=False):  # a throwaway tape: keeps these launches off a user's tape
+        with suspend_tapes(), Tape(check_overwrites=False):  # a throwaway tape: keeps these launches off a user's
             result = self.function(*self.inputs)
         return _as_outputs(result, self.key)
 
@@ -335,13 +336,14 @@ def _jacobian_ad(p: _Problem, max_outputs_per_var: int) -> dict[tuple[int, int],
 
 def _jacobian_ad_function(p: _Problem, by_output: dict[int, list[int]],
                           max_outputs_per_var: int) -> dict[tuple[int, int], np.ndarray]:
+    from .state import suspend_tapes
     from .tape import Tape, _Recorded
 
     result: dict[tuple[int, int], np.ndarray] = {}
     snap = _Snapshot(p.inputs, grads=True)
     try:
         tape = Tape()
-        with tape:
+        with suspend_tapes(), tape:  # a caller's tape must neither nest with ours nor record our launches
             outputs = _as_outputs(p.function(*p.inputs), p.key)
         for rec in tape.launches:
             if isinstance(rec, _Recorded):

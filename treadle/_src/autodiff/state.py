@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 _local = threading.local()
@@ -26,3 +28,14 @@ def pop_tape(tape: Any) -> None:
     stack = getattr(_local, "stack", [])
     if stack and stack[-1] is tape:
         stack.pop()
+
+
+@contextlib.contextmanager
+def suspend_tapes() -> Iterator[None]:
+    """Hide the recording tapes of this thread inside a ``with`` block (tools that run their own tape)."""
+    saved = getattr(_local, "stack", [])
+    _local.stack = []
+    try:
+        yield
+    finally:
+        _local.stack = saved

@@ -77,7 +77,7 @@ def kernel_order_dependent(kernel_ir: ir.FuncIR, deps: list[Any]) -> bool:
 
 
 def _defs(f: ir.FuncIR) -> dict[int, ir.Stmt]:
-    return {id(s.result): s for s in ir.walk(f.body) if getattr(s, "result", None) is not None}
+    return {id(getattr(s, "result", None)): s for s in ir.walk(f.body) if getattr(s, "result", None) is not None}
 
 
 def _calls_atomics(f: ir.FuncIR, seen: set[int]) -> bool:
@@ -115,22 +115,22 @@ def combinable_targets(f: ir.FuncIR) -> list[str] | None:
     defs = _defs(f)
     targets: dict[int, Any] = {}
     target_values: set[int] = set()
-    for s in float_adds:
-        d = defs.get(id(s.array))
+    for a in float_adds:
+        d = defs.get(id(a.array))
         if not isinstance(d, ir.LoadLocal) or id(d.local) not in params or id(d.local) in stored:
             return None
         targets[id(d.local)] = d.local
-        target_values.add(id(s.array))
-    results = {id(s.result) for s in float_adds if s.result is not None}
+        target_values.add(id(a.array))
+    results = {id(a.result) for a in float_adds if a.result is not None}
     used: set[int] = set()  # every operand, except the target array of a qualifying atomic
-    for s in stmts:
-        ops = _operands(s)
-        if isinstance(s, ir.ArrayAtomic) and s in float_adds:
-            ops = [o for o in ops if o is not s.array]
+    for st in stmts:
+        ops = _operands(st)
+        if isinstance(st, ir.ArrayAtomic) and st in float_adds:
+            ops = [o for o in ops if o is not st.array]
         used.update(id(o) for o in ops)
     if used & results or used & target_values:
         return None  # an old value is used, or a target array value is used for something else too
-    for s in stmts:  # any other load of a target parameter must be unused
-        if isinstance(s, ir.LoadLocal) and id(s.local) in targets and id(s.result) in used:
+    for st in stmts:  # any other load of a target parameter must be unused
+        if isinstance(st, ir.LoadLocal) and id(st.local) in targets and id(st.result) in used:
             return None
     return [p.name for p in f.params if id(p) in targets]

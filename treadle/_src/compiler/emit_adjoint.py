@@ -40,12 +40,16 @@ def differentiable(t: Any) -> bool:
 
 
 def _loop_modified(s: Any) -> list[ir.Local]:
-    """Locals a loop may change (its variable, stores and by-reference builtin arguments in its body)."""
+    """Locals a loop's iterations depend on: its variable, stores, by-reference arguments and reads in its body.
+
+    Reads are included because code after the loop may reassign a variable the loop read; the replay of an
+    iteration must see the value the variable had then, not its final one.
+    """
     out: dict[int, ir.Local] = {}
     if isinstance(s, ir.ForRange):
         out[s.var.id] = s.var
     for t in ir.walk(s.body):
-        if isinstance(t, ir.StoreLocal):
+        if isinstance(t, (ir.StoreLocal, ir.LoadLocal)):
             out[t.local.id] = t.local
         elif isinstance(t, ir.ForRange):
             out[t.var.id] = t.var

@@ -87,9 +87,9 @@ def _scalar_literal(v: Any, t: Any) -> str:
     if scalars.is_float_type(t):
         f = float(v)
         if math.isnan(f):
-            lit = "NAN"
+            lit = "__builtin_nanf(\"\")"
         elif math.isinf(f):
-            lit = "INFINITY" if f > 0 else "-INFINITY"
+            lit = "__builtin_inff()" if f > 0 else "-__builtin_inff()"
         else:
             lit = f.hex()
         if t is scalars.float64:

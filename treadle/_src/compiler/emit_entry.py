@@ -96,7 +96,7 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         f'extern "C" TREADLE_EXPORT void {rng}(const void* b, const void* a, long long begin, long long end)',
         "{",
         "    const treadle::launch_bounds_t bounds = *static_cast<const treadle::launch_bounds_t*>(b);",
-        *([f"    const Args& _in = *static_cast<const Args*>(a);",
+        *(["    const Args& _in = *static_cast<const Args*>(a);",
            f"    const treadle::combine_scope _combine({combine});"] if combine else []),
         f"    if (!treadle::launch_fast<{nd}>(bounds, end)) {{",
         "        treadle::launch_loop_any(bounds, begin, end, [=](treadle::int64 _f, treadle::int32 _a, "

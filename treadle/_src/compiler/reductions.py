@@ -52,7 +52,7 @@ def privatize(f: ir.FuncIR) -> tuple[ir.FuncIR, list[Target]] | None:
     if any(not scalars.is_float_type(params[n].type.dtype) or params[n].type.dtype is scalars.float16 for n in names):
         return None  # vector targets and half precision keep the (combined) atomic path
     stmts = list(ir.walk(f.body))
-    defs = {id(s.result): s for s in stmts if getattr(s, "result", None) is not None}
+    defs = {id(getattr(s, "result", None)): s for s in stmts if getattr(s, "result", None) is not None}
     counts: dict[str, int] = {}
     for s in stmts:
         if isinstance(s, ir.ArrayAtomic) and s.op in ("add", "sub"):
@@ -103,4 +103,4 @@ def privatize(f: ir.FuncIR) -> tuple[ir.FuncIR, list[Target]] | None:
 
 
 def _values(stmts: list[ir.Stmt]) -> list[ir.Value]:
-    return [s.result for s in stmts if isinstance(getattr(s, "result", None), ir.Value)]
+    return [v for v in (getattr(s, "result", None) for s in stmts) if isinstance(v, ir.Value)]

@@ -52,6 +52,8 @@ class HashGridDesc(ctypes.Structure):
         ("sorted_groups", ctypes.c_void_p),
         ("dtype", ctypes.c_int32),
         ("reserved", ctypes.c_int32),
+        ("lower", ctypes.c_double * 3),
+        ("upper", ctypes.c_double * 3),
     ]
 
 
@@ -257,6 +259,13 @@ class HashGrid:
         self.groups = grp
         self._prev_keys = self._sorted_keys
         self._prev_count = n
+        coords = self._sorted_points.numpy()[:, :n]
+        with np.errstate(invalid="ignore"):
+            lo, hi = coords.min(axis=1).astype(np.float64), coords.max(axis=1).astype(np.float64)
+        # NaN or infinite coordinates: assume anything (queries then test periodic images)
+        bad = ~(np.isfinite(lo) & np.isfinite(hi))
+        desc.lower[:] = np.where(bad, -np.inf, lo).tolist()
+        desc.upper[:] = np.where(bad, np.inf, hi).tolist()
         desc.num_points = n
 
     def __del__(self) -> None:

@@ -207,11 +207,14 @@ bool._is_int_ = False  # type: ignore[attr-defined]
 
 int_types: tuple[type, ...] = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 float_types: tuple[type, ...] = (float16, float32, float64)
-scalar_types: tuple[type, ...] = (bool, *int_types, *float_types, bfloat16)
+scalar_types: tuple[type, ...] = (bool, *int_types, *float_types)
 non_atomic_types: tuple[type, ...] = (int8, uint8, int16, uint16, int64)
 
+# bfloat16 is a storage-only type: recognised everywhere, but not in `scalar_types` (no arithmetic on it).
 _BY_NUMPY = {t._np_: t for t in scalar_types}  # type: ignore[attr-defined]
-_BY_NAME = {t.__name__: t for t in scalar_types}
+if bfloat16._np_ != np.dtype(np.uint16):
+    _BY_NUMPY[bfloat16._np_] = bfloat16
+_BY_NAME = {t.__name__: t for t in (*scalar_types, bfloat16)}
 
 
 def is_scalar_type(t: Any) -> builtins.bool:
