@@ -255,3 +255,34 @@ def test_lattice_neighbours_at_exactly_the_radius(device: str, query_r: float) -
     ref_counts, ref_sums = brute(points, points, float(np.float32(query_r)))
     np.testing.assert_array_equal(counts, ref_counts)
     np.testing.assert_array_equal(sums, ref_sums)
+
+
+@wp.kernel
+def shift_points(src: wp.array(dtype=wp.vec3), offset: wp.array(dtype=wp.vec3), dst: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    dst[i] = src[i] + offset[i]
+
+
+def test_build_is_replayed_by_graph_capture(device: str) -> None:
+    rng = np.random.default_rng(9)
+    base = rng.random((300, 3)).astype(np.float32)
+    src = wp.array(base, dtype=wp.vec3, device=device)
+    offset = wp.zeros(300, dtype=wp.vec3, device=device)
+    pts = wp.zeros(300, dtype=wp.vec3, device=device)
+    queries = wp.array(base, dtype=wp.vec3, device=device)
+    counts = wp.zeros(300, dtype=int, device=device)
+    sums = wp.zeros(300, dtype=wp.int64, device=device)
+    grid = wp.HashGrid(8, 8, 8, device=device)
+    with wp.ScopedCapture(device=device) as capture:  # the first build allocates while capturing
+        wp.launch(shift_points, dim=300, inputs=[src, offset, pts], device=device)
+        grid.build(pts, 0.1)
+        wp.launch(neighbour_counts, dim=300, inputs=[grid.id, pts, queries, 0.1, counts, sums], device=device)
+    for shift in (0.0, 0.37):
+        moved = base + np.float32(shift) * np.arange(300, dtype=np.float32)[:, None] / 300
+        offset.assign(moved - base)
+        wp.capture_launch(capture.graph)
+        ref_counts, _ = brute(moved, base, 0.1)
+        np.testing.assert_array_equal(counts.numpy(), ref_counts)
+    with pytest.raises(NotImplementedError, match="reserve before capture"):
+        with wp.ScopedCapture(device=device):
+            grid.reserve(10_000)

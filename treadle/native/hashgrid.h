@@ -17,6 +17,7 @@
 // metric keeps the reference behaviour that points of aliased cells are candidates (periodic-domain code relies on
 // it), while a plain Euclidean test in the caller still sees exactly the points within r.
 #pragma once
+#include "array.h"
 #include "vec.h"
 
 // The query's helpers are forced inline so that the query state stays in registers inside the caller's loop.
@@ -354,6 +355,57 @@ template <typename T> TREADLE_HASH_INLINE bool hash_grid_query_next(hash_grid_qu
             return false;
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------------ build steps
+// Run by one-thread kernels of hash_grid.py, so that a build is kernel launches only (graph capture replays it).
+
+// Stable LSD radix sort of packed[0, n) by bits [32, 32 + key_bits) -- the cell keys; the lower halves (point
+// indices, written in ascending order) keep their order within a cell.
+TREADLE_FUNC int32 hash_sort_serial(const array_t<int64>& packed, const array_t<int64>& scratch, int32 n,
+                                    int32 key_bits) {
+    int64* src = packed.data;
+    int64* dst = scratch.data;
+    int32 count[2048];
+    for (int32 shift = 32; shift < 32 + key_bits; shift += 11) {
+        for (int32 b = 0; b < 2048; ++b)
+            count[b] = 0;
+        for (int32 i = 0; i < n; ++i)
+            ++count[(src[i] >> shift) & 2047];
+        int32 sum = 0;
+        for (int32 b = 0; b < 2048; ++b) {
+            const int32 c = count[b];
+            count[b] = sum;
+            sum += c;
+        }
+        for (int32 i = 0; i < n; ++i)
+            dst[count[(src[i] >> shift) & 2047]++] = src[i];
+        int64* t = src;
+        src = dst, dst = t;
+    }
+    if (src != packed.data)
+        for (int32 i = 0; i < n; ++i)
+            packed.data[i] = src[i];
+    return n;
+}
+
+// Bounding box of the sorted points into the descriptor (non-finite coordinates: unbounded).
+TREADLE_FUNC int32 hash_grid_bounds_serial(uint64 id) {
+    hash_grid_t& g = *(hash_grid_t*)id;
+    for (int a = 0; a < 3; ++a) {
+        float64 lo = 1.0e308, hi = -1.0e308;
+        bool finite = true;
+        for (int32 s = 0; s < g.num_points; ++s) {
+            float64 x[3];
+            detail::hash_load_point(g, s, x);
+            finite = finite && x[a] - x[a] == 0.0;
+            lo = x[a] < lo ? x[a] : lo;
+            hi = x[a] > hi ? x[a] : hi;
+        }
+        g.lower[a] = finite ? lo : -1.0e308;
+        g.upper[a] = finite ? hi : 1.0e308;
+    }
+    return g.num_points;
 }
 
 TREADLE_FUNC int32 hash_grid_point_id(uint64 id, int32 index) {

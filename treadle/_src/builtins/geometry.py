@@ -26,7 +26,7 @@ from typing import Any
 
 from ..geometry import types as gt
 from ..lang import scalars
-from ..lang.typesys import is_int, is_struct, type_str
+from ..lang.typesys import ArrayT, is_int, is_struct, type_str
 from ..lang.vector import vec3d, vec3f, vec3h
 from .registry import NoMatch, builtin, need
 
@@ -271,7 +271,18 @@ builtin("intersect_tri_tri", group=GROUP, rule=_tri_tri_rule, differentiable=Fal
 # Internal: builders run by one-thread kernels of treadle/_src/geometry (serial native code, see bvh.h / mesh.h)
 # ----------------------------------------------------------------------------------------------------------------
 
+def _hash_sort_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    packed = ArrayT(scalars.int64, 1)
+    _check(types, [("packed", packed), ("scratch", packed), ("n", I), ("key_bits", I)], 4)
+    return _I32
+
+
+builtin("_hash_sort", group=GROUP, rule=_hash_sort_rule, cpp="hash_sort_serial", differentiable=False,
+        kernel_only=True, signature="_hash_sort(packed: array(int64), scratch: array(int64), n: int, key_bits: int)",
+        doc="Sort packed (cell << 32 | index) keys by cell, stably (serial radix sort).")
+
 for _name, _cpp, _doc in (
+    ("_hash_bounds", "hash_grid_bounds_serial", "Store the bounding box of a hash grid's points in its descriptor."),
     ("_bvh_build", "bvh_build_serial", "Build the BVH whose descriptor is at ``id``; returns the node count."),
     ("_bvh_refit", "bvh_refit_serial", "Refit the BVH whose descriptor is at ``id``; returns the node count."),
     ("_mesh_build", "mesh_build_serial", "Build a mesh's BVH (and winding-number data); returns the node count."),

@@ -4,10 +4,14 @@ Build (all on the grid's device, in Treadle kernels except the sort):
 
 1. ``_hash_keys``: the cell of each point, ``floor(p / cell_width)`` wrapped modulo (dim_x, dim_y, dim_z), flattened
    with x fastest (computed in float64, exactly as the native query computes its cell range).
-2. a sort of the keys, packed with the point index into 64 bits (NumPy, in place, on the CPU);
+2. ``_hash_sort_kernel``: a stable radix sort of the keys, packed with the point index into 64 bits (serial
+   native code in one thread, ``hash_sort_serial``);
 3. ``_hash_scatter``: the sorted point ids, sorted copies of the points (and groups), and each non-empty cell's
    [start, end) range. Only the cells touched by the previous build are cleared first (``_hash_clear``), so a
-   rebuild costs O(points), not O(cells).
+   rebuild costs O(points), not O(cells);
+4. ``_hash_bounds_kernel``: the points' bounding box (queries far from every point skip periodic-image tests).
+
+Every step is a kernel launch, so a build can be recorded in a graph and replayed.
 
 The native side (``treadle/native/hashgrid.h``) reads a ``hash_grid_t`` descriptor whose address is :attr:`id`;
 the descriptor and every buffer it points to are owned by this object.
@@ -20,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
 from ..lang import scalars
 from ..lang.array import array
@@ -28,9 +33,11 @@ from ..lang.kernel import func, kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3d, vec3f, vec3h, vec3i
 from ..runtime.device import get_device
+from ..runtime.graph import capturing
 
 _B = exported_builtins()
 tid, floor = _B["tid"], _B["floor"]
+_hash_sort, _hash_bounds = REGISTRY.builtins["_hash_sort"], REGISTRY.builtins["_hash_bounds"]
 
 _VEC = {scalars.float16: vec3h, scalars.float32: vec3f, scalars.float64: vec3d}
 _DTYPE_CODE = {scalars.float16: 0, scalars.float32: 1, scalars.float64: 2}
@@ -126,6 +133,16 @@ def _hash_scatter(packed: array(dtype=scalars.int64), points: array(dtype=Any), 
 
 
 @kernel(enable_backward=False)
+def _hash_sort_kernel(packed: array(dtype=scalars.int64), scratch: array(dtype=scalars.int64), n: int, key_bits: int):
+    _hash_sort(packed, scratch, n, key_bits)
+
+
+@kernel(enable_backward=False)
+def _hash_bounds_kernel(grid: scalars.uint64):
+    _hash_bounds(grid)
+
+
+@kernel(enable_backward=False)
 def _hash_gather_groups(point_ids: array(dtype=int), groups: array(dtype=int), sorted_groups: array(dtype=int)):
     i = tid()
     sorted_groups[i] = groups[point_ids[i]]
@@ -176,27 +193,35 @@ class HashGrid:
         self._group_capacity = 0
         self._num_cells = dims[0] * dims[1] * dims[2]
         self._cell_ranges: array | None = None
-        self._prev_keys: array | None = None
+        self._sorted_keys: array | None = None
+        self._sorted_groups: array | None = None
         self._prev_count = 0
 
     # Buffers ----------------------------------------------------------------------------------------------------
     def reserve(self, num_points: int, with_groups: bool = False) -> None:
-        """Allocate buffers for ``num_points`` points (builds grow them as needed)."""
+        """Allocate buffers for ``num_points`` points (builds also grow them as needed)."""
         n = max(int(num_points), 1)
+        grow = self._cell_ranges is None or n > self._capacity or (with_groups and n > self._group_capacity)
+        if grow and capturing():
+            raise NotImplementedError("HashGrid.reserve() during graph capture is not supported: reserve before capture")
+        self._grow(n, with_groups)
+
+    def _grow(self, n: int, with_groups: bool) -> None:
+        # (a build under graph capture may allocate: the buffers exist before the graph first runs)
         if self._cell_ranges is None:
             self._cell_ranges = zeros(2 * self._num_cells, dtype=scalars.int32, device=self.device)
             self._desc.cell_ranges = self._cell_ranges.ptr
         if n > self._capacity:
             self._packed = empty(n, dtype=scalars.int64, device=self.device)
+            self._scratch = empty(n, dtype=scalars.int64, device=self.device)
+            old_keys = self._sorted_keys
             self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
+            if old_keys is not None and self._prev_count:
+                # the previous build's cells must still be cleared by the next build
+                self._sorted_keys.numpy()[: self._prev_count] = old_keys.numpy()[: self._prev_count]
             self._point_ids = zeros(n, dtype=scalars.int32, device=self.device)
             # padded: the native filter reads whole batches of 32 (see hashgrid.h)
             self._sorted_points = zeros((3, n + 32), dtype=self.dtype, device=self.device)
-            if self._prev_keys is not None and self._prev_count:
-                # keep the previous build's keys so that its cells can still be cleared
-                old = self._prev_keys
-                self._sorted_keys.numpy()[: self._prev_count] = old.numpy()[: self._prev_count]
-            self._prev_keys = self._sorted_keys
             self._capacity = n
             self._desc.point_ids = self._point_ids.ptr
             self._desc.sorted_points = self._sorted_points.ptr
@@ -213,6 +238,7 @@ class HashGrid:
 
         Any query radius works; the build radius sets the cell size, and queries are fastest with radii up to it.
         ``groups`` (int32 per point) enables group-restricted queries (``hash_grid_query(id, p, r, group)``).
+        A build is kernel launches only, so it can be captured in a graph (with the same point count each replay).
         """
         radius = float(radius)
         if not radius > 0.0:
@@ -227,46 +253,36 @@ class HashGrid:
             grp = _flat_points_int(groups)
             if grp.shape[0] != n:
                 raise ValueError(f"HashGrid.build(): {grp.shape[0]} groups for {n} points")
-        self.reserve(n, with_groups=grp is not None)
-        desc = self._desc
-        dev = self.device
-        if self._prev_count:
-            launch(_hash_clear, dim=self._prev_count, inputs=[self._prev_keys, self._cell_ranges], device=dev,
+        self._grow(max(n, 1), grp is not None)
+        desc, dev = self._desc, self.device
+        # Clear the cells of the previous build: its keys are the first entries of sorted_keys (zeros before any
+        # build). Clearing max(previous, current) entries also covers replays of a captured build, whose previous
+        # run is the last replay (same count), not the build that ran at capture time.
+        clear = max(self._prev_count, n)
+        if clear:
+            launch(_hash_clear, dim=clear, inputs=[self._sorted_keys, self._cell_ranges], device=dev,
                    record_tape=False)
-        desc.num_points = 0
         desc.cell_width = radius
         desc.inv_cell_width = 1.0 / radius
+        desc.num_points = n
+        desc.sorted_groups = self._sorted_groups.ptr if grp is not None else None
+        self.groups = grp
         self._points_ref = pts
+        self._prev_count = n
         if n == 0:
-            self._prev_count = 0
-            desc.sorted_groups = None
-            self.groups = grp
             return
         packed = self._packed[:n] if self._capacity > n else self._packed
         dims = (self._dim_x, self._dim_y, self._dim_z)
         launch(_hash_keys, dim=n, inputs=[pts, 1.0 / radius, vec3i(*dims), vec3d(*(1.0 / d for d in dims)), packed],
                device=dev, record_tape=False)
-        packed.numpy().sort()  # in place, on the grid's own buffer
-        point_ids = self._point_ids[:n] if self._capacity > n else self._point_ids
+        key_bits = max(1, (self._num_cells - 1).bit_length())
+        launch(_hash_sort_kernel, dim=1, inputs=[packed, self._scratch, n, key_bits], device=dev, record_tape=False)
         launch(_hash_scatter, dim=n, inputs=[packed, pts, self._sorted_keys, self._point_ids, self._sorted_points,
                                              self._cell_ranges], device=dev, record_tape=False)
         if grp is not None:
-            launch(_hash_gather_groups, dim=n, inputs=[point_ids, grp, self._sorted_groups], device=dev,
+            launch(_hash_gather_groups, dim=n, inputs=[self._point_ids, grp, self._sorted_groups], device=dev,
                    record_tape=False)
-            desc.sorted_groups = self._sorted_groups.ptr
-        else:
-            desc.sorted_groups = None
-        self.groups = grp
-        self._prev_keys = self._sorted_keys
-        self._prev_count = n
-        coords = self._sorted_points.numpy()[:, :n]
-        with np.errstate(invalid="ignore"):
-            lo, hi = coords.min(axis=1).astype(np.float64), coords.max(axis=1).astype(np.float64)
-        # NaN or infinite coordinates: assume anything (queries then test periodic images)
-        bad = ~(np.isfinite(lo) & np.isfinite(hi))
-        desc.lower[:] = np.where(bad, -np.inf, lo).tolist()
-        desc.upper[:] = np.where(bad, np.inf, hi).tolist()
-        desc.num_points = n
+        launch(_hash_bounds_kernel, dim=1, inputs=[self.id], device=dev, record_tape=False)
 
     def __del__(self) -> None:
         """Nothing native to release: the buffers are arrays owned by this object."""
