@@ -145,6 +145,28 @@ class CheckedModeError(TreadleError, RuntimeError):
     """A runtime check in debug mode failed (out-of-bounds index, division by zero, NaN store)."""
 
 
+def checked_mode_message(rec: tuple[int, int, int, int, int] | list[int], locs: list[SourceLoc], name: str) -> str:
+    """The message of a failed checked-mode check (``rec``: location index, thread, dimension, index, extent).
+
+    Dimension codes: ``>= 0`` an array dimension, ``-1`` a vector/matrix component, ``-2`` integer division by
+    zero, ``-3`` a zero slice step.
+    """
+    loc_i, tid, dim, index, extent = rec
+    loc = locs[loc_i] if 0 <= loc_i < len(locs) else None
+    if dim >= 0:
+        what = f"index {index} is out of bounds for dimension {dim} of extent {extent}"
+    elif dim == -2:
+        what = f"integer division or modulo by zero ({index} / 0)"
+    elif dim == -3:
+        what = "slice step cannot be zero"
+    else:
+        what = f"component index {index} is out of range for {extent} components"
+    text = f"{f'{loc}: ' if loc is not None else ''}kernel '{name}', thread {tid}: {what}"
+    if loc is not None and hasattr(loc, "render") and loc.render():
+        text += "\n" + loc.render()
+    return text
+
+
 # Names the reference API exposes for its code generation errors.
 WarpCodegenError = CodegenError
 WarpCodegenTypeError = CodegenTypeError

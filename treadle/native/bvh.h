@@ -257,7 +257,7 @@ struct bvh_query_t {
     int32 kind;
     float32 radius;
     vec_t<3, float32> a, b; // box lo/hi; ray or capsule start/dir; sphere center
-    vec_t<3, float32> inv_dir;
+    geo::ray_pre ray;       // ray and capsule queries
     int32 cur, end;         // slots of the current leaf still to test
     int32 top;              // traversal stack
     int32 stack[64];
@@ -275,8 +275,7 @@ TREADLE_FUNC bvh_query_t bvh_query_start(uint64 id, int32 kind, const vec_t<3, f
     q.kind = kind;
     q.radius = radius > 0.0f ? radius : 0.0f;
     q.a = a, q.b = b;
-    for (int k = 0; k < 3; ++k)
-        q.inv_dir.c[k] = b.c[k] != 0.0f ? 1.0f / b.c[k] : 0.0f;
+    q.ray = geo::prepare_ray(a, b);
     q.cur = q.end = 0;
     q.top = 0;
     if (q.bvh != nullptr && q.bvh->num_nodes > 0) {
@@ -292,9 +291,9 @@ TREADLE_FUNC bool bvh_query_hits(const bvh_query_t& q, const float32* lo, const 
     case BVH_QUERY_AABB:
         return geo::box_overlap(lo, hi, q.a, q.b);
     case BVH_QUERY_RAY:
-        return geo::ray_box(lo, hi, q.a, q.b, q.inv_dir, max_dist, 0.0f) >= 0.0f;
+        return geo::ray_box(lo, hi, q.ray, max_dist) >= 0.0f;
     case BVH_QUERY_CAPSULE:
-        return geo::ray_box(lo, hi, q.a, q.b, q.inv_dir, max_dist, q.radius) >= 0.0f;
+        return geo::ray_box(lo, hi, q.ray, max_dist, q.radius) >= 0.0f;
     default:  // spheres
         return geo::box_dist2(lo, hi, q.a) <= q.radius * q.radius;
     }

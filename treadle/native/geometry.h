@@ -38,27 +38,31 @@ TREADLE_FUNC bool box_overlap(const float32* lo, const float32* hi, const v3& ql
            lo[2] <= qhi.c[2] && hi[2] >= qlo.c[2];
 }
 
-// Ray o + t d against the box grown by `pad`: the entry t (>= 0) if the ray enters it with t <= tmax, else -1.
-// Axes with d == 0 test the origin's slab directly (no 0 * inf).
-TREADLE_FUNC float32 ray_box(const float32* lo, const float32* hi, const v3& o, const v3& d, const v3& inv_d,
-                             float32 tmax, float32 pad) {
+// A ray prepared for slab tests: a zero direction component becomes 1e-30 (same sign as a +0), so that its
+// reciprocal stays finite and an origin on a slab boundary gives t = 0, never 0 * inf.
+struct ray_pre {
+    v3 o, inv;
+};
+TREADLE_FUNC ray_pre prepare_ray(const v3& o, const v3& d) {
+    ray_pre r;
+    r.o = o;
+    for (int a = 0; a < 3; ++a) {
+        const float32 c = d.c[a] != 0.0f ? d.c[a] : 1e-30f;
+        r.inv.c[a] = 1.0f / c;
+    }
+    return r;
+}
+
+// Entry parameter t >= 0 of the ray into the box grown by `pad` if it enters with t <= tmax, else -1 (branch-free).
+TREADLE_FUNC float32 ray_box(const float32* lo, const float32* hi, const ray_pre& r, float32 tmax, float32 pad = 0.0f) {
     float32 t0 = 0.0f, t1 = tmax;
     for (int a = 0; a < 3; ++a) {
-        const float32 l = lo[a] - pad, h = hi[a] + pad;
-        if (d.c[a] == 0.0f) {
-            if (o.c[a] < l || o.c[a] > h) return -1.0f;
-            continue;
-        }
-        float32 ta = (l - o.c[a]) * inv_d.c[a], tb = (h - o.c[a]) * inv_d.c[a];
-        if (ta > tb) {
-            const float32 s = ta;
-            ta = tb, tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-        if (!(t0 <= t1)) return -1.0f;
+        const float32 ta = (lo[a] - pad - r.o.c[a]) * r.inv.c[a], tb = (hi[a] + pad - r.o.c[a]) * r.inv.c[a];
+        const float32 near = ta < tb ? ta : tb, far = ta < tb ? tb : ta;
+        t0 = near > t0 ? near : t0;
+        t1 = far < t1 ? far : t1;
     }
-    return t0;
+    return t0 <= t1 ? t0 : -1.0f;
 }
 
 // ------------------------------------------------------------------------------------------------ triangles

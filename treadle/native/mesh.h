@@ -162,20 +162,22 @@ TREADLE_FUNC bool mesh_ray(const mesh_t& m, const v3& o, const v3& d, float32 ma
     const bvh_t& t = m.bvh;
     h.face = count ? 0 : -1, h.u = h.v = 0.0f, h.d2 = max_t;
     if (t.num_nodes == 0) return false;
-    v3 inv;
-    for (int k = 0; k < 3; ++k)
-        inv.c[k] = d.c[k] != 0.0f ? 1.0f / d.c[k] : 0.0f;
+    const geo::ray_pre ray = geo::prepare_ray(o, d);
     float32 best = count ? __builtin_inff() : max_t;
     int32 stack[64];
+    float32 enter[64];  // entry t of each stacked node: popped nodes beyond the best hit are skipped untested
     int32 top = 0;
-    stack[top++] = mesh_root(m, root);
+    const int32 r0 = mesh_root(m, root);
+    enter[0] = geo::ray_box(t.nodes[r0].lo, t.nodes[r0].hi, ray, best);
+    stack[top++] = r0;
     while (top) {
-        const bvh_node_t& node = t.nodes[stack[--top]];
-        if (geo::ray_box(node.lo, node.hi, o, d, inv, best, 0.0f) < 0.0f) continue;
+        --top;
+        if (!(enter[top] >= 0.0f && enter[top] <= best)) continue;
+        const bvh_node_t& node = t.nodes[stack[top]];
         if (node.b < 0) {
             for (int32 s = node.a; s < node.a - node.b; ++s) {
                 const float32* b = t.slot_bounds + 6 * (int64)s;
-                if (geo::ray_box(b, b + 3, o, d, inv, best, 0.0f) < 0.0f) continue;
+                if (geo::ray_box(b, b + 3, ray, best) < 0.0f) continue;
                 const int32 f = t.items[s];
                 v3 a, bb, c;
                 mesh_face(m, f, a, bb, c);
@@ -191,11 +193,12 @@ TREADLE_FUNC bool mesh_ray(const mesh_t& m, const v3& o, const v3& d, float32 ma
         } else if (top <= 62) {
             const bvh_node_t& l = t.nodes[node.a];
             const bvh_node_t& r = t.nodes[node.b];
-            const float32 tl = geo::ray_box(l.lo, l.hi, o, d, inv, best, 0.0f);
-            const float32 tr = geo::ray_box(r.lo, r.hi, o, d, inv, best, 0.0f);
+            const float32 tl = geo::ray_box(l.lo, l.hi, ray, best);
+            const float32 tr = geo::ray_box(r.lo, r.hi, ray, best);
             const bool left_first = tl >= 0.0f && (tr < 0.0f || tl <= tr);  // the nearer hit is popped first
-            if ((left_first ? tr : tl) >= 0.0f) stack[top++] = left_first ? node.b : node.a;
-            if ((left_first ? tl : tr) >= 0.0f) stack[top++] = left_first ? node.a : node.b;
+            const float32 t_far = left_first ? tr : tl, t_near = left_first ? tl : tr;
+            if (t_far >= 0.0f) enter[top] = t_far, stack[top++] = left_first ? node.b : node.a;
+            if (t_near >= 0.0f) enter[top] = t_near, stack[top++] = left_first ? node.a : node.b;
         }
     }
     return h.face >= 0 && !count;

@@ -240,22 +240,9 @@ class KernelInstance:
         buf = (ctypes.c_longlong * 5)()
         if not err(ctypes.addressof(buf)):
             return
-        from ..errors import CheckedModeError
+        from ..errors import CheckedModeError, checked_mode_message
 
-        loc_i, tid, dim, index, extent = list(buf)
-        loc = self.built.locs[loc_i] if 0 <= loc_i < len(self.built.locs) else None
-        where = f"{loc}: " if loc is not None else ""
-        if dim >= 0:
-            what = f"index {index} is out of bounds for dimension {dim} of extent {extent}"
-        elif dim == -2:
-            what = f"integer division or modulo by zero ({index} / 0)"
-        elif dim == -3:
-            what = "slice step cannot be zero"
-        else:
-            what = f"component index {index} is out of range for {extent} components"
-        text = f"{where}kernel '{self.kernel.key}', thread {tid}: {what}"
-        if loc is not None and loc.render():
-            text += "\n" + loc.render()
+        text = checked_mode_message(list(buf), self.built.locs, self.kernel.key)
         raise CheckedModeError(text)
 
     def ensure_loaded(self) -> None:

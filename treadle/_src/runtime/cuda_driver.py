@@ -770,20 +770,9 @@ def _round_up(n: int) -> int:
 
 def checked_message(name: str, rec: list[int], locs: list[Any]) -> str:
     """The message of a failed checked-mode check (``rec``: location, thread, dimension, index, extent)."""
-    loc_i, tid, dim, index, extent = rec
-    loc = locs[loc_i] if 0 <= loc_i < len(locs) else None
-    if dim >= 0:
-        what = f"index {index} is out of bounds for dimension {dim} of extent {extent}"
-    elif dim == -2:
-        what = f"integer division or modulo by zero ({index} / 0)"
-    elif dim == -3:
-        what = "slice step cannot be zero"
-    else:
-        what = f"component index {index} is out of range for {extent} components"
-    text = f"{f'{loc}: ' if loc is not None else ''}kernel '{name}', thread {tid}: {what}"
-    if loc is not None and hasattr(loc, "render") and loc.render():
-        text += "\n" + loc.render()
-    return text
+    from ..errors import checked_mode_message
+
+    return checked_mode_message(rec, locs, name)
 
 
 # Streams and events (reference API) live in cuda_stream.py; re-exported lazily (no import cycle).
