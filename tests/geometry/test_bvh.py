@@ -175,3 +175,23 @@ def test_argument_errors(device: str) -> None:
         wp.Bvh(lo, lo, leaf_size=0)
     with pytest.raises(RuntimeError, match="same number"):
         wp.Bvh(lo, wp.zeros(2, dtype=wp.vec3, device=device))
+
+
+@wp.kernel
+def for_loop_counts(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3),
+                    out: wp.array(dtype=int)):
+    t = wp.tid()
+    n = 0
+    for item in wp.bvh_query_aabb(bvh, lo[t], hi[t]):
+        n += item * 0 + 1
+    out[t] = n
+
+
+def test_for_loop_over_a_query(device: str) -> None:
+    lo, hi = random_boxes(300, 6)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
+    q_lo, q_hi = lo[:50] - 0.05, hi[:50] + 0.05
+    out = wp.zeros(50, dtype=int, device=device)
+    wp.launch(for_loop_counts, dim=50, inputs=[bvh.id, wp.array(q_lo, dtype=wp.vec3, device=device),
+                                               wp.array(q_hi, dtype=wp.vec3, device=device), out], device=device)
+    np.testing.assert_array_equal(out.numpy(), run(bvh, 300, 0, q_lo, q_hi, device=device).sum(1))

@@ -113,17 +113,24 @@ TREADLE_FUNC bool mesh_extreme_point(const mesh_t& m, const v3& p, float32 limit
     h.face = -1, h.u = h.v = 0.0f;
     float32 best = limit < 0.0f ? 0.0f : limit * limit;
     if (t.num_nodes == 0) return false;
+    // Nodes are keyed by the squared distance that bounds what they can still offer (negated for furthest
+    // queries, so that smaller is better in both), kept on the stack: popped nodes that can no longer improve on
+    // the best face are skipped without touching them again.
+    float32 bound = furthest ? -best : best;
     int32 stack[64];
+    float32 key[64];
     int32 top = 0;
-    stack[top++] = 0;
+    stack[top] = 0;
+    key[top++] = furthest ? -geo::box_far2(t.nodes[0].lo, t.nodes[0].hi, p) : geo::box_dist2(t.nodes[0].lo, t.nodes[0].hi, p);
     while (top) {
-        const bvh_node_t& node = t.nodes[stack[--top]];
-        if (furthest ? geo::box_far2(node.lo, node.hi, p) <= best : geo::box_dist2(node.lo, node.hi, p) >= best)
-            continue;
+        --top;
+        if (!(key[top] < bound)) continue;
+        const bvh_node_t& node = t.nodes[stack[top]];
         if (node.b < 0) {
             for (int32 s = node.a; s < node.a - node.b; ++s) {
                 const float32* b = t.slot_bounds + 6 * (int64)s;
-                if (furthest ? geo::box_far2(b, b + 3, p) <= best : geo::box_dist2(b, b + 3, p) >= best) continue;
+                const float32 k = furthest ? -geo::box_far2(b, b + 3, p) : geo::box_dist2(b, b + 3, p);
+                if (!(k < bound)) continue;
                 const int32 f = t.items[s];
                 v3 a, bb, c;
                 mesh_face(m, f, a, bb, c);
@@ -132,23 +139,25 @@ TREADLE_FUNC bool mesh_extreme_point(const mesh_t& m, const v3& p, float32 limit
                     const float32 da = geo::len2(a - p), db = geo::len2(bb - p), dc = geo::len2(c - p);
                     const float32 d = da >= db && da >= dc ? da : (db >= dc ? db : dc);
                     if (d > best) {
-                        best = d, h.face = f;
+                        best = d, bound = -d, h.face = f;
                         h.u = d == da ? 1.0f : 0.0f;
                         h.v = d != da && d == db ? 1.0f : 0.0f;
                     }
                 } else {
                     float32 u, v;
                     const float32 d = geo::closest_point_triangle(a, bb, c, p, u, v);
-                    if (d < best) best = d, h.face = f, h.u = u, h.v = v;
+                    if (d < best) best = d, bound = d, h.face = f, h.u = u, h.v = v;
                 }
             }
         } else if (top <= 62) {
             const bvh_node_t& l = t.nodes[node.a];
             const bvh_node_t& r = t.nodes[node.b];
-            const float32 dl = furthest ? -geo::box_far2(l.lo, l.hi, p) : geo::box_dist2(l.lo, l.hi, p);
-            const float32 dr = furthest ? -geo::box_far2(r.lo, r.hi, p) : geo::box_dist2(r.lo, r.hi, p);
-            stack[top++] = dl <= dr ? node.b : node.a;  // the more promising child is popped first
-            stack[top++] = dl <= dr ? node.a : node.b;
+            const float32 kl = furthest ? -geo::box_far2(l.lo, l.hi, p) : geo::box_dist2(l.lo, l.hi, p);
+            const float32 kr = furthest ? -geo::box_far2(r.lo, r.hi, p) : geo::box_dist2(r.lo, r.hi, p);
+            const bool left_first = kl <= kr;  // the more promising child is popped first
+            const float32 k_far = left_first ? kr : kl, k_near = left_first ? kl : kr;
+            if (k_far < bound) key[top] = k_far, stack[top++] = left_first ? node.b : node.a;
+            if (k_near < bound) key[top] = k_near, stack[top++] = left_first ? node.a : node.b;
         }
     }
     h.d2 = best;

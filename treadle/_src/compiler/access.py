@@ -11,6 +11,10 @@ from typing import Any
 from . import ir
 
 
+#: Builtins that look at an array's shape or pointer only, not at its contents.
+_METADATA_ONLY = frozenset({"_array_dim", "len", "_array_valid"})
+
+
 def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | None = None) -> tuple[set[int], set[int]]:
     """``(reads, writes)``: indices of the parameters whose arrays are loaded from / stored or atomically updated.
 
@@ -56,8 +60,8 @@ def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | Non
                         reads.update(org(a))
                     if i in w:
                         writes.update(org(a))
-            elif isinstance(s, ir.Call):
-                for a in s.args:  # builtins taking arrays (e.g. sample_cdf, len) read them
+            elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
+                for a in s.args:  # builtins taking arrays (e.g. sample_cdf, lower_bound) read them
                     reads.update(org(a))
     memo[key] = (reads, writes)
     return reads, writes

@@ -24,15 +24,15 @@ from ..lang.vector import vec3f
 class QueryType(OpaqueType):
     """An opaque query state whose precision can be named: ``HashGridQuery[wp.float64]``.
 
-    ``iter_next`` names the builtin that advances it (``while next(query, index)``), for front ends that lower
+    ``next_builtin`` names the builtin that advances it (``while next(query, index)``), for front ends that lower
     ``for index in query:``.
     """
 
     def __init__(self, name: str, cname: str, doc: str = "", variants: dict[Any, OpaqueType] | None = None,
-                 iter_next: str = "") -> None:
+                 next_builtin: str = "") -> None:
         super().__init__(name, cname, doc)
         self.variants = variants if variants is not None else {}
-        self.iter_next = iter_next
+        self.next_builtin = next_builtin
 
     def __getitem__(self, dtype: Any) -> OpaqueType:
         t = self.variants.get(scalars.scalar_from_python(dtype))
@@ -42,7 +42,7 @@ class QueryType(OpaqueType):
 
 
 def _hash_query(name: str, scalar: str, doc: str) -> QueryType:
-    return QueryType(name, f"treadle::hash_grid_query_t<treadle::{scalar}>", doc, iter_next="hash_grid_query_next")
+    return QueryType(name, f"treadle::hash_grid_query_t<treadle::{scalar}>", doc, next_builtin="hash_grid_query_next")
 
 
 HashGridQuery = _hash_query(
@@ -54,10 +54,10 @@ for _q in (HashGridQuery, HashGridQueryH, HashGridQueryD):
                         scalars.float64: HashGridQueryD})
 
 BvhQuery = QueryType("BvhQuery", "treadle::bvh_query_t",
-                     "State of a BVH traversal (from ``bvh_query_aabb/ray/sphere/capsule``).", iter_next="bvh_query_next")
+                     "State of a BVH traversal (from ``bvh_query_aabb/ray/sphere/capsule``).", next_builtin="bvh_query_next")
 MeshQueryAABB = QueryType("MeshQueryAABB", "treadle::bvh_query_t",
                           "State of a mesh AABB or sphere query (from ``mesh_query_aabb`` / ``mesh_query_sphere``).",
-                          iter_next="mesh_query_next")
+                          next_builtin="mesh_query_next")
 #: Warp names the erased mesh-query kind ``MeshQuery``; here every mesh query shares one native state.
 MeshQuery = MeshQueryAABB
 
