@@ -1,5 +1,5 @@
-"""Float atomic adds that the CPU launcher combines per thread (``native/atomic.h``) or privatises per chunk
-(``compiler/reductions.py``): same results as plain atomics, within rounding, and never when it would be visible."""
+"""Float atomic adds into constant elements that the CPU launcher privatises per chunk (``compiler/reductions.py``):
+same results as plain atomics, within rounding, and never when it would be visible; other atomics stay atomic."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _ir(k):
 def test_which_kernels_combine_and_privatise():
     assert combinable_targets(_ir(two_sums)) == ["out"] and privatize(_ir(two_sums)) is not None
     assert combinable_targets(_ir(histogram)) == ["hist"] and privatize(_ir(histogram)) is None  # i % 5: not const
-    assert combinable_targets(_ir(vec_sum)) == ["out"] and privatize(_ir(vec_sum)) is None  # vectors: combined
+    assert combinable_targets(_ir(vec_sum)) == ["out"] and privatize(_ir(vec_sum)) is None  # vectors: atomics
     assert combinable_targets(_ir(old_value_used)) is None
     assert combinable_targets(_ir(target_also_read)) is None
 
@@ -96,7 +96,7 @@ def test_privatised_sums_into_constant_elements():
     _close(got[3], 4.0 - 4 * s)
 
 
-def test_combined_histogram_vector_and_double_sums():
+def test_atomic_histogram_vector_and_double_sums():
     x_np = _data(1)
     x = wp.array(x_np, dtype=float)
     hist = wp.zeros(5, dtype=float)

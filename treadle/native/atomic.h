@@ -131,63 +131,6 @@ template <typename T> struct op_xor {
     }
 #endif
 
-// ------------------------------------------------------------------------------------------------ combining (host)
-// A CPU launch loop may switch on combining for one chunk of threads (launch.h: combine_scope) when the kernel's
-// float atomic_add / atomic_sub results are never used and nothing else in the kernel touches their target arrays
-// (compiler/determinism.py decides; the launch loop also checks that the targets overlap no other array argument).
-// A thread's adds to one element are then summed in a per-thread slot and written with one compare-and-swap when
-// the slot is needed for another element or the chunk ends: a sum of 16M values into one cell costs 16M plain
-// additions and a few CAS instead of 16M contended CAS. The result is the same sum in another order, summed in double
-// precision (within rounding, like any parallel float sum); deterministic mode runs such launches as one chunk, in index order.
-#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
-#define TREADLE_HOST_COMBINE 1
-struct combiner_t {
-    void* addr[4];  // the element each slot sums into (null: free); slot = element index & 3
-    float64 sum[4];  // float32 and float64 adds are both summed in double precision
-    int32 size[4];
-    int32 on;
-};
-// `__thread`, not `thread_local`: a plain zero-initialised TLS slot whose accesses never go through the C++
-// thread_local initialisation hooks (one per library: each kernel library flushes its own).
-static __thread combiner_t tl_combiner;
-
-__attribute__((noinline)) inline void combine_flush(combiner_t& c, unsigned s) {
-    void* a = c.addr[s];
-    if (!a)
-        return;
-    if (c.size[s] == 4)
-        cas_update(static_cast<float32*>(a), op_add<float32>{(float32)c.sum[s]});
-    else
-        cas_update(static_cast<float64*>(a), op_add<float64>{c.sum[s]});
-    c.addr[s] = nullptr;
-}
-
-template <typename T> __attribute__((noinline)) inline void combine_start(T* addr, T v, unsigned s) {
-    combiner_t& c = tl_combiner;
-    combine_flush(c, s);
-    c.addr[s] = addr;
-    c.size[s] = (int32)sizeof(T);
-    c.sum[s] = (float64)v;
-}
-
-template <typename T> __attribute__((always_inline)) inline void combine_add(T* addr, T v) {
-    combiner_t& c = tl_combiner;
-    const unsigned s = (unsigned)((unsigned long long)addr / sizeof(T)) & 3u;
-    if (__builtin_expect(c.addr[s] == (void*)addr, 1))
-        c.sum[s] += (float64)v;
-    else
-        combine_start(addr, v, s);
-}
-
-inline void combine_begin() { tl_combiner.on = 1; }
-inline void combine_end() {
-    combiner_t& c = tl_combiner;
-    for (unsigned s = 0; s < 4; ++s)
-        combine_flush(c, s);
-    c.on = 0;
-}
-#endif
-
 }  // namespace detail
 
 #define TREADLE_ATOMIC_SCALAR \
@@ -216,14 +159,6 @@ TREADLE_ATOMIC_SCALAR T atomic_add(T* addr, TREADLE_SCALAR(T) v) {
             return atomicAdd(addr, v);
 #endif
 #endif
-#if defined(TREADLE_HOST_COMBINE)
-        if constexpr (sizeof(T) >= 4) {
-            if (__builtin_expect(detail::tl_combiner.on, 0)) {  // the result is unused when combining is on
-                detail::combine_add(addr, T(v));
-                return T(0);
-            }
-        }
-#endif
         return detail::cas_update(addr, detail::op_add<T>{v});
     }
 }
@@ -246,14 +181,6 @@ TREADLE_ATOMIC_SCALAR T atomic_sub(T* addr, TREADLE_SCALAR(T) v) {
         if constexpr (detail::is_same<T, float64>::value)
             return atomicAdd(addr, -v);
 #endif
-#endif
-#if defined(TREADLE_HOST_COMBINE)
-        if constexpr (sizeof(T) >= 4) {
-            if (__builtin_expect(detail::tl_combiner.on, 0)) {
-                detail::combine_add(addr, T(-v));
-                return T(0);
-            }
-        }
 #endif
         return detail::cas_update(addr, detail::op_sub<T>{v});
     }

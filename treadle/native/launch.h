@@ -73,18 +73,13 @@ template <int NA, int NB, typename A, typename B> inline bool disjoint(const arr
     return ahi <= blo || bhi <= alo;
 }
 
-// Combining of float atomic adds for one chunk of a launch (see atomic.h); flushed when the scope ends.
-struct combine_scope {
-    bool on;
-    explicit combine_scope(bool enable) : on(enable) {
-        if (on)
-            detail::combine_begin();
-    }
-    ~combine_scope() {
-        if (on)
-            detail::combine_end();
-    }
-};
+// Thread-local storage of a kernel library is allocated by the first `__tls_get_addr` of each thread (and updated
+// after later dlopen()s). That slow path can clobber vector registers (glibc's AVX-512 string functions use
+// zmm16-31, which compilers assume it preserves), so a range entry touches its library's TLS first, in a call made
+// before any vector value is live; the TLS accesses of the kernel body (checkpoint stacks, checked mode) then take
+// the fast path.
+static __thread int tl_warm;
+TREADLE_NOINLINE inline void warm_tls() { tl_warm = 1; }
 
 // Points a 1-d array argument at a chunk-local buffer of n elements (reductions, see compiler/reductions.py).
 template <typename T> inline void privatize(array_t<T>& a, T* buf, int64 n) {

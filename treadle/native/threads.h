@@ -78,7 +78,7 @@ struct Pool {
     // Settings (written under `submit`; spin_ns is read by idle workers).
     int64_t serial_threshold = 4096;  // launches with fewer threads run on the caller
     int64_t spin_ns = 200000;         // idle workers spin this long before sleeping
-    int64_t min_chunk = 1024;         // smallest chunk of threads handed out at once
+    int64_t min_chunk = 256;          // smallest chunk of threads handed out at once
     int64_t wake_after_ns = 20000;    // sleeping workers are woken once a launch has run this long on the caller
     int64_t wake_now_size = 262144;   // ... or at once for launches of at least this many threads
 
@@ -127,8 +127,7 @@ struct Pool {
         __atomic_fetch_sub(&busy, 1, __ATOMIC_RELEASE);
     }
 
-    void worker(int index) {
-        uint64_t seen = load_acq(&state);
+    void worker(int index, uint64_t seen) {
         bool slept = false;
         for (;;) {
             if (load_seq(&stop))
@@ -158,11 +157,12 @@ struct Pool {
     struct Start {
         Pool* pool;
         int index;
+        uint64_t seen;  // the state when the worker was created: a job published after that is its first
     };
     static void* thread_main(void* p) {
         Start st = *static_cast<Start*>(p);
         delete static_cast<Start*>(p);
-        st.pool->worker(st.index);
+        st.pool->worker(st.index, st.seen);
         return nullptr;
     }
 
@@ -170,7 +170,7 @@ struct Pool {
         if (workers > kMaxWorkers)
             workers = kMaxWorkers;
         while (nthreads < workers) {
-            Start* st = new Start{this, nthreads + 1};
+            Start* st = new Start{this, nthreads + 1, load_acq(&state)};
             if (pthread_create(&threads[nthreads], nullptr, thread_main, st) != 0) {
                 delete st;
                 return;
@@ -215,8 +215,8 @@ struct Pool {
         if (nt > nthreads + 1)
             nt = nthreads + 1;
         int64_t chunks = (size + min_chunk - 1) / min_chunk;
-        if (chunks > (int64_t)nt * 4)
-            chunks = (int64_t)nt * 4;
+        if (chunks > (int64_t)nt * 16)  // enough chunks to even out threads that start late or run slower
+            chunks = (int64_t)nt * 16;
         if (nt > chunks)
             nt = (int)chunks;
         if (nt <= 1) {

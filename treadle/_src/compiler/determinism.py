@@ -8,8 +8,8 @@ thread-index order (see ``lang/launch.py``). A kernel is order-dependent when it
 
 Integer atomics whose result is unused (counts, histograms, min/max) commute exactly and stay parallel.
 
-**Combinable adds.** :func:`combinable_targets` finds kernels whose float ``atomic_add`` / ``atomic_sub`` can be
-combined per thread before they reach memory (``native/atomic.h``): every such atomic targets an array parameter
+**Combinable adds.** :func:`combinable_targets` finds kernels whose float ``atomic_add`` / ``atomic_sub`` may be
+summed per thread before they reach memory (``reductions.py``): every such atomic targets an array parameter
 directly, its old value is unused, the parameter is used for nothing else, and no called function does atomics.
 """
 

@@ -75,17 +75,13 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
 
     # The general path gets the caller's pointers, never the address of the local copies: a local whose address
     # escapes into a call defeats the alias analysis that lets the fast loops vectorize.
-    combine = ""
-    if kind == "forward" and not checked:
-        from .determinism import combinable_targets
-
-        targets = combinable_targets(f)
-        if targets:
-            ndims = dict(arrays)
-            others = [name for name, _ in arrays if name not in targets]
-            checks = [f"treadle::disjoint<{ndims[t]}, {ndims[o]}>(_in.p_{t}, _in.p_{o})" for t in targets
-                      for o in others]
-            combine = " && ".join(checks) or "true"
+    no_alias = ""
+    if privatized:
+        ndims = dict(arrays)
+        red = [t.name for t in privatized]
+        others = [name for name, _ in arrays if name not in red]
+        no_alias = " && ".join(f"treadle::disjoint<{ndims[t]}, {ndims[o]}>(_in.p_{t}, _in.p_{o})" for t in red
+                               for o in others) or "true"
     lines = [
         f"static TREADLE_NOINLINE void {body}_any(const treadle::launch_bounds_t* b, const Args* a, treadle::int64 _f, "
         "treadle::int32 _a, treadle::int32 _b, treadle::int32 _c, treadle::int32 _d)",
@@ -95,9 +91,8 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         "",
         f'extern "C" TREADLE_EXPORT void {rng}(const void* b, const void* a, long long begin, long long end)',
         "{",
+        "    treadle::warm_tls();",
         "    const treadle::launch_bounds_t bounds = *static_cast<const treadle::launch_bounds_t*>(b);",
-        *(["    const Args& _in = *static_cast<const Args*>(a);",
-           f"    const treadle::combine_scope _combine({combine});"] if combine else []),
         f"    if (!treadle::launch_fast<{nd}>(bounds, end)) {{",
         "        treadle::launch_loop_any(bounds, begin, end, [=](treadle::int64 _f, treadle::int32 _a, "
         "treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {",
@@ -106,13 +101,13 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         "        return;",
         "    }",
     ]
-    if privatized and combine:
+    if privatized:
         from .emit_cpp import cpp_type
 
-        red = {t.name for t in privatized}
-        conds = [combine] + [f"_in.p_{t.name}.shape[0] >= {t.count}" for t in privatized]
+        conds = [no_alias] + [f"_in.p_{t.name}.shape[0] >= {t.count}" for t in privatized]
         conds += [f"treadle::is_dense<{nd_a}>(_in.p_{name})" for name, nd_a in arrays if name not in red]
-        lines += [f"    if ({' && '.join(conds)}) {{", "        Args args = *static_cast<const Args*>(a);"]
+        lines += ["    const Args& _in = *static_cast<const Args*>(a);",
+                  f"    if ({' && '.join(conds)}) {{", "        Args args = *static_cast<const Args*>(a);"]
         for t in privatized:
             ct = cpp_type(t.dtype)
             lines += [f"        {ct} _red_{t.name}[{t.count}] = {{}};",

@@ -237,23 +237,22 @@ def _build(items: list[Built], options: CompileOptions) -> None:
         try:
             _finish(g, job, tmp)
         except CompileError as e:
-            if pch is not None:
-                backend.drop_pch(PRELUDE, options, header_hash())
+            if pch is not None or len(g) > 1:
                 retry.append(g)
-            elif len(g) == 1:
-                g[0].error = e
             else:
-                retry.extend([it] for it in g)
+                g[0].error = e
     if retry:
         pending = [(g, _start(g, options, None)) for g in retry]
         for g, (job, tmp) in pending:
             try:
                 _finish(g, job, tmp)
+                if pch is not None:  # it was the precompiled header: build it again next time
+                    backend.drop_pch(PRELUDE, options, header_hash())
             except CompileError as e:
                 if len(g) == 1:
                     g[0].error = e
                     continue
-                for it in g:  # rare: a bad kernel in a group that first failed with the precompiled header
+                for it in g:  # a bad kernel: build its siblings one by one
                     try:
                         _finish([it], *_start([it], options, None))
                     except CompileError as e1:
@@ -291,11 +290,6 @@ def _log_build(items: list[Built], seconds: float) -> None:
         names = sorted({it.name for it in items if it.name})
         what = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         print(f"treadle: compiled {len(items)} kernel(s) in {seconds:.2f} s ({what})", file=sys.stderr)
-
-
-def _compile_publish(items: list[Built], batch_key: str, options: CompileOptions) -> None:
-    """Compile ``items`` into one library (one translation unit, no precompiled header)."""
-    _finish(items, *_start(items, options, None))
 
 
 def _rmtree(path: Path) -> None:

@@ -50,7 +50,7 @@ def privatize(f: ir.FuncIR) -> tuple[ir.FuncIR, list[Target]] | None:
     if any(not isinstance(params[n].type, ArrayT) or params[n].type.ndim != 1 for n in names):
         return None
     if any(not scalars.is_float_type(params[n].type.dtype) or params[n].type.dtype is scalars.float16 for n in names):
-        return None  # vector targets and half precision keep the (combined) atomic path
+        return None  # vector targets and half precision keep their atomics
     stmts = list(ir.walk(f.body))
     defs = {id(getattr(s, "result", None)): s for s in stmts if getattr(s, "result", None) is not None}
     counts: dict[str, int] = {}

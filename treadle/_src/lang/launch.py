@@ -38,6 +38,7 @@ from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_st
 SERIAL_THRESHOLD = _tp.SERIAL_THRESHOLD
 
 _get_ident = threading.get_ident
+_CLAIM = threading.Lock()
 
 
 def _num_threads() -> int:
@@ -318,14 +319,18 @@ class LaunchPlan:
     def run(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> None:
         """Pack what changed since the last launch from this thread, and run."""
         if self.owner != _get_ident():
-            if self.frame is not None:
+            with _CLAIM:
+                mine = self.frame is None
+                if mine:  # the first launching thread owns the plan's frame from now on
+                    self.frame = _Frame(self.frame_type, self.fwd)
+                    self.addr = self.frame.addr
+                    self.run1 = _runtime().run1
+                    self.owner = _get_ident()
+            if not mine:
                 self._run_fresh(args, device, bounds)  # another thread owns the frame
                 return
-            self.owner = _get_ident()
-            self.frame = _Frame(self.frame_type, self.fwd)
-            self.addr = self.frame.addr
-            self.run1 = _runtime().run1
         fr = self.frame
+        assert fr is not None
         if device is not self.device:
             self.device = device
             self.last = [_UNSET] * self.nargs

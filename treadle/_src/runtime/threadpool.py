@@ -27,8 +27,8 @@ SERIAL_THRESHOLD = 4096
 #: Idle workers spin this long (ns) after a launch before they sleep: back-to-back launches then start in ~1 us,
 #: while an idle process burns no CPU. Waking a sleeping worker costs tens of microseconds.
 SPIN_NS = 200_000
-#: Smallest number of threads handed to a worker at once.
-MIN_CHUNK = 1024
+#: Smallest number of threads handed to a worker at once (a launch is cut into up to 16 chunks per thread).
+MIN_CHUNK = 256
 
 _RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong)
 
