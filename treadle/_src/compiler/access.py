@@ -10,7 +10,6 @@ from typing import Any
 
 from . import ir
 
-
 #: Builtins that look at an array's shape or pointer only, not at its contents.
 _METADATA_ONLY = frozenset({"_array_dim", "len", "_array_valid"})
 
