@@ -142,6 +142,22 @@ template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, 
     }
 }
 
+// The flat loop of a 1-d launch with the threads dealt round-robin to four bodies (threads i, i+1, i+2, i+3 to
+// f0..f3): reductions into chunk-local buffers get four independent accumulators instead of one serial chain.
+template <typename F0, typename F1, typename F2, typename F3>
+inline void launch_loop4(int64 begin, int64 end, F0&& f0, F1&& f1, F2&& f2, F3&& f3) {
+    int32 i = (int32)begin;
+    const int32 e = (int32)end;
+    for (; i + 3 < e; i += 4) {
+        f0(i);
+        f1(i + 1);
+        f2(i + 2);
+        f3(i + 3);
+    }
+    for (; i < e; ++i)
+        f0(i);
+}
+
 // Any launch shape (a kernel launched with another number of dimensions than its tid() unpacks, or more than 2^31
 // threads): the thread index is recomputed for every thread.
 template <typename F> inline void launch_loop_any(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {

@@ -86,6 +86,7 @@ class CpuBackend:
         self.last_compile_seconds = 0.0
         self.compile_count = 0
         self._pch_jobs: dict[str, threading.Thread] = {}
+        self._identities: dict[Any, str] = {}
         self._pch_lock = threading.Lock()
 
     def toolchain(self) -> Toolchain:
@@ -95,7 +96,11 @@ class CpuBackend:
 
     def identity(self, options: CompileOptions) -> str:
         """What identifies binaries of this backend: compiler, CPU, flags."""
-        return f"cpu|{self.toolchain().identity}|{options.key()}"
+        key = (config.cxx, config.kernel_cache_dir, options.key())
+        ident = self._identities.get(key)
+        if ident is None:
+            ident = self._identities[key] = f"cpu|{self.toolchain().identity}|{options.key()}"
+        return ident
 
     def compile(self, source: str, out: Path, options: CompileOptions) -> None:
         """Compile ``source`` into the shared library ``out``; raise :class:`CompileError` on failure."""

@@ -106,14 +106,24 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
 
         conds = [no_alias] + [f"_in.p_{t.name}.shape[0] >= {t.count}" for t in privatized]
         conds += [f"treadle::is_dense<{nd_a}>(_in.p_{name})" for name, nd_a in arrays if name not in red]
-        lines += ["    const Args& _in = *static_cast<const Args*>(a);",
-                  f"    if ({' && '.join(conds)}) {{", "        Args args = *static_cast<const Args*>(a);"]
+        # 1-d launches: four copies of the arguments, each reducing into its own buffer, take threads in turn (four
+        # independent sums, the order of a parallel reduction); n-d launches: one buffer.
+        ways = 4 if nd == 1 else 1
+        lines += ["    const Args& _in = *static_cast<const Args*>(a);", f"    if ({' && '.join(conds)}) {{"]
+        lines += [f"        Args args{w} = *static_cast<const Args*>(a);" for w in range(ways)]
         for t in privatized:
             ct = cpp_type(t.dtype)
-            lines += [f"        {ct} _red_{t.name}[{t.count}] = {{}};",
-                      f"        treadle::privatize(args.p_{t.name}, _red_{t.name}, {t.count});"]
-        lines.append(f"        {loop('true', body + '_priv')}")
-        lines += [f"        treadle::reduce_into(_in.p_{t.name}, _red_{t.name}, {t.count});" for t in privatized]
+            lines.append(f"        {ct} _red_{t.name}[{ways}][{t.count}] = {{}};")
+            lines += [f"        treadle::privatize(args{w}.p_{t.name}, _red_{t.name}[{w}], {t.count});"
+                      for w in range(ways)]
+        if ways == 4:
+            fns = ", ".join(f"[&](treadle::int32 _i) {{ {body}_priv<true>(bounds, _i, _i, 0, 0, 0, args{w}); }}"
+                            for w in range(4))
+            lines.append(f"        treadle::launch_loop4(begin, end, {fns});")
+        else:
+            lines += ["        const Args& args = args0;", f"        {loop('true', body + '_priv')}"]
+        lines += [f"        treadle::reduce_into(_in.p_{t.name}, _red_{t.name}[{w}], {t.count});" for w in range(ways)
+                  for t in privatized]
         lines += ["        return;", "    }"]
     lines.append("    const Args args = *static_cast<const Args*>(a);")
     if arrays and not checked:

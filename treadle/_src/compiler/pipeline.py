@@ -23,16 +23,36 @@ _header_hash: str | None = None
 
 
 def header_hash() -> str:
-    """SHA-256 over the native headers (part of every kernel key)."""
+    """SHA-256 over the native headers (part of every kernel key).
+
+    Reading and hashing every header costs milliseconds at each process start, so the digest is remembered in the
+    kernel cache under a signature of the headers' names, sizes and modification times (any change re-hashes).
+    """
     global _header_hash
     if _header_hash is None:
         from ..backends.cpu import NATIVE_DIR
 
-        h = hashlib.sha256()
-        for p in sorted(NATIVE_DIR.glob("*.h")):
-            h.update(p.name.encode())
-            h.update(p.read_bytes())
-        _header_hash = h.hexdigest()
+        entries = sorted((e.name, e.path, e.stat()) for e in os.scandir(NATIVE_DIR) if e.name.endswith(".h"))
+        sig = hashlib.sha256("".join(f"{n}:{st.st_size}:{st.st_mtime_ns};" for n, _, st in entries).encode())
+        memo = get_cache().root / "headers" / sig.hexdigest()[:32]
+        try:
+            _header_hash = memo.read_text().strip() or None
+        except OSError:
+            _header_hash = None
+        if _header_hash is None or len(_header_hash) != 64:
+            h = hashlib.sha256()
+            for name, path, _ in entries:
+                h.update(name.encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+            _header_hash = h.hexdigest()
+            try:
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+                tmp.write_text(_header_hash)
+                os.replace(tmp, memo)
+            except OSError:
+                pass
     return _header_hash
 
 

@@ -25,6 +25,8 @@ import numpy as np
 
 from ... import config
 from ..autodiff.state import active_tape
+from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
+from ..compiler import pipeline as _pipeline  # noqa: F401
 from ..errors import LaunchError
 from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
