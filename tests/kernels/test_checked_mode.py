@@ -77,3 +77,111 @@ def test_integer_division_by_zero_raises(debug_mode):
     out = wp.zeros(3, dtype=int)
     with pytest.raises(wp.CheckedModeError, match=r"division or modulo by zero \(5 / 0\)"):
         wp.launch(int_div, dim=3, inputs=[a, b, out])
+
+
+# ------------------------------------------------------------------------------------------------ config.verify_fp
+@wp.kernel(module="unique")
+def fp_sqrt(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.sqrt(a[i])  # <-
+
+
+@wp.kernel(module="unique")
+def fp_recip2d(a: wp.array2d(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    out[i, j] = wp.float64(1.0) / a[i, j]  # <-
+
+
+@wp.kernel(module="unique")
+def fp_vec(a: wp.array(dtype=float), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.vec3(1.0, wp.log(a[i]), 2.0)  # <-
+
+
+@wp.kernel(module="unique")
+def fp_atomic(a: wp.array(dtype=float), acc: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(acc, 0, a[i])  # <-
+
+
+@wp.kernel(module="unique")
+def fp_int_store(a: wp.array(dtype=float), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = int(a[i])
+
+
+@pytest.fixture
+def verify_fp():
+    old = wp.config.verify_fp
+    wp.config.verify_fp = True
+    yield
+    wp.config.verify_fp = old
+
+
+def test_verify_fp_nan_store_raises_with_location(verify_fp):
+    a = wp.array(np.array([1.0, 4.0, 9.0, -1.0, 16.0], dtype=np.float32))
+    out = wp.zeros(5, dtype=float)
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(fp_sqrt, dim=5, inputs=[a, out])
+    text = str(info.value)
+    assert f"{__file__}:{_line(fp_sqrt)}" in text
+    assert "kernel 'fp_sqrt'" in text
+    assert "thread 3" in text
+    assert "NaN was stored to out[3]" in text
+    assert "wp.sqrt(a[i])" in text and "^" in text
+    # the other threads ran normally
+    np.testing.assert_allclose(out.numpy()[[0, 1, 2, 4]], [1.0, 2.0, 3.0, 4.0])
+
+
+def test_verify_fp_inf_store_2d_float64(verify_fp):
+    x = np.ones((3, 4))
+    x[1, 2] = 0.0
+    a = wp.array(x, dtype=wp.float64)
+    out = wp.zeros((3, 4), dtype=wp.float64)
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(fp_recip2d, dim=(3, 4), inputs=[a, out])
+    text = str(info.value)
+    assert f"{__file__}:{_line(fp_recip2d)}" in text
+    assert "thread 6" in text  # flat index of (1, 2) in a (3, 4) launch
+    assert "infinite value (Inf) was stored to out[1, 2]" in text
+
+
+def test_verify_fp_checks_every_vector_component(verify_fp):
+    a = wp.array(np.array([1.0, 0.0], dtype=np.float32))  # log(0) = -inf in component 1 of element 1
+    out = wp.zeros(2, dtype=wp.vec3)
+    with pytest.raises(wp.CheckedModeError, match=r"infinite value \(Inf\) was stored to out\[1\]"):
+        wp.launch(fp_vec, dim=2, inputs=[a, out])
+
+
+def test_verify_fp_checks_atomic_results(verify_fp):
+    big = np.finfo(np.float32).max
+    a = wp.array(np.array([big, big, big], dtype=np.float32))  # finite operands, the sum overflows
+    acc = wp.zeros(1, dtype=float)
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(fp_atomic, dim=3, inputs=[a, acc])
+    text = str(info.value)
+    assert f"{__file__}:{_line(fp_atomic)}" in text
+    assert "infinite value (Inf) was stored to acc[0]" in text
+
+
+def test_verify_fp_is_quiet_on_finite_values_and_int_stores(verify_fp):
+    a = wp.array(np.array([1.0, 4.0, 9.0], dtype=np.float32))
+    out = wp.zeros(3, dtype=float)
+    wp.launch(fp_sqrt, dim=3, inputs=[a, out])
+    np.testing.assert_allclose(out.numpy(), [1.0, 2.0, 3.0])
+    iout = wp.zeros(3, dtype=int)
+    wp.launch(fp_int_store, dim=3, inputs=[a, iout])
+    np.testing.assert_array_equal(iout.numpy(), [1, 4, 9])
+
+
+def test_verify_fp_toggles_per_launch():
+    a = wp.array(np.array([-1.0, 4.0], dtype=np.float32))
+    out = wp.zeros(2, dtype=float)
+    wp.launch(fp_sqrt, dim=2, inputs=[a, out])  # off: NaN stored silently
+    assert np.isnan(out.numpy()[0])
+    with wp.config.override(verify_fp=True):
+        with pytest.raises(wp.CheckedModeError, match="NaN was stored to out"):
+            wp.launch(fp_sqrt, dim=2, inputs=[a, out])
+    wp.launch(fp_sqrt, dim=2, inputs=[a, out])  # off again: the optimised build is used, no error
+    assert np.isnan(out.numpy()[0])
+

@@ -45,6 +45,13 @@ class SourceLoc:
         return f"    {stripped}\n    {' ' * col}{'^' * width}"
 
 
+@dataclasses.dataclass(frozen=True)
+class StoreSite(SourceLoc):
+    """A checked float store (``config.verify_fp``): its location and the name of the array written."""
+
+    array: str = "array"
+
+
 class TreadleError(Exception):
     """Base class of all Treadle errors."""
 
@@ -145,13 +152,16 @@ class CheckedModeError(TreadleError, RuntimeError):
     """A runtime check in debug mode failed (out-of-bounds index, division by zero, NaN store)."""
 
 
-def checked_mode_message(rec: tuple[int, int, int, int, int] | list[int], locs: list[SourceLoc], name: str) -> str:
-    """The message of a failed checked-mode check (``rec``: location index, thread, dimension, index, extent).
+def checked_mode_message(rec: tuple[int, ...] | list[int], locs: list[SourceLoc], name: str) -> str:
+    """The message of a failed checked-mode check.
 
+    ``rec``: location index, thread, dimension (or code), index, extent, and optionally three more indices.
     Dimension codes: ``>= 0`` an array dimension, ``-1`` a vector/matrix component, ``-2`` integer division by
-    zero, ``-3`` a zero slice step.
+    zero, ``-3`` a zero slice step, ``-4`` / ``-5`` a NaN / an infinity stored into a float array
+    (``config.verify_fp``; then ``index`` and the extra entries are the element's indices and ``extent`` their
+    number).
     """
-    loc_i, tid, dim, index, extent = rec
+    loc_i, tid, dim, index, extent = rec[:5]
     loc = locs[loc_i] if 0 <= loc_i < len(locs) else None
     if dim >= 0:
         what = f"index {index} is out of bounds for dimension {dim} of extent {extent}"
@@ -159,6 +169,13 @@ def checked_mode_message(rec: tuple[int, int, int, int, int] | list[int], locs: 
         what = f"integer division or modulo by zero ({index} / 0)"
     elif dim == -3:
         what = "slice step cannot be zero"
+    elif dim in (-4, -5):
+        idx = ([index] + list(rec[5:8]))[: max(1, min(int(extent), 4))]
+        arr = loc.array if isinstance(loc, StoreSite) else "array"
+        value = "NaN" if dim == -4 else "an infinite value (Inf)"
+        what = (f"{value} was stored to {arr}[{', '.join(str(int(i)) for i in idx)}] (wp.config.verify_fp is on); "
+                "find the operation that produced it, e.g. a division by zero, sqrt/log of a negative number, or "
+                "an overflow")
     else:
         what = f"component index {index} is out of range for {extent} components"
     text = f"{f'{loc}: ' if loc is not None else ''}kernel '{name}', thread {tid}: {what}"

@@ -55,7 +55,7 @@ namespace treadle {
 inline thread_local int tl_loc = -1;
 inline thread_local long long tl_tid = -1;
 static int g_error_set = 0;
-static long long g_error[5];  // location index, thread, dimension, index, extent
+static long long g_error[8];  // location index, thread, dimension (or code), index, extent, indices 1..3
 }  // namespace treadle
 
 extern "C" void treadle_report_oob(int dim, long long index, long long extent) {
@@ -66,16 +66,60 @@ extern "C" void treadle_report_oob(int dim, long long index, long long extent) {
         treadle::g_error[2] = dim;
         treadle::g_error[3] = index;
         treadle::g_error[4] = extent;
+        treadle::g_error[5] = treadle::g_error[6] = treadle::g_error[7] = 0;
         __atomic_store_n(&treadle::g_error_set, 1, __ATOMIC_RELEASE);
     }
 }
 
+// config.verify_fp: a NaN (code -4) or an infinity (code -5) stored into element (i0, i1, i2, i3) of a float array;
+// `extent` carries the number of indices.
+static void treadle_report_fp(int code, int nidx, long long i0, long long i1, long long i2, long long i3) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&treadle::g_error_set, &expected, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        const long long rec[8] = {treadle::tl_loc, treadle::tl_tid, code, i0, nidx, i1, i2, i3};
+        for (int i = 0; i < 8; ++i) treadle::g_error[i] = rec[i];
+        __atomic_store_n(&treadle::g_error_set, 1, __ATOMIC_RELEASE);
+    }
+}
+
+// The record of the first failed check since the last call (8 entries; see g_error), cleared by reading it.
 extern "C" TREADLE_EXPORT int treadle_checked_error(long long* out) {
     if (__atomic_load_n(&treadle::g_error_set, __ATOMIC_ACQUIRE) != 1) return 0;
-    for (int i = 0; i < 5; ++i) out[i] = treadle::g_error[i];
+    for (int i = 0; i < 8; ++i) out[i] = treadle::g_error[i];
     __atomic_store_n(&treadle::g_error_set, 0, __ATOMIC_RELEASE);
     return 1;
 }
+
+namespace treadle {
+// 0: finite, -4: NaN, -5: infinite (from the bits, so fast-math flags cannot fold the test away).
+inline int fp_class(double x) {
+    unsigned long long b;
+    ::memcpy(&b, &x, 8);
+    if ((b & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL) return 0;
+    return (b & 0x000fffffffffffffULL) ? -4 : -5;
+}
+inline int fp_class(float x) { return fp_class(double(x)); }
+inline int fp_class(const half& x) { return fp_class(double(float(x))); }
+// Check every component of a stored value of scalar type S (scalars, vectors, matrices, quaternions, transforms).
+template <typename S, typename V>
+inline void verify_fp(const V& v, int nidx, long long i0, long long i1 = 0, long long i2 = 0, long long i3 = 0) {
+    const S* p = reinterpret_cast<const S*>(&v);
+    for (size_t k = 0; k < sizeof(V) / sizeof(S); ++k) {
+        const int c = fp_class(p[k]);
+        if (c) {
+            treadle_report_fp(c, nidx, i0, i1, i2, i3);
+            return;
+        }
+    }
+}
+// After an atomic update: check the element it left behind.
+template <typename S, typename V>
+inline void verify_fp_at(const V* addr, int nidx, long long i0, long long i1 = 0, long long i2 = 0,
+                         long long i3 = 0) {
+    const V v = *addr;
+    verify_fp<S>(v, nidx, i0, i1, i2, i3);
+}
+}  // namespace treadle
 #define TREADLE_AT(loc) treadle::tl_loc = (loc);
 #define TREADLE_THREAD(t) treadle::tl_tid = (t);
 #else

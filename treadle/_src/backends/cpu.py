@@ -30,8 +30,10 @@ _ERROR_RE = re.compile(r"^(?P<file>[^:\n]+\.py):(?P<line>\d+):(?:(?P<col>\d+):)?
 class CompileOptions:
     """Options that change the binary (all of them are part of the cache key)."""
 
-    def __init__(self, mode: str = "release", opt_level: int | None = None, extra: list[str] | None = None) -> None:
+    def __init__(self, mode: str = "release", opt_level: int | None = None, extra: list[str] | None = None,
+                 verify_fp: bool = False) -> None:
         self.mode = mode
+        self.verify_fp = verify_fp  # NaN/Inf checks on float stores (checked builds; changes the emitted code)
         self.opt_level = opt_level if opt_level is not None else (1 if mode == "debug" else 3)
         self.extra = list(extra or [])
 

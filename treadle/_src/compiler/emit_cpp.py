@@ -109,9 +109,11 @@ def _scalar_literal(v: Any, t: Any) -> str:
 class Emitter:
     """Writes the C++ block of one kernel instance (plus the functions and types it uses)."""
 
-    def __init__(self, line_directives: bool = True, checked: bool = False) -> None:
+    def __init__(self, line_directives: bool = True, checked: bool = False, verify_fp: bool = False) -> None:
         self.line_directives = line_directives
         self.checked = checked
+        #: ``config.verify_fp`` (checked builds only): check float array stores and atomics for NaN/Inf.
+        self.verify_fp = verify_fp and checked
         #: Source locations referenced by ``TREADLE_AT(i)`` markers in checked builds.
         self.locs: list[Any] = []
         self.tuple_names: dict[Any, str] = {}
@@ -304,12 +306,16 @@ class Emitter:
         elif isinstance(s, ir.ArrayStore):
             idx = ", ".join(op(i) for i in s.indices)
             lines.append(f"{ind}treadle::store({op(s.array)}, {idx}, {op(s.value)});")
+            if self.verify_fp:
+                self.fp_check(s, op(s.value), lines, ind)
         elif isinstance(s, ir.ArrayAtomic):
             idx = ", ".join(op(i) for i in s.indices)
             addr = f"treadle::address({op(s.array)}, {idx})"
             operands = [addr] + ([op(s.compare)] if s.compare is not None else []) + [op(s.value)]
             call = f"treadle::atomic_{s.op}({', '.join(operands)})"
             lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
+            if self.verify_fp:
+                self.fp_check(s, None, lines, ind)
         elif isinstance(s, ir.DeclLocal):
             pass
         elif isinstance(s, ir.LoadLocal):
@@ -345,6 +351,25 @@ class Emitter:
             lines.append(f"{ind}return{' ' + op(s.value) if s.value is not None else ''};")
         else:  # pragma: no cover
             raise EmitError(f"cannot emit {type(s).__name__}")
+
+    def fp_check(self, s: Any, value: str | None, lines: list[str], ind: str) -> None:
+        """``verify_fp``: check a float store (``value``) or atomic (``None``: re-read the element) for NaN/Inf.
+
+        A failure is reported with the array's name and the element's indices (see ``treadle::verify_fp``).
+        """
+        from ..errors import StoreSite
+
+        dtype = getattr(s.array.type, "dtype", None)
+        st = scalar_of(dtype) if dtype is not None and (scalars.is_scalar_type(dtype) or is_composite(dtype)) else None
+        if st is None or not scalars.is_float_type(st) or s.loc is None or len(s.indices) > 4:
+            return
+        name = getattr(s.array, "hint", "") or getattr(getattr(s.array, "local", None), "name", "") or "array"
+        loc = s.loc
+        self.locs.append(StoreSite(loc.file, loc.line, loc.col, loc.end_col, loc.func, array=name))
+        idx = ", ".join(f"(long long)({self.op(i)})" for i in s.indices)
+        what = value if value is not None else f"treadle::address({self.op(s.array)}, {', '.join(map(self.op, s.indices))})"
+        fn = "verify_fp" if value is not None else "verify_fp_at"
+        lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1}) treadle::{fn}<{cpp_type(st)}>({what}, {len(s.indices)}, {idx});")
 
     def for_range(self, s: ir.ForRange, lines: list[str], ind: str) -> None:
         op = self.op

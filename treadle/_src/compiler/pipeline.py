@@ -64,12 +64,13 @@ def dump(stage: str, name: str, text: str) -> None:
         (d / f"{name}.{stage}").write_text(text)
 
 
-def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = False) -> tuple[str, str, list[Any]]:
+def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = False,
+                      verify_fp: bool = False) -> tuple[str, str, list[Any]]:
     """C++ for one kernel (with its functions), wrapped in a namespace named by its content hash.
 
     Returns ``(block, symbol, locations)``; ``locations`` maps checked-mode markers to source locations.
     """
-    em = Emitter(line_directives=config.line_directives, checked=checked)
+    em = Emitter(line_directives=config.line_directives, checked=checked, verify_fp=verify_fp)
     grad_text = _grad_support(em, funcs, kernel_ir)
     func_text = grad_text + [em.function(fi.ir, fi.cname) for fi in funcs]
     args_struct, body = em.kernel(kernel_ir, "@SYMBOL@")
@@ -162,7 +163,8 @@ def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name
     """Emit and hash one kernel."""
     if config.dump:  # formatting the IR is not free: only when asked for
         dump("ir", name, "\n\n".join([ir.format_func(fi.ir) for fi in ordered_deps(deps)] + [ir.format_func(kernel_ir)]))
-    block, symbol, locs = emit_kernel_block(kernel_ir, ordered_deps(deps), checked=options.mode == "debug")
+    block, symbol, locs = emit_kernel_block(kernel_ir, ordered_deps(deps), checked=options.mode == "debug",
+                                           verify_fp=getattr(options, "verify_fp", False))
     dump("cpp", name, PRELUDE + block)
     backend = get_cpu_backend()
     key_src = "\n".join([config.version, header_hash(), backend.identity(options), block])

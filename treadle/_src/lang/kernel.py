@@ -237,7 +237,7 @@ class KernelInstance:
         err = getattr(self, "checked_error", None)
         if err is None:
             return
-        buf = (ctypes.c_longlong * 5)()
+        buf = (ctypes.c_longlong * 8)()
         if not err(ctypes.addressof(buf)):
             return
         from ..errors import CheckedModeError, checked_mode_message
@@ -338,14 +338,23 @@ class Kernel:
         from ..backends.cpu import CompileOptions
 
         mode = self.options.get("mode", self.module.option("mode", config.mode))
+        fp = self.verify_fp()
+        if fp and mode == "release":
+            mode = "debug"  # verify_fp reports through the checked-mode machinery
         return CompileOptions(mode=mode, opt_level=self.module.option("optimization_level",
                                                                       config.optimization_level),
-                              extra=list(config.cpu_compiler_flags))
+                              extra=list(config.cpu_compiler_flags), verify_fp=fp)
+
+    def verify_fp(self) -> bool:
+        """``verify_fp`` for this kernel (kernel option, else module option, else ``wp.config.verify_fp``)."""
+        return bool(self.options.get("verify_fp", self.module.option("verify_fp", config.verify_fp)))
 
     def get_instance(self, types: tuple[Any, ...] | None) -> KernelInstance:
         """The instance for concrete types (``None``: the declared types of a non-generic kernel)."""
         key_types = tuple(self.param_types) if types is None else types
         mode_key = (key_types, self.options.get("mode", self.module.option("mode", config.mode)))
+        if config.verify_fp or self.options.get("verify_fp") or self.module.option("verify_fp", False):
+            mode_key += (self.verify_fp(),)
         inst = self.instances.get(mode_key)
         if inst is None:
             inst = KernelInstance(self, key_types)

@@ -269,7 +269,7 @@ class LaunchPlan:
 
     __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_type", "fwd", "nargs",
                  "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel", "addr", "run1",
-                 "cur_nt")
+                 "cur_nt", "cfg_fp")
 
     def __init__(self, inst: KernelInstance) -> None:
         from ..compiler.determinism import kernel_order_dependent
@@ -286,6 +286,7 @@ class LaunchPlan:
             ("cmd", _tp.Cmd), ("bounds", LaunchBounds), ("args", self.args_type)]})
         self.fwd = _range_entry(inst, "forward")
         self.cfg_mode = config.mode
+        self.cfg_fp = config.verify_fp
         self.owner = -1
         self.frame: _Frame | None = None
         self.last: list[Any] = [_UNSET] * self.nargs
@@ -530,7 +531,7 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
     """Launch ``kernel`` over a grid of ``dim`` threads with ``inputs`` followed by ``outputs`` as arguments."""
     plan = getattr(kernel, "_launch_fast", None)
     if (plan is not None and not adjoint and not record_cmd and config.mode is plan.cfg_mode
-            and plan.inst in plan.kernel.instances.values()):
+            and config.verify_fp is plan.cfg_fp and plan.inst in plan.kernel.instances.values()):
         # Fast path: a loaded non-generic kernel whose options have not changed since its plan was made.
         args = inputs if not outputs else [*inputs, *outputs]
         dev = get_device(device)
