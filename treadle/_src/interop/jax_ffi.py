@@ -209,6 +209,64 @@ def get_dispatcher() -> _Dispatcher:
         return _dispatcher
 
 
+# ------------------------------------------------------------------ shard_map: varying manual axes
+#
+# Inside ``jax.shard_map`` (with its default ``check_vma=True``) every value carries the set of mesh axes it varies
+# over. ``ffi_call`` requires all operands to agree, and its results must say how they vary: a result computed from
+# per-shard data varies over every axis an operand varies over. JAX spells this set ``aval.mat.varying`` and
+# ``ShapeDtypeStruct(manual_axis_type=...)`` in recent releases and ``aval.vma`` / ``ShapeDtypeStruct(vma=...)``
+# before that; both are handled. Outside ``shard_map`` the set is empty and nothing changes.
+
+
+def varying_axes(x: Any) -> frozenset:
+    """The mesh axes a (traced) JAX value varies over inside ``shard_map`` (empty elsewhere)."""
+    import jax
+
+    try:
+        aval = jax.typeof(x)
+    except Exception:  # noqa: BLE001 - not a JAX value
+        return frozenset()
+    mat = getattr(aval, "mat", None)
+    if mat is not None and hasattr(mat, "varying"):
+        return frozenset(mat.varying)
+    return frozenset(getattr(aval, "vma", None) or ())
+
+
+def make_varying(x: Any, axes: frozenset) -> Any:
+    """``x`` marked as varying over ``axes`` too (``lax.pcast(..., to="varying")``; its transpose is a psum)."""
+    import jax
+
+    missing = tuple(sorted(axes - varying_axes(x), key=str))
+    if not missing:
+        return x
+    pcast = getattr(jax.lax, "pcast", None)
+    if pcast is not None:
+        return pcast(x, missing, to="varying")
+    return jax.lax.pvary(x, missing)  # type: ignore[attr-defined]  # JAX releases before pcast
+
+
+def match_varying(args: Sequence[Any]) -> tuple[list[Any], frozenset]:
+    """Mark every argument as varying over the union of their varying axes; returns the arguments and the union."""
+    vma: frozenset = frozenset()
+    for a in args:
+        vma |= varying_axes(a)
+    if not vma:
+        return list(args), vma
+    return [make_varying(a, vma) for a in args], vma
+
+
+def with_varying(sds: Any, vma: frozenset) -> Any:
+    """A ``jax.ShapeDtypeStruct`` like ``sds`` that varies over the mesh axes ``vma``."""
+    import jax
+
+    mat_cls = getattr(jax.sharding, "ManualAxisType", None)
+    if mat_cls is not None:
+        # The manual axis type belongs to a sharding over the (abstract) mesh shard_map is running on.
+        sharding = jax.sharding.NamedSharding(jax.sharding.get_abstract_mesh(), jax.sharding.PartitionSpec())
+        return jax.ShapeDtypeStruct(sds.shape, sds.dtype, sharding=sharding, manual_axis_type=mat_cls(varying=vma))
+    return jax.ShapeDtypeStruct(sds.shape, sds.dtype, vma=vma)  # type: ignore[call-arg]
+
+
 def ffi_call(plan: Plan, args: list[Any], results: list[Any], *, aliases: dict[int, int] | None = None,
              vmap_method: str | None = "broadcast_all", has_side_effect: bool = False) -> list[Any]:
     """Call the dispatcher with ``plan`` on JAX ``args``; ``results`` are ``jax.ShapeDtypeStruct``s.
@@ -219,6 +277,9 @@ def ffi_call(plan: Plan, args: list[Any], results: list[Any], *, aliases: dict[i
     import numpy as np
 
     d = get_dispatcher()
+    args, vma = match_varying(args)
+    if vma:
+        results = [with_varying(r, vma) for r in results]
     if aliases and vmap_method == "expand_dims":
         # XLA requires an aliased operand and its result to have the same shape, which "expand_dims" breaks for an
         # unbatched in-out argument (size-1 batch dim in, full batch out): broadcast instead.
@@ -229,4 +290,5 @@ def ffi_call(plan: Plan, args: list[Any], results: list[Any], *, aliases: dict[i
     return list(out)
 
 
-__all__ = ["CALLBACK_FN", "TARGET", "BufferSpec", "Plan", "ffi_call", "get_dispatcher"]
+__all__ = ["CALLBACK_FN", "TARGET", "BufferSpec", "Plan", "ffi_call", "get_dispatcher", "match_varying",
+           "varying_axes"]

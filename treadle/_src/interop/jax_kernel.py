@@ -450,6 +450,11 @@ class FfiKernel:
             return list(self._eager_fn(lp, vm)(*arrays))
         if not self.enable_backward:
             return self._forward(arrays, lp, vm)
+        # Inside shard_map, mark every input as varying over the same mesh axes before the custom VJP: JAX then
+        # differentiates that cast itself (an invariant input's gradient is summed over the shards).
+        from .jax_ffi import match_varying
+
+        arrays, _ = match_varying(arrays)
         return list(self._diff_fn(lp, vm)(*arrays))
 
     def _eager_fn(self, lp: _Launch, vm: Any) -> Any:
