@@ -196,6 +196,9 @@ class FakeDriver:
     def _cuMemcpyAsync(self, dst: int, src: int, n: int, stream: int) -> None:
         ctypes.memmove(dst, src, n)
 
+    def _cuMemcpyPeerAsync(self, dst: int, dctx: int, src: int, sctx: int, n: int, stream: int) -> None:
+        ctypes.memmove(dst, src, n)
+
     _cuMemcpyHtoDAsync = _cuMemcpyAsync
     _cuMemcpyDtoHAsync = _cuMemcpyAsync
 
@@ -286,3 +289,37 @@ class FakeDriver:
                               "size": bounds.size, "ndim": bounds.ndim, "args": ptrs[1], "ctx": self.current_ctx})
         if self.executor is not None:
             self.executor(self.functions.get(int(f), ""), ptrs[0], ptrs[1])
+
+
+def cpu_executor() -> Any:
+    """An ``executor`` that runs each fake CUDA launch with the CPU build of the same kernel.
+
+    The fake's "device memory" is host memory and a CUDA ``Args`` struct is byte for byte the CPU one, so running
+    the CPU entry point of the kernel whose symbol the CUDA entry names (``<symbol>_cuda_forward`` /
+    ``<symbol>_cuda_backward``) computes what the GPU would: launches through the fake give real results.
+    """
+    from treadle._src.lang.kernel import modules
+
+    def find(sym: str, kind: str) -> Any:
+        for mod in list(modules().modules.values()):
+            for k in mod.kernels:
+                for inst in list(k.instances.values()):
+                    if kind == "forward":
+                        inst.prepare()
+                        if inst.built.symbol == sym:
+                            inst.ensure_loaded()
+                            return inst.entry
+                    elif k.enable_backward and inst.backward_built().symbol == sym:
+                        return inst.ensure_backward()
+        raise RuntimeError(f"fake driver: no CPU build for {sym} ({kind})")
+
+    cache: dict[str, Any] = {}
+
+    def execute(entry: str, bounds: int, args: int) -> None:
+        fn = cache.get(entry)
+        if fn is None:
+            sym, kind = entry.rsplit("_cuda_", 1)
+            fn = cache[entry] = find(sym, kind)
+        fn(ctypes.c_void_p(bounds), ctypes.c_void_p(args), 1)
+
+    return execute

@@ -444,15 +444,15 @@ def options_for(device: Any, mode: str = "release", module_options: Any = None) 
 def entry_options(kernel_options: dict[str, Any] | None = None, module_options: Any = None) -> Any:
     """The CUDA entry options of a kernel.
 
-    From the kernel's options (``launch_bounds``, ``grid_stride``) and its module's (``block_dim``,
-    ``cuda_ckpt_bytes``).
+    From the kernel's options (``@wp.kernel(launch_bounds=...)``, ``grid_stride``) and its module's
+    (``launch_bounds``, ``block_dim``, ``cuda_ckpt_bytes``); the kernel's win.
     """
     from ..compiler.emit_cuda import DEFAULT_CKPT_BYTES, CudaEntryOptions
 
     ko = kernel_options or {}
     mo = module_options if module_options is not None else {}
     return CudaEntryOptions.from_launch_bounds(
-        ko.get("launch_bounds"), block_dim=ko.get("block_dim", mo.get("block_dim", 256)),
+        ko.get("launch_bounds", mo.get("launch_bounds")), block_dim=ko.get("block_dim", mo.get("block_dim", 256)),
         grid_stride=bool(ko.get("grid_stride", True)),
         ckpt_bytes=int(ko.get("cuda_ckpt_bytes", mo.get("cuda_ckpt_bytes", DEFAULT_CKPT_BYTES))))
 
@@ -468,7 +468,7 @@ def load_cuda_kernel(inst: Any, device: Any, adjoint: bool = False) -> Any:
     memo = inst.__dict__.setdefault("_cuda_functions", {})
     mkey = (device.alias, adjoint)
     fn = memo.get(mkey)
-    if fn is not None:
+    if fn is not None and fn.device is device:
         return fn
     kernel = inst.kernel
     if adjoint and not kernel.enable_backward:

@@ -707,11 +707,12 @@ class array:
             return np.empty((0,), dtype=numpy_scalar_dtype(self.dtype) if self.dtype is not Any else np.float32)
         if self.device.allocator.host_accessible:
             return self._host_numpy()
-        src = self if self.is_contiguous else self.contiguous()
         npdt = numpy_scalar_dtype(self.dtype)
         host = np.empty(self.shape + inner_shape(self.dtype), dtype=npdt)
-        if self.size:
-            self.device.allocator.copy_to_host(host.ctypes.data, src.ptr, host.nbytes)
+        if self.size and self.is_contiguous:
+            self.device.allocator.copy_to_host(host.ctypes.data, self.ptr, host.nbytes)
+        elif self.size:
+            host.reshape(-1).view(np.uint8)[...] = _device_read(self).reshape(-1)
         return host
 
     def _elements(self, raw: np.ndarray) -> list[Any]:
@@ -838,9 +839,10 @@ class array:
             }
             np.asarray(_HostView(self, iface))[...] = raw
             return
-        if not self.is_contiguous:
-            raise NotImplementedError(f"Filling non-contiguous arrays on device {self.device} is not supported yet")
         host = np.tile(raw, self.size)
+        if not self.is_contiguous:
+            _device_write(self, host)
+            return
         self.device.allocator.copy_from_host(self.ptr, host.ctypes.data, host.nbytes)
 
     def assign(self, src: Any) -> None:
@@ -1012,9 +1014,16 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
         if dest.device.allocator.host_accessible and src.device.allocator.host_accessible:
             dest._host_numpy()[...] = src._host_numpy()
             return
-        raise NotImplementedError(
-            f"Copying non-contiguous arrays between {src.device} and {dest.device} is not supported yet"
-        )
+        # device memory on either side: gather the source into contiguous host bytes, scatter into the destination
+        if src.device.allocator.host_accessible:
+            data = np.ascontiguousarray(src._host_numpy()).reshape(-1).view(np.uint8)
+        else:
+            data = _device_read(src)
+        if dest.device.allocator.host_accessible:
+            dest._host_numpy().reshape(-1).view(np.uint8)[...] = data.reshape(-1)
+        else:
+            _device_write(dest, data)
+        return
     if not (dest.is_contiguous and src.is_contiguous):
         raise ValueError(
             f"copy(): arrays of different shapes ({src.shape} -> {dest.shape}) or copies with offsets/count "
@@ -1045,5 +1054,37 @@ def _copy_bytes(dest: array, dst: int, src: array, srcp: int, nbytes: int) -> No
         sa.copy_to_host(dst, srcp, nbytes)
     elif da.host_accessible or da is sa:
         da.memcpy(dst, srcp, nbytes)
+    elif hasattr(da, "copy_peer"):  # between two CUDA devices
+        da.copy_peer(dst, src.device, srcp, nbytes)
     else:
         raise NotImplementedError(f"Copying between devices {src.device} and {dest.device} is not supported yet")
+
+
+def _strided_bytes(a: array, raw: np.ndarray) -> np.ndarray:
+    """A byte view of ``a``'s elements inside ``raw`` (its memory from the first element to the last)."""
+    itemsize = elem_size(a.dtype)
+    return np.lib.stride_tricks.as_strided(raw, shape=(*a.shape, itemsize), strides=(*a.strides, 1))
+
+
+def _device_read(a: array) -> np.ndarray:
+    """The elements of a non-contiguous device array as contiguous host bytes (copies the spanned memory)."""
+    extent = _extent(a.shape, a.strides, elem_size(a.dtype))
+    raw = np.empty(extent, dtype=np.uint8)
+    if extent:
+        a.device.allocator.copy_to_host(raw.ctypes.data, a.ptr, extent)
+    return np.ascontiguousarray(_strided_bytes(a, raw))
+
+
+def _device_write(a: array, data: np.ndarray) -> None:
+    """Store contiguous host bytes into the elements of a (non-contiguous) device array, keeping the gaps."""
+    extent = _extent(a.shape, a.strides, elem_size(a.dtype))
+    if not extent:
+        return
+    raw = np.empty(extent, dtype=np.uint8)
+    alloc = a.device.allocator
+    alloc.copy_to_host(raw.ctypes.data, a.ptr, extent)
+    _strided_bytes(a, raw)[...] = np.asarray(data, dtype=np.uint8).reshape((*a.shape, elem_size(a.dtype)))
+    alloc.copy_from_host(a.ptr, raw.ctypes.data, extent)
+    synchronize = getattr(a.device, "synchronize", None)
+    if synchronize is not None:
+        synchronize()  # raw is freed on return: the upload must have read it

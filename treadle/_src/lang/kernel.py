@@ -401,7 +401,8 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
         if module_options:
             mod.options.update(module_options)
         key = name or getattr(fn, "__qualname__", fn.__name__)
-        return Kernel(fn, key, mod, options, enable_backward)
+        opts = options if launch_bounds is None else {**options, "launch_bounds": launch_bounds}  # CUDA entry
+        return Kernel(fn, key, mod, opts, enable_backward)
 
     return wrap if f is None else wrap(f)
 

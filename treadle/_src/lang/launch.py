@@ -552,16 +552,16 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
                     plan.inst.check_errors()
             return None
     return _launch_slow(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint, record_tape,
-                        record_cmd)
+                        record_cmd, stream, block_dim, max_blocks)
 
 
 def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any], adj_inputs: Sequence[Any],
                  adj_outputs: Sequence[Any], device: Any, adjoint: bool, record_tape: bool,
-                 record_cmd: bool) -> Launch | None:
+                 record_cmd: bool, stream: Any = None, block_dim: int = 256, max_blocks: int = 0) -> Any:
     dev = get_device(device)
     if not getattr(kernel, "_treadle_kernel_", False):
         raise LaunchError(f"wp.launch() expects a @wp.kernel, got {type(kernel).__name__}")
-    if not dev.is_cpu:
+    if not dev.is_cpu and not dev.is_cuda:
         raise LaunchError(f"device '{dev}' has no backend in this build; launch on 'cpu'")
     args = list(inputs) + list(outputs) if outputs else list(inputs)
     names = kernel.param_names
@@ -573,6 +573,11 @@ def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Seque
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
+    if dev.is_cuda:  # the CUDA backend: same packing, launched through the driver (backends/cuda_launch.py)
+        from ..backends.cuda_launch import launch_cuda
+
+        return launch_cuda(kernel, dim, args, dev, inputs, outputs, list(adj_inputs) + list(adj_outputs), adjoint,
+                           record_tape, record_cmd, stream, block_dim, max_blocks)
     if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/compiler/interpret.py
         from ..compiler.interpret import interpret_launch
         return interpret_launch(kernel, dim, args, dev, inputs, outputs, adjoint, list(adj_inputs) + list(adj_outputs), record_tape, record_cmd)

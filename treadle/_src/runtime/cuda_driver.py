@@ -484,6 +484,16 @@ class CudaAllocator(memory.Allocator):
             with self.device.guard():
                 call("cuMemcpyAsync", dst, src, nbytes, self._stream())
 
+    def copy_peer(self, dst: int, src_device: Any, src: int, nbytes: int) -> None:
+        """Copy from another CUDA device's memory on this device's current stream, after the source's stream."""
+        if nbytes <= 0:
+            return
+        stream = self.device.stream
+        if src_device is not self.device:
+            stream.wait_stream(src_device.stream)
+        with self.device.guard():
+            call("cuMemcpyPeerAsync", dst, self.device.context, src, src_device.context, nbytes, stream.cuda_stream)
+
     def copy_from_host(self, dst: int, src: int, nbytes: int) -> None:
         """Host -> device on the current stream (pageable sources are staged before this returns)."""
         if nbytes > 0:

@@ -1,0 +1,201 @@
+"""``wp.launch`` on CUDA devices: the same argument packing as the CPU (``lang/abi.py``), run by the driver.
+
+``lang/launch.py`` hands every launch on a ``cuda:N`` device to :func:`launch_cuda`. A kernel instance gets one
+:class:`CudaPlan` per device and pass (forward or adjoint): the per-parameter packers of the CPU launcher
+(``launch.make_packer``, so a CUDA ``Args`` struct is byte for byte the CPU one) and the loaded entry point
+(:func:`treadle._src.backends.cuda.load_cuda_kernel`). No CPU library is built for a CUDA launch.
+
+A launch packs its arguments into a fresh ``Args`` struct (the driver copies parameters during ``cuLaunchKernel``,
+so nothing has to outlive the call) and launches on the given stream, else the device's current stream. Recorded
+launches (``record_cmd=True``) are :class:`CudaLaunch` objects holding their packed arguments; replaying one is a
+single driver call. Checked-mode kernels and backward passes with loop checkpoints read back what the device
+recorded after the launch (which waits for the device), except during a graph capture.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ... import config
+from ..errors import LaunchError
+
+
+class CudaPlan:
+    """What launching one kernel instance's forward or backward pass on one device needs, made once."""
+
+    __slots__ = ("inst", "kernel", "device", "adjoint", "names", "packers", "args_type", "fn", "checked")
+
+    def __init__(self, inst: Any, device: Any, adjoint: bool) -> None:
+        from ..lang.launch import make_packer
+        from . import cuda as cb
+
+        self.inst = inst
+        self.kernel = inst.kernel
+        self.device = device
+        self.adjoint = adjoint
+        self.names = list(inst.kernel.param_names)
+        self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
+        self.args_type = inst.args_type
+        self.fn = cb.load_cuda_kernel(inst, device, adjoint=adjoint)
+        # read back device-side records after a launch: checked mode, and loop checkpoints of backward passes
+        self.checked = inst.options.mode == "debug" or (adjoint and self.fn.ckpt_bytes > 0)
+
+    def pack(self, args: Sequence[Any]) -> ctypes.Structure:
+        """The ``Args`` struct of ``args`` (each checked as on the CPU, arrays must live on this device)."""
+        packed = self.args_type()
+        dev = self.device
+        for name, packer, v in zip(self.names, self.packers, args):
+            setattr(packed, name, packer(v, dev))
+        return packed  # type: ignore[no-any-return]
+
+    def run(self, bounds: Any, packed: Any, stream: Any = None, block_dim: int | None = None,
+            max_blocks: int = 0) -> None:
+        if bounds.size <= 0:
+            return
+        if block_dim == 256 and self.fn.block_dim < 256:
+            block_dim = None  # launch()'s default: the kernel's own block size (its launch_bounds)
+        self.fn.launch(bounds, packed, stream=stream, block_dim=block_dim, max_blocks=max_blocks)
+        if self.checked and not _capturing(self.device, stream):
+            self.fn.check_errors()
+
+
+def _capturing(device: Any, stream: Any) -> bool:
+    try:
+        s = stream if stream is not None else device.stream
+        return bool(s.is_capturing)
+    except Exception:  # noqa: BLE001 - a driver without capture queries (tests)
+        return False
+
+
+def plan_for(inst: Any, device: Any, adjoint: bool = False) -> CudaPlan:
+    """The memoised :class:`CudaPlan` of ``inst`` on ``device``."""
+    memo = inst.__dict__.setdefault("_cuda_plans", {})
+    key = (device.alias, adjoint)
+    plan = memo.get(key)
+    if plan is None or plan.device is not device:
+        plan = CudaPlan(inst, device, adjoint)
+        memo[key] = plan
+    return plan  # type: ignore[no-any-return]
+
+
+def instance_for(kernel: Any, args: Sequence[Any]) -> Any:
+    """The kernel instance for these arguments (generic kernels are specialised on the argument types)."""
+    if kernel.is_generic:
+        from ..lang.launch import value_type
+
+        return kernel.get_instance(tuple(value_type(v, t) for v, t in zip(args, kernel.param_types)))
+    return kernel.get_instance(None)
+
+
+def _stream_of(stream: Any, device: Any) -> Any:
+    if stream is None:
+        return None
+    if not hasattr(stream, "cuda_stream"):
+        raise LaunchError(f"stream= expects a wp.Stream, got {type(stream).__name__}")
+    if getattr(stream, "device", device) is not device:
+        raise LaunchError(f"the launch is on '{device}' but its stream belongs to '{stream.device}'")
+    return stream
+
+
+class CudaLaunch:
+    """A recorded CUDA launch (``launch(..., record_cmd=True)`` on a CUDA device), replayed with :meth:`launch`."""
+
+    def __init__(self, plan: CudaPlan, bounds: Any, args: Sequence[Any], packed: Any, stream: Any = None,
+                 block_dim: int | None = None, max_blocks: int = 0) -> None:
+        self.plan = plan
+        self.kernel = plan.kernel
+        self.instance = plan.inst
+        self.device = plan.device
+        self.adjoint = plan.adjoint
+        self.bounds = bounds
+        self.args = packed
+        self.stream = stream
+        self.block_dim = block_dim
+        self.max_blocks = max_blocks
+        self._keep = list(args)
+
+    def set_dim(self, dim: Any) -> None:
+        """Change the launch grid."""
+        from ..lang.launch import launch_bounds
+
+        self.bounds = launch_bounds(dim)
+
+    def set_param_at_index(self, index: int, value: Any) -> None:
+        """Replace one argument by position."""
+        name = self.kernel.param_names[index]
+        setattr(self.args, name, self.plan.packers[index](value, self.device))
+        self._keep[index] = value
+
+    def set_param_by_name(self, name: str, value: Any) -> None:
+        """Replace one argument by name."""
+        self.set_param_at_index(self.kernel.param_names.index(name), value)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        """Replace all arguments."""
+        for i, v in enumerate(values):
+            self.set_param_at_index(i, v)
+
+    def launch(self, stream: Any = None) -> None:
+        """Launch again (on ``stream``, else the recorded stream, else the device's current stream)."""
+        s = _stream_of(stream, self.device) if stream is not None else self.stream
+        self.plan.run(self.bounds, self.args, s, self.block_dim, self.max_blocks)
+
+
+def launch_cuda(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Sequence[Any], outputs: Sequence[Any],
+                adj: list[Any], adjoint: bool, record_tape: bool, record_cmd: bool, stream: Any = None,
+                block_dim: int | None = None, max_blocks: int = 0) -> CudaLaunch | None:
+    """``wp.launch`` on a CUDA device (``args``: inputs + outputs with defaults filled in)."""
+    from ..autodiff.state import active_tape
+    from ..lang.launch import _bounds
+
+    inst = instance_for(kernel, args)
+    bounds = _bounds(dim)
+    s = _stream_of(stream, device)
+    bd = int(block_dim) if block_dim else None
+    if adjoint:
+        plan = plan_for(inst, device, adjoint=True)
+        packed = plan.pack(args)
+        keep = _apply_adjoints(plan, packed, adj)
+        rec = CudaLaunch(plan, bounds, [*args, *keep], packed, s, bd, max_blocks)
+        if record_cmd:
+            return rec
+        plan.run(bounds, packed, s, bd, max_blocks)
+        return None
+    plan = plan_for(inst, device)
+    packed = plan.pack(args)
+    if record_tape:
+        tape = active_tape()
+        if tape is not None:
+            tape.record_launch(kernel, dim, inputs, outputs, device, inst)
+    if config.print_launches:
+        print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {device}", file=sys.stderr)
+    if record_cmd:
+        return CudaLaunch(plan, bounds, args, packed, s, bd, max_blocks)
+    plan.run(bounds, packed, s, bd, max_blocks)
+    return None
+
+
+def _apply_adjoints(plan: CudaPlan, packed: Any, adj: list[Any]) -> list[Any]:
+    """Point array gradients at the ``adj`` arrays where given (else each array's own ``.grad``)."""
+    from ..lang.array import array
+    from ..lang.typesys import ArrayT
+
+    keep = []
+    for i, (name, t) in enumerate(zip(plan.names, plan.inst.types)):
+        if isinstance(t, ArrayT) and i < len(adj) and adj[i] is not None:
+            g = adj[i]
+            if not isinstance(g, array):
+                raise LaunchError(f"adjoint for '{name}' must be an array, got {type(g).__name__}")
+            if g.device != plan.device:
+                raise LaunchError(f"adjoint array for '{name}' is on '{g.device}' but the launch is on "
+                                  f"'{plan.device}'")
+            desc = getattr(packed, name)
+            if tuple(g.shape) != tuple(desc.shape[: desc.ndim]):
+                raise LaunchError(f"adjoint array for '{name}' has shape {g.shape}, expected "
+                                  f"{tuple(desc.shape[: desc.ndim])}")
+            desc.grad = g.ptr or 0
+            keep.append(g)
+    return keep
