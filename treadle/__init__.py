@@ -83,6 +83,11 @@ from ._src.lang.creation import ones_like as ones_like
 from ._src.lang.creation import zeros as zeros
 from ._src.lang.creation import zeros_like as zeros_like
 from ._src.lang.function import Function as Function
+from ._src.lang.indexedarray import indexedarray as indexedarray
+from ._src.lang.indexedarray import indexedarray1d as indexedarray1d
+from ._src.lang.indexedarray import indexedarray2d as indexedarray2d
+from ._src.lang.indexedarray import indexedarray3d as indexedarray3d
+from ._src.lang.indexedarray import indexedarray4d as indexedarray4d
 from ._src.lang.kernel import Kernel as Kernel
 from ._src.lang.kernel import Module as Module
 from ._src.lang.kernel import ModuleBuildOptions as ModuleBuildOptions
@@ -147,6 +152,7 @@ from ._src.lang.scalars import uint16 as uint16
 from ._src.lang.scalars import uint32 as uint32
 from ._src.lang.scalars import uint64 as uint64
 from ._src.lang.struct import struct as struct
+from ._src.lang.typesys import ref as ref
 from ._src.lang.vector import vec2 as vec2
 from ._src.lang.vector import vec2b as vec2b
 from ._src.lang.vector import vec2d as vec2d

@@ -7,6 +7,7 @@
 #include "mat.h"
 #include "atomic.h"
 #include "array.h"
+#include "indexedarray.h"
 #include "print.h"
 #include "noise.h"
 #include "hashgrid.h"

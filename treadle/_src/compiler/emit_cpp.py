@@ -49,7 +49,8 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
     if kind == "transform_t":
         return f"treadle::transform_t<{cpp_type(t._wp_scalar_type_)}>"
     if isinstance(t, ArrayT):
-        return f"treadle::array_t<{cpp_type(t.dtype, names)}>"
+        kind = "indexedarray_t" if t.indexed else "array_t"
+        return f"treadle::{kind}<{cpp_type(t.dtype, names)}>"
     if isinstance(t, OpaqueType):
         return t.cname
     if is_struct(t):

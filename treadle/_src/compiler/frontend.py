@@ -15,7 +15,18 @@ from typing import Any
 from ..builtins import REGISTRY
 from ..errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
 from ..lang import scalars
-from ..lang.typesys import ArrayT, TupleT, is_composite, is_int, is_struct, normalize_annotation, scalar_of, type_str
+from ..lang.typesys import (
+    ArrayT,
+    StaticArgT,
+    TupleT,
+    is_callable_object,
+    is_composite,
+    is_int,
+    is_struct,
+    normalize_annotation,
+    scalar_of,
+    type_str,
+)
 from . import ir
 from .lower_call import CallMixin, _TidRequest
 from .lower_expr import PyObj, TupleVal, convert_const
@@ -99,6 +110,10 @@ class Lowerer(CallMixin):
         args = src.tree.args
         names = [a.arg for a in args.args]
         for name, t in zip(names, param_types):
+            if isinstance(t, StaticArgT):  # a function argument: bound while lowering, no runtime parameter
+                self.const_bindings[name] = PyObj(t.obj)
+                self.assigned.add(name)
+                continue
             local = self.new_local(name, t)
             self.params.append(local)
             self.assigned.add(name)
@@ -283,6 +298,10 @@ class Lowerer(CallMixin):
         name = target.id
         if isinstance(value, TupleVal):
             value = self.as_operand(value, node)
+        if isinstance(value, PyObj) and name not in self.locals and (is_callable_object(value.obj)
+                                                                    or isinstance(value.obj, type)):
+            self.const_bindings[name] = value  # `f = some_func` / `T = a.dtype`: a compile-time alias
+            return
         if isinstance(value, PyObj):
             raise self.err(f"cannot assign a Python {type(value.obj).__name__} to the kernel variable '{name}'",
                            node, "kernel variables hold numbers, vectors, matrices, structs or arrays",

@@ -209,6 +209,11 @@ class ExprMixin:
     def resolve_global(self, name: str, node: ast.AST) -> Any:
         obj = self.src.lookup(name)
         if obj is MISSING:
+            # As in the reference, bare builtin and type names (`expect_eq`, `vec3`) resolve without an import.
+            import treadle
+
+            obj = getattr(treadle, name, MISSING) if not name.startswith("_") else MISSING
+        if obj is MISSING:
             raise self.err(f"name '{name}' is not defined", node,
                            "define it before the kernel is first launched (as a module global, a @wp.func or "
                            "a local assigned earlier in the kernel)", CodegenKeyError)
@@ -248,6 +253,8 @@ class ExprMixin:
         if isinstance(t, ArrayT) and name == "shape":
             dim = REGISTRY.builtins["_array_dim"]
             return TupleVal([self.call_builtin(dim, [val, ir.Const(d, scalars.int32)], node) for d in range(t.ndim)])
+        if isinstance(t, ArrayT) and name == "dtype":  # the element type, usable as a constructor (a.dtype(x))
+            return PyObj(t.dtype)
         if is_struct(t):
             if name not in t.vars:
                 raise self.err(f"struct '{type_str(t)}' has no field '{name}'", node,
@@ -454,12 +461,16 @@ class ExprMixin:
             if len(idx) > t.ndim:
                 raise self.err(f"too many indices ({len(idx)}) for a {t.ndim}-d array", node, cls=CodegenIndexError)
             if any(isinstance(i, ir.SliceSpec) for i in idx):
+                if t.indexed:
+                    raise self.err("indexed arrays cannot be sliced in kernels", node,
+                                   "index the leading dimensions with integers (arr[i]) instead",
+                                   CodegenIndexError)
                 kept = t.ndim - sum(1 for i in idx if not isinstance(i, ir.SliceSpec))
                 r = self.new_value(ArrayT(t.dtype, kept), "slice")
                 self.emit(ir.ArrayView(loc, r, val, idx))
                 return r
             if len(idx) < t.ndim:
-                r = self.new_value(ArrayT(t.dtype, t.ndim - len(idx)), "view")
+                r = self.new_value(ArrayT(t.dtype, t.ndim - len(idx), t.indexed), "view")
                 self.emit(ir.ArrayView(loc, r, val, idx))
                 return r
             r = self.new_value(t.dtype, "elem")

@@ -3,6 +3,7 @@
 These ctypes structures must match the C++ definitions byte for byte:
 
 - :class:`ArrayDesc` is ``treadle::array_t<T>`` (``native/array.h``);
+- :class:`IndexedArrayDesc` is ``treadle::indexedarray_t<T>`` (``native/indexedarray.h``);
 - :class:`LaunchBounds` is ``treadle::launch_bounds_t`` (``native/core.h``).
 """
 
@@ -27,6 +28,20 @@ class ArrayDesc(ctypes.Structure):
     ]
 
 
+class IndexedArrayDesc(ctypes.Structure):
+    """Descriptor of an indexed array (``treadle::indexedarray_t<T>``, ``native/indexedarray.h``).
+
+    The underlying array, per-dimension ``int32`` index tables (0: the whole dimension) and the extents seen through
+    them.
+    """
+
+    _fields_ = [
+        ("arr", ArrayDesc),
+        ("indices", ctypes.c_uint64 * MAX_DIMS),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
 class LaunchBounds(ctypes.Structure):
     """The launch grid: shape of the launch in up to 4 dimensions and the total thread count."""
 
@@ -39,4 +54,5 @@ class LaunchBounds(ctypes.Structure):
 
 
 assert ctypes.sizeof(ArrayDesc) == 88
+assert ctypes.sizeof(IndexedArrayDesc) == 152
 assert ctypes.sizeof(LaunchBounds) == 48

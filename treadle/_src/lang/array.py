@@ -773,6 +773,10 @@ class array:
 
     def __getitem__(self, key: Any) -> Any:
         self._check_concrete("Indexing")
+        if isinstance(key, array) or (isinstance(key, tuple) and any(isinstance(k, array) for k in key)):
+            from .indexedarray import index_with_arrays  # arr[idx_array, ...] is an indexed view
+
+            return index_with_arrays(self, key if isinstance(key, tuple) else (key,))
         offset, shape, strides, full = self._parse_index(key)
         if not full:
             return self._make_view(offset, shape, strides)

@@ -10,7 +10,19 @@ from typing import Any
 
 from ..errors import CodegenError, CodegenTypeError
 from . import scalars
-from .typesys import TupleT, contains_any, normalize_annotation, type_str, types_match
+from .typesys import (
+    GenericComposite,
+    RefT,
+    StaticArgT,
+    TupleT,
+    contains_any,
+    is_callable_object,
+    is_function_annotation,
+    normalize_annotation,
+    scalar_category,
+    type_str,
+    types_match,
+)
 
 AnyT = Any
 
@@ -61,7 +73,10 @@ class FuncDef:
         origin = getattr(r, "__origin__", None)
         if origin is tuple:
             return TupleT(tuple(normalize_annotation(x) for x in r.__args__)), False
-        return normalize_annotation(r), False
+        t = normalize_annotation(r)
+        if scalar_category(t) is not None or isinstance(t, GenericComposite):
+            return None, True  # `-> wp.Float`, `-> vector(3, wp.Float)`: inferred per instance
+        return t, False
 
     def instance(self, types: tuple[Any, ...]) -> FuncInstance:
         inst = self.instances.get(types)
@@ -241,6 +256,16 @@ class Function:
             types: list[Any] = []
             ok = True
             for op, pt in zip(ops, fdef.param_types):
+                if isinstance(op, _StaticArg):  # a function argument: specialise on it (static dispatch)
+                    if pt is AnyT or is_function_annotation(pt):
+                        types.append(op.type)
+                        continue
+                    ok = False
+                    errors.append(f"a function cannot be passed where {type_str(pt)} is declared")
+                    break
+                if isinstance(pt, RefT):
+                    raise CodegenError(f"'{self.name}': wp.ref[...] (by-reference) parameters are not supported yet",
+                                       low.src.loc(node), "return the updated value instead")
                 if contains_any(pt):
                     if pt is AnyT or _array_generic_match(pt, op.type) or types_match(pt, op.type):
                         types.append(op.type)
@@ -275,14 +300,14 @@ class Function:
                 "check the argument types against the function's annotations",
             )
         candidates.sort(key=lambda c: c[0])
-        _, fdef, ops, types = candidates[0]
+        _, fdef, ops, chosen = candidates[0]
         ops = [convert_const(o, t) if getattr(o, "weak", False) and o.type != t and scalars.is_scalar_type(t) else o
-               for o, t in zip(ops, types)]
-        pending = fdef.instances.get(types)
+               for o, t in zip(ops, chosen) if not isinstance(o, _StaticArg)]
+        pending = fdef.instances.get(chosen)
         if pending is not None and pending._lowering:
             raise CodegenError(f"'{self.name}' calls itself (directly or indirectly); recursion is not supported "
                                "in kernels", low.src.loc(node), "rewrite the recursion as a loop")
-        return fdef.instance(types), ops
+        return fdef.instance(chosen), ops
 
     def _bind(self, fdef: FuncDef, raw: list[Any], kwargs: dict[str, Any], low: Any, node: ast.AST) -> list[Any]:
         from ..compiler.lower_expr import PyObj
@@ -305,16 +330,23 @@ class Function:
                 v = low.wrap_python(fdef.defaults[n], node)
             else:
                 raise _BindError(f"missing argument '{n}'")
-            if isinstance(v, PyObj):
-                v = low.as_operand(v, node)
-            else:
-                v = low.as_operand(v, node)
-            ops.append(v)
+            if isinstance(v, PyObj) and is_callable_object(v.obj):
+                ops.append(_StaticArg(v.obj))
+                continue
+            ops.append(low.as_operand(v, node))
         return ops
 
 
 class _BindError(Exception):
     pass
+
+
+class _StaticArg:
+    """A function passed as an argument: no runtime value; its type selects the specialisation."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self.type = StaticArgT(obj)
 
 
 def _array_generic_match(pt: Any, at: Any) -> bool:

@@ -269,10 +269,10 @@ def make_args_struct(names: list[str], types: tuple[Any, ...]) -> type[ctypes.St
 
 def ctype_of(t: Any) -> Any:
     """The ctypes type that mirrors a kernel value type."""
-    from .abi import ArrayDesc
+    from .abi import ArrayDesc, IndexedArrayDesc
 
     if isinstance(t, ArrayT):
-        return ArrayDesc
+        return IndexedArrayDesc if t.indexed else ArrayDesc
     if scalars.is_scalar_type(t):
         return t._type_
     if is_composite(t):

@@ -78,7 +78,7 @@ def value_type(v: Any, declared: Any) -> Any:
 
     if isinstance(declared, ArrayT):
         if isinstance(v, array):
-            return ArrayT(v.dtype, v.ndim)
+            return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
         if isinstance(v, np.ndarray):
             from .scalars import scalar_from_numpy
 
@@ -107,7 +107,7 @@ def value_type(v: Any, declared: Any) -> Any:
         if st is not None:
             return st
         if isinstance(v, array):
-            return ArrayT(v.dtype, v.ndim)
+            return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
         raise LaunchError(f"cannot infer a kernel type for a {type(v).__name__} argument")
     return declared
 

@@ -289,10 +289,11 @@ def matrix_type_name(rows: builtins.int, cols: builtins.int, dtype: Any) -> str:
 
 def matrix(shape: Any, dtype: Any) -> type[mat_base]:
     """The matrix type of ``shape = (rows, cols)`` and scalar type ``dtype`` (cached: same arguments, same class)."""
-    if dtype is Any or (isinstance(shape, (tuple, list)) and any(d is Any for d in shape)):
-        from .typesys import GenericComposite
+    from .typesys import GenericComposite, scalar_category
 
-        dt = normalize_scalar(dtype) if dtype is not Any else Any
+    if dtype is Any or scalar_category(dtype) is not None or (isinstance(shape, (tuple, list))
+                                                              and any(d is Any for d in shape)):
+        dt = normalize_scalar(dtype) if dtype is not Any and scalar_category(dtype) is None else dtype
         return GenericComposite("mat_t", tuple(shape), dt)  # type: ignore[return-value]
     try:
         rows, cols = (operator.index(d) for d in shape)

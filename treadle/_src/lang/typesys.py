@@ -22,13 +22,15 @@ from . import scalars
 
 @dataclasses.dataclass(frozen=True)
 class ArrayT:
-    """An array type: element type and number of dimensions (1-4)."""
+    """An array type: element type, number of dimensions (1-4), and whether it is an indexed array."""
 
     dtype: Any
     ndim: int = 1
+    indexed: bool = False
 
     def __str__(self) -> str:
-        return f"array(ndim={self.ndim}, dtype={type_str(self.dtype)})"
+        kind = "indexedarray" if self.indexed else "array"
+        return f"{kind}(ndim={self.ndim}, dtype={type_str(self.dtype)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +44,69 @@ class TupleT:
 
 
 AnyT = typing.Any
+
+
+class StaticArgT:
+    """The compile-time "type" of a function passed to a ``@func`` parameter (``g: wp.Function``).
+
+    Calls specialise the callee per function object: the parameter is bound to the function while lowering and
+    passes no runtime value (static dispatch).
+    """
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StaticArgT) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return hash(("StaticArgT", id(self.obj)))
+
+    def __str__(self) -> str:
+        key = getattr(self.obj, "key", None) or getattr(self.obj, "name", None) or getattr(self.obj, "__name__", "?")
+        return f"function({key}@{id(self.obj):x})"
+
+    __repr__ = __str__
+
+
+def is_callable_object(obj: Any) -> bool:
+    """True for values that may be passed to a function parameter: ``@func`` functions and builtins."""
+    return bool(getattr(obj, "_treadle_function_", False) or getattr(obj, "_treadle_builtin_", None) is not None
+                or type(obj).__name__ == "Builtin")
+
+
+def is_function_annotation(t: Any) -> bool:
+    """True for parameter annotations that take a function: ``wp.Function``, ``Callable`` (bare or subscripted)."""
+    import collections.abc
+
+    if t is collections.abc.Callable or t is typing.Callable:
+        return True
+    if typing.get_origin(t) is collections.abc.Callable:
+        return True
+    return isinstance(t, type) and getattr(t, "_treadle_function_", False) is True
+
+
+class RefT:
+    """``wp.ref[T]``: a by-reference parameter annotation (accepted in signatures; not supported in calls yet)."""
+
+    def __init__(self, t: Any) -> None:
+        self.t = t
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RefT) and other.t == self.t
+
+    def __hash__(self) -> int:
+        return hash(("RefT", self.t))
+
+    def __repr__(self) -> str:
+        return f"ref[{type_str(self.t)}]"
+
+
+class ref:  # noqa: N801 (the reference API's name)
+    """``wp.ref[T]`` annotates a ``@func`` parameter passed by reference."""
+
+    def __class_getitem__(cls, t: Any) -> RefT:
+        return RefT(normalize_annotation(t))
 
 
 class OpaqueType:
@@ -59,6 +124,22 @@ class OpaqueType:
         return self.__name__
 
 
+def scalar_category(t: Any) -> str | None:
+    """``"Int"``, ``"Float"`` or ``"Scalar"`` for the generic scalar annotations ``wp.Int``/``wp.Float``/``wp.Scalar``."""
+    if isinstance(t, typing.TypeVar) and t.__name__ in ("Int", "Float", "Scalar"):
+        return t.__name__
+    return None
+
+
+def category_matches(cat: str, t: Any) -> bool:
+    """True if the scalar type ``t`` belongs to the category (``Int``, ``Float`` or ``Scalar``)."""
+    if cat == "Int":
+        return scalars.is_int_type(t)
+    if cat == "Float":
+        return scalars.is_float_type(t)
+    return scalars.is_int_type(t) or scalars.is_float_type(t)
+
+
 class GenericComposite:
     """A generic vector/matrix annotation such as ``vector(length=Any, dtype=float)`` (matches by kind)."""
 
@@ -71,7 +152,11 @@ class GenericComposite:
         """True if the concrete type ``t`` is an instance of this generic type."""
         if generic_kind(t) != self.kind:
             return False
-        if self.dtype is not AnyT and t._wp_scalar_type_ != self.dtype:
+        cat = scalar_category(self.dtype)
+        if cat is not None:
+            if not category_matches(cat, t._wp_scalar_type_):
+                return False
+        elif self.dtype is not AnyT and t._wp_scalar_type_ != self.dtype:
             return False
         return all(want is AnyT or want == got for want, got in zip(self.shape, t._shape_))
 
@@ -171,7 +256,7 @@ def normalize_annotation(t: Any) -> Any:
     if t in (builtins.int, builtins.float, builtins.bool):
         return scalars.scalar_from_python(t)
     if is_array_annotation(t):
-        return ArrayT(normalize_annotation(t.dtype), int(t.ndim))
+        return ArrayT(normalize_annotation(t.dtype), int(t.ndim), bool(getattr(t, "_indexed_", False)))
     return t
 
 
@@ -186,16 +271,22 @@ def types_match(expected: Any, actual: Any) -> bool:
     """True if a value of type ``actual`` may be passed where ``expected`` is declared (``Any`` matches all)."""
     if expected is AnyT:
         return True
+    cat = scalar_category(expected)
+    if cat is not None:
+        return category_matches(cat, actual)
+    if is_function_annotation(expected):
+        return isinstance(actual, StaticArgT)
     if isinstance(expected, GenericComposite):
         return expected.matches(actual)
     if isinstance(expected, ArrayT) and isinstance(actual, ArrayT):
-        return expected.ndim == actual.ndim and types_match(expected.dtype, actual.dtype)
+        return (expected.ndim == actual.ndim and expected.indexed == actual.indexed
+                and types_match(expected.dtype, actual.dtype))
     return bool(expected == actual)
 
 
 def contains_any(t: Any) -> bool:
     """True if the type is generic (``Any`` somewhere inside)."""
-    if t is AnyT or isinstance(t, GenericComposite):
+    if t is AnyT or isinstance(t, GenericComposite) or is_function_annotation(t) or scalar_category(t) is not None:
         return True
     if isinstance(t, ArrayT):
         return contains_any(t.dtype)

@@ -506,10 +506,11 @@ def vector(length: builtins.int, dtype: Any) -> type[vec_base]:
 
     With ``typing.Any`` for the length or dtype the result is a generic annotation matching any such vector.
     """
-    if length is Any or dtype is Any:
-        from .typesys import GenericComposite
+    from .typesys import GenericComposite, scalar_category
 
-        return GenericComposite("vec_t", (length,), normalize_scalar(dtype) if dtype is not Any else Any)  # type: ignore[return-value]
+    if length is Any or dtype is Any or scalar_category(dtype) is not None:
+        dt = normalize_scalar(dtype) if dtype is not Any and scalar_category(dtype) is None else dtype
+        return GenericComposite("vec_t", (length,), dt)  # type: ignore[return-value]
     length = operator.index(length)
     if length < 0:
         raise ValueError(f"vector length must not be negative, got {length}")
