@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: The checkout under test (child processes import this one, whatever is installed).
+ROOT = str(Path(__file__).resolve().parents[2])
+
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
@@ -33,7 +36,7 @@ SCRIPT = textwrap.dedent("""
 def _run(tmp_path: Path, cache: Path, scale: float, tag: str = "") -> subprocess.Popen:
     script = tmp_path / f"k_{str(scale).replace('.', '_')}.py"  # same file: #line paths are in the key
     script.write_text(SCRIPT.format(scale=scale))
-    env = dict(os.environ, TREADLE_CACHE_PATH=str(cache))
+    env = dict(os.environ, TREADLE_CACHE_PATH=str(cache), PYTHONPATH=ROOT)
     return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
 

@@ -21,7 +21,7 @@ from typing import Any
 from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
-from .emit_cpp import Emitter, cpp_type
+from .emit_cpp import Emitter, cpp_field, cpp_type
 
 
 def differentiable(t: Any) -> bool:
@@ -262,7 +262,7 @@ class AdjointEmitter(Emitter):
         elif isinstance(s, ir.Extract):
             if differentiable(r.type):
                 if s.field is not None:
-                    self.accum(lines, ind, f"{self.adj(s.src)}.{s.field}" if self.adj(s.src) else None,
+                    self.accum(lines, ind, f"{self.adj(s.src)}.{cpp_field(s.field)}" if self.adj(s.src) else None,
                                f"adj_v{r.id}", r.type)
                 elif isinstance(s.src.type, TupleT):
                     tgt = self.adj(s.src)
@@ -396,8 +396,8 @@ class AdjointEmitter(Emitter):
         r = s.result
         if s.field is not None:
             lines.append(f"{ind}{{ {self.ct(r.type)} _t = adj_v{r.id};")
-            self.accum(lines, ind + "  ", self.adj(s.value), f"_t.{s.field}", s.value.type)
-            lines.append(f"{ind}  _t.{s.field} = {{}};")
+            self.accum(lines, ind + "  ", self.adj(s.value), f"_t.{cpp_field(s.field)}", s.value.type)
+            lines.append(f"{ind}  _t.{cpp_field(s.field)} = {{}};")
             self.accum(lines, ind + "  ", self.adj(s.src), "_t", r.type)
             lines.append(f"{ind}}}")
             return
@@ -498,7 +498,7 @@ class AdjointEmitter(Emitter):
                 body = []
                 for name, ft in t.vars.items():
                     if differentiable(normalize_annotation(ft)):
-                        body.append(f"    adj_accum(a.{name}, b.{name});")
+                        body.append(f"    adj_accum(a.{cpp_field(name)}, b.{cpp_field(name)});")
                 out.append(f"static TREADLE_FUNC void adj_accum({t.native_name}& a, const {t.native_name}& b)\n"
                            "{\n" + "\n".join(body) + ("\n" if body else "") + "    (void)a; (void)b;\n}")
                 atomic = [b.replace("adj_accum(a.", "adj_atomic_accum(&g->").replace(", b.", ", v.")

@@ -62,6 +62,30 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
     raise EmitError(f"no C++ type for {t!r}")
 
 
+_CPP_KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class compl
+concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype default delete
+do double dynamic_cast else enum explicit export extern false float for friend goto if inline int long mutable
+namespace new noexcept not not_eq nullptr operator or or_eq private protected public register reinterpret_cast
+requires return short signed sizeof static static_assert static_cast struct switch template this thread_local throw
+true try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+NULL errno stdin stdout stderr main
+""".split())
+
+
+def cpp_field(name: str) -> str:
+    """The C++ spelling of a struct field.
+
+    Names C++ cannot use as a member (keywords, likely macros such as ``INFINITY``, reserved ``__x``/``_X`` names,
+    non-ASCII characters) get a ``tr_`` prefix and escapes; other names are kept (native snippets can use them).
+    """
+    macro_like = name.isupper() and len(name) > 2
+    reserved = "__" in name or (name[:1] == "_" and name[1:2].isupper()) or name.startswith("tr_")  # injective
+    if name.isascii() and name not in _CPP_KEYWORDS and not macro_like and not reserved:
+        return name
+    return "tr_" + "".join(c if c.isascii() and c != "_" else ("_u" if c == "_" else f"_x{ord(c):x}_") for c in name)
+
+
 def cpp_const(c: ir.Const) -> str:
     """A C++ literal for a constant, exact for floats (hex literals)."""
     t, v = c.type, c.value
@@ -136,7 +160,7 @@ class Emitter:
             for name, ft in t.vars.items():
                 ft = normalize_annotation(ft)
                 self.need_type(ft)
-                fields.append(f"    {cpp_type(ft, self.tuple_names)} {name};")
+                fields.append(f"    {cpp_type(ft, self.tuple_names)} {cpp_field(name)};")
             self.type_defs.append(f"struct {t.native_name} {{\n" + "\n".join(fields) + "\n};")
         elif isinstance(t, TupleT):
             self.types_done.add(t)
@@ -271,7 +295,7 @@ class Emitter:
         elif isinstance(s, ir.Extract):
             src = op(s.src)
             if s.field is not None:
-                expr = f"{src}.{s.field}"
+                expr = f"{src}.{cpp_field(s.field)}"
             elif isinstance(s.src.type, TupleT):
                 expr = f"{src}.f{s.index[0].value}"  # type: ignore[union-attr]
             else:
@@ -280,7 +304,7 @@ class Emitter:
         elif isinstance(s, ir.Insert):
             if s.field is not None:
                 lines.append(f"{ind}{self.decl_mut(s.result)} = {op(s.src)};")
-                lines.append(f"{ind}_v{s.result.id}.{s.field} = {op(s.value)};")
+                lines.append(f"{ind}_v{s.result.id}.{cpp_field(s.field)} = {op(s.value)};")
             else:
                 idx = ", ".join(op(i) for i in s.index)
                 lines.append(f"{ind}{self.decl(s.result)} = treadle::insert({op(s.src)}, {idx}, {op(s.value)});")
