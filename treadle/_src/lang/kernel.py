@@ -121,8 +121,9 @@ def load_instances(insts: list[KernelInstance]) -> None:
     for inst in insts:
         by_opts.setdefault(inst.options.key(), []).append(inst)
     for group in by_opts.values():
-        builts = [inst.built for inst in group]
-        compile_batch(builts, group[0].options)
+        builts = [inst.built for inst in group if inst.warm is None]  # warm-index hits have their library
+        if builts:
+            compile_batch(builts, group[0].options)
         for inst in group:
             if inst.built.error is None:
                 inst.bind()
@@ -157,28 +158,95 @@ class KernelInstance:
     def __init__(self, kernel: Kernel, types: tuple[Any, ...]) -> None:
         self.kernel = kernel
         self.types = types
-        self.ir: Any = None
-        self.deps: list[Any] = []
+        self._ir: Any = None
+        self._deps: list[Any] = []
+        self._launch_ndim = 1
         self.built: Any = None
         self.entry: Any = None
-        self.args_type: type[ctypes.Structure] | None = None
-        self.launch_ndim = 1
+        self._args_type: type[ctypes.Structure] | None = None
         self.options = kernel.compile_options()
-        self.lower()
+        #: set when the instance was found in the warm-start index: launch metadata recorded with its binary
+        self.warm: dict[str, Any] | None = None
+        self._warm_fp: str | None = None
+
+    # Lowering happens on first use of the IR: a warm start that finds every kernel in the warm-start index
+    # (runtime/warm_index.py) never parses, lowers or emits anything.
+    @property
+    def ir(self) -> Any:
+        if self._ir is None:
+            self.lower()
+        return self._ir
+
+    @ir.setter
+    def ir(self, value: Any) -> None:
+        self._ir = value
+
+    @property
+    def deps(self) -> list[Any]:
+        if self._ir is None:
+            self.lower()
+        return self._deps
+
+    @deps.setter
+    def deps(self, value: list[Any]) -> None:
+        self._deps = value
+
+    @property
+    def launch_ndim(self) -> int:
+        if self._ir is None:
+            if self.warm is not None:
+                return int(self.warm["launch_ndim"])
+            self.lower()
+        return self._launch_ndim
+
+    @launch_ndim.setter
+    def launch_ndim(self, value: int) -> None:
+        self._launch_ndim = value
+
+    @property
+    def args_type(self) -> type[ctypes.Structure]:
+        if self._args_type is None:
+            self._args_type = make_args_struct(self.kernel.param_names, self.types)
+        return self._args_type
+
+    @args_type.setter
+    def args_type(self, value: type[ctypes.Structure]) -> None:
+        self._args_type = value
+
+    def order_dependent(self) -> bool:
+        """Whether results depend on the order threads run in (recorded in the warm-start index)."""
+        if self._ir is None and self.warm is not None:
+            return bool(self.warm["order_dependent"])
+        from ..compiler.determinism import kernel_order_dependent
+
+        return kernel_order_dependent(self.ir, self.deps)
 
     def lower(self) -> None:
         from ..compiler.frontend import LowerContext, lower_function
 
         ctx = LowerContext(max_unroll=self.kernel.module.option("max_unroll", config.max_unroll))
         f, ndim = lower_function(self.kernel.src, list(self.types), is_kernel=True, ctx=ctx)
-        self.ir = f
-        self.deps = ctx.deps
-        self.launch_ndim = ndim
-        self.args_type = make_args_struct(self.kernel.param_names, self.types)
+        self._ir = f
+        self._deps = ctx.deps
+        self._launch_ndim = ndim
 
     def prepare(self) -> None:
-        """Emit C++ and compute the cache key (once)."""
+        """Emit C++ and compute the cache key (once); a kernel found in the warm-start index skips both."""
         if self.built is None:
+            from ..runtime import warm_index
+
+            fp = warm_index.fingerprint(self)
+            if fp is not None:
+                entry = warm_index.lookup(fp)
+                if entry is not None:
+                    from ..compiler.pipeline import Built
+
+                    b = Built("", entry["symbol"], entry["key"], None, self.kernel.key)
+                    b.lib_path = entry["lib_path"]
+                    self.warm = entry
+                    self.built = b
+                    return
+                self._warm_fp = fp
             from ..compiler.pipeline import prepare
 
             self.built = prepare(self.ir, self.deps, self.options, self.kernel.key)
@@ -195,6 +263,11 @@ class KernelInstance:
 
             cache = get_cache()
             cache._discard(cache.root / "ref" / f"k_{self.built.key}.ref")
+            if self.warm is not None:  # a warm-index hit carries no source: emit it the normal way
+                self.warm = None
+                self.built = None
+                self.prepare()
+                self._warm_fp = None
             compile_batch([self.built], self.options)
             try:
                 fn = load_symbol(self.built.lib_path, self.built.symbol)
@@ -203,6 +276,11 @@ class KernelInstance:
         fn.restype = None
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
         self.entry = fn
+        if self._warm_fp is not None:
+            from ..runtime import warm_index
+
+            warm_index.record(self._warm_fp, self, self.order_dependent())
+            self._warm_fp = None
         if self.options.mode == "debug":
             from ..compiler.pipeline import load_library
 
@@ -290,8 +368,6 @@ class Kernel:
     def __init__(self, func: Callable[..., Any], key: str | None = None, module: Any = None,
                  options: dict[str, Any] | None = None, enable_backward: bool | None = None,
                  code_transformers: Any = None) -> None:
-        from ..compiler.source import MISSING, FuncSource
-
         fn = func
         if key is None:
             key = getattr(fn, "__qualname__", fn.__name__)
@@ -303,7 +379,9 @@ class Kernel:
         self.options = dict(options or {})
         if enable_backward is not None:
             self.options["enable_backward"] = enable_backward
-        self.src = FuncSource(fn)
+        self._src: Any = None
+        # closure cells as they are now (the source, parsed on first use, resolves free names in this snapshot)
+        self._closure: dict[str, Any] | None = None
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
@@ -313,6 +391,57 @@ class Kernel:
         self.defaults: dict[str, Any] = {}
         self.instances: dict[Any, KernelInstance] = {}
         self._error: Exception | None = None
+        if not self._fast_signature(fn):
+            self._parse_signature()
+        self.is_generic = any(contains_any(t) for t in self.param_types)
+        module.kernels = [x for x in module.kernels if x.key != key] + [self]
+
+    @property
+    def src(self) -> Any:
+        """The parsed source (:class:`~..compiler.source.FuncSource`), created on first use."""
+        if self._src is None:
+            from ..compiler.source import FuncSource
+
+            src = FuncSource(self.func)
+            if self._closure is not None:
+                src.closure = dict(self._closure)
+            self._src = src
+        return self._src
+
+    def _fast_signature(self, fn: Callable[..., Any]) -> bool:
+        """Parameters from the code object and evaluated annotations, without parsing the source.
+
+        Returns False (the source is then parsed) for string annotations, missing annotations (reported with the
+        parameter's line), keyword-only or variadic parameters.
+        """
+        code = getattr(fn, "__code__", None)
+        if code is None or code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            return False
+        names = list(code.co_varnames[:code.co_argcount])
+        anns = getattr(fn, "__annotations__", None) or {}
+        raw = [anns.get(n, inspect.Parameter.empty) for n in names]
+        if any(a is inspect.Parameter.empty or isinstance(a, str) for a in raw):
+            return False
+        defaults = fn.__defaults__ or ()
+        self.param_names = names
+        self.param_types = [normalize_annotation(a) for a in raw]
+        self.defaults = dict(zip(names[len(names) - len(defaults):], defaults)) if defaults else {}
+        if fn.__closure__:
+            closure: dict[str, Any] = {}
+            for name, cell in zip(code.co_freevars, fn.__closure__):
+                try:
+                    closure[name] = cell.cell_contents
+                except ValueError:  # empty cell: assigned later in the enclosing scope
+                    from ..compiler.source import MISSING
+
+                    closure[name] = MISSING
+            self._closure = closure
+        return True
+
+    def _parse_signature(self) -> None:
+        from ..compiler.source import MISSING
+
+        self.param_names, self.param_types, self.defaults = [], [], {}
         for p, node in zip(self.src.signature.parameters.values(), self.src.tree.args.args):
             self.param_names.append(p.name)
             ann = self.src.eval_annotation(node.annotation, p.annotation)
@@ -322,8 +451,6 @@ class Kernel:
             self.param_types.append(normalize_annotation(ann))
             if p.default is not inspect.Parameter.empty:
                 self.defaults[p.name] = p.default
-        self.is_generic = any(contains_any(t) for t in self.param_types)
-        module.kernels = [x for x in module.kernels if x.key != key] + [self]
 
     @property
     def name(self) -> str:

@@ -272,8 +272,6 @@ class LaunchPlan:
                  "cur_nt", "cfg_fp")
 
     def __init__(self, inst: KernelInstance) -> None:
-        from ..compiler.determinism import kernel_order_dependent
-
         self.inst = inst
         self.kernel = inst.kernel
         self.names = inst.kernel.param_names
@@ -281,7 +279,7 @@ class LaunchPlan:
         self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
         self.args_type = inst.args_type
         self.debug = inst.options.mode == "debug"
-        self.order_dependent = kernel_order_dependent(inst.ir, inst.deps)
+        self.order_dependent = inst.order_dependent()
         self.frame_type = type("Frame", (ctypes.Structure,), {"_fields_": [
             ("cmd", _tp.Cmd), ("bounds", LaunchBounds), ("args", self.args_type)]})
         self.fwd = _range_entry(inst, "forward")

@@ -1,0 +1,425 @@
+"""Warm start: from a kernel's Python source straight to its cached binary, without lowering or emitting.
+
+The kernel cache (``runtime/cache.py``) is keyed by the generated C++; finding that key means parsing, lowering
+and emitting every kernel, which costs milliseconds per kernel at each process start. This index maps a
+*source fingerprint* to the kernel key, its library and the little launch metadata the runtime needs, so a
+process whose kernels are all cached loads their libraries directly.
+
+The fingerprint covers everything lowering reads:
+
+- the kernel's file (its full text: any edit of the file misses), qualified name, first line, decorator options;
+- every free name the kernel's code uses (``co_names`` of its code and nested code, closure cells), resolved as the
+  frontend resolves them, by value: numbers and strings, ``@func`` functions (their files, overloads, custom
+  adjoints and replays, native snippets, recursively), ``@struct`` layouts, vector/matrix types, enum members,
+  attributes of referenced modules and classes named in the code;
+- the parameter types, compile options, module options and the code-generation settings of ``wp.config``;
+- the compiler identity, the native headers and Treadle's own sources (names, sizes and modification times).
+
+A value it cannot describe (an arbitrary object, a kernel defined in an ``exec`` string) makes the kernel skip
+the index: it then takes the normal path, which is always correct. Entries live in ``<cache>/warm/`` as small JSON
+files written atomically; an entry whose library changed (size, modification time, inode) since it was recorded is
+ignored.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import enum
+import hashlib
+import json
+import os
+import types
+from pathlib import Path
+from typing import Any
+
+from ... import config
+
+FORMAT = "treadle-warm-1"
+
+#: ``wp.config`` settings that cannot change generated code (everything else is part of the fingerprint).
+_CONFIG_IGNORED = frozenset({"quiet", "verbose", "log_level", "num_threads", "print_launches", "verify_cuda",
+                             "kernel_cache_dir", "cache_kernels", "dump_dir", "deterministic"})
+
+_STDLIB_MODULES = frozenset({"builtins", "math", "cmath", "operator", "typing", "enum", "numbers"})
+
+
+class Unfingerprintable(Exception):
+    """A kernel depends on something the index cannot describe: it takes the normal path."""
+
+
+# ---------------------------------------------------------------------------------------------- files, sources
+_file_memo: dict[str, tuple[int, int, str]] = {}
+
+
+def file_digest(path: str) -> str:
+    """SHA-256 of a file's bytes (remembered per process under its size and modification time)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise Unfingerprintable(f"no source file {path!r}") from None
+    hit = _file_memo.get(path)
+    if hit is not None and hit[0] == st.st_mtime_ns and hit[1] == st.st_size:
+        return hit[2]
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        raise Unfingerprintable(f"cannot read {path!r}") from None
+    _file_memo[path] = (st.st_mtime_ns, st.st_size, digest)
+    return digest
+
+
+_toolkit_sig: str | None = None
+
+#: The parts of Treadle that decide what a kernel compiles to (frontend, builtins, types, emitters, backends).
+_CODEGEN_PARTS = ("_src/compiler", "_src/builtins", "_src/lang", "_src/backends", "_src/geometry", "config.py",
+                  "_src/runtime/warm_index.py")
+
+
+def treadle_signature() -> str:
+    """Names, sizes and modification times of Treadle's code-generating sources (once per process).
+
+    The native headers are covered by ``pipeline.header_hash``.
+    """
+    global _toolkit_sig
+    if _toolkit_sig is None:
+        root = Path(__file__).resolve().parent.parent.parent  # the ``treadle`` package
+        h = hashlib.sha256()
+
+        def walk(path: str) -> None:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            for e in entries:
+                if e.name.endswith(".py"):
+                    st = e.stat()
+                    h.update(f"{e.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+                elif e.name != "__pycache__" and "." not in e.name and e.is_dir(follow_symlinks=False):
+                    walk(e.path)
+
+        for part in _CODEGEN_PARTS:
+            path = root / part
+            if path.is_dir():
+                h.update(part.encode())
+                walk(str(path))
+            else:
+                try:
+                    st = path.stat()
+                    h.update(f"{part}:{st.st_size}:{st.st_mtime_ns};".encode())
+                except OSError:
+                    h.update(f"{part}:-;".encode())
+        _toolkit_sig = h.hexdigest()
+    return _toolkit_sig
+
+
+def _code_names(code: types.CodeType, out: set[str]) -> set[str]:
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code_names(c, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- values
+class _Fingerprinter:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.seen: dict[int, int] = {}
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def function(self, fn: Any, closure: dict[str, Any] | None = None, depth: int = 0) -> None:
+        """A Python function by its file, position, free names and defaults."""
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            raise Unfingerprintable(f"no code object for {fn!r}")
+        file = code.co_filename
+        if not os.path.isabs(file):
+            raise Unfingerprintable(f"no source file for {fn!r}")
+        self.add(f"F:{getattr(fn, '__module__', '')}:{fn.__qualname__}:{file}:{code.co_firstlineno}:"
+                 f"{file_digest(file)}")
+        names = _code_names(code, set())
+        if closure is None:
+            closure = {}
+            for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+                try:
+                    closure[name] = cell.cell_contents
+                except ValueError:
+                    closure[name] = _EMPTY
+        for name in code.co_freevars:
+            self.add(f"c:{name}")
+            self.value(closure.get(name, _EMPTY), names, depth + 1)
+        g = fn.__globals__
+        for name in sorted(names):
+            if name in closure:
+                continue
+            if name in g:
+                self.add(f"g:{name}")
+                self.value(g[name], names, depth + 1)
+            elif hasattr(builtins, name):
+                self.add(f"b:{name}")
+        for d in fn.__defaults__ or ():
+            self.add("d")
+            self.value(d, names, depth + 1)
+
+    def value(self, v: Any, names: set[str], depth: int) -> None:
+        if depth > 8:
+            raise Unfingerprintable("references nest too deeply")
+        if v is None or type(v) in (bool, int, float, str, bytes, complex):
+            self.add(f"{type(v).__name__}:{v!r}")
+            return
+        if v is _EMPTY:
+            self.add("empty")
+            return
+        key = id(v)
+        if key in self.seen:
+            self.add(f"@{self.seen[key]}")
+            return
+        self.seen[key] = len(self.parts)
+        self._value(v, names, depth)
+
+    def _value(self, v: Any, names: set[str], depth: int) -> None:
+        scalars, Function, Kernel, Struct, ArrayT, OpaqueType, TupleT, composite_base, array, np = _types()
+        if isinstance(v, types.ModuleType):
+            mod = v.__name__
+            self.add(f"M:{mod}")
+            if mod in _STDLIB_MODULES:
+                return
+            d = vars(v)
+            if "__getattr__" in d and not mod.startswith("treadle"):
+                raise Unfingerprintable(f"module {mod} resolves attributes dynamically")
+            for n in sorted(names):
+                if n in d:
+                    self.add(f"a:{n}")
+                    self.value(d[n], names, depth + 1)
+            return
+        if isinstance(v, Kernel):
+            self.add(f"K:{v.module.name}:{v.key}")
+            self.function(v.func, depth=depth)
+            return
+        if isinstance(v, Function):
+            self.add(f"FN:{v.module}:{v.key}:{v.native_snippet!r}")
+            for fn in [fd.fn for fd in v.overloads] + list(v._pending):
+                self.function(fn, depth=depth)
+            for extra in (v.custom_grad, v.custom_replay):
+                if extra is None:
+                    self.add("-")
+                else:
+                    self.function(extra, depth=depth)
+            return
+        if isinstance(v, Struct):
+            self.add(f"ST:{v.native_name}:{v.hash}")
+            return
+        if isinstance(v, ArrayT):
+            self.add(f"AT:{v.ndim}")
+            self.value(v.dtype, names, depth + 1)
+            return
+        if isinstance(v, TupleT):
+            self.add("TT")
+            for t in v.types:
+                self.value(t, names, depth + 1)
+            return
+        if isinstance(v, OpaqueType):
+            self.add(f"OT:{v.__name__}:{getattr(v, 'cname', '')}")
+            return
+        if isinstance(v, type):
+            if scalars.is_scalar_type(v):
+                self.add(f"S:{v.__name__}")
+                return
+            if issubclass(v, composite_base):
+                params = ",".join(p.__name__ if isinstance(p, type) else str(p)
+                                  for p in getattr(v, "_wp_type_params_", ()))
+                self.add(f"V:{v.__module__}:{v.__qualname__}:{getattr(v, '_wp_generic_type_str_', '')}({params})")
+                return
+        if isinstance(v, enum.Enum):
+            self.add(f"E:{type(v).__module__}:{type(v).__qualname__}:{v.value!r}")
+            return
+        if isinstance(v, (scalars.scalar_base, composite_base)):
+            t = type(v)
+            self.value(t, names, depth + 1)
+            self.add(f"v:{v!r}")
+            return
+        if isinstance(v, (tuple, list)) and len(v) <= 256:
+            self.add(f"{type(v).__name__}[{len(v)}]")
+            for x in v:
+                self.value(x, names, depth + 1)
+            return
+        if isinstance(v, np.generic):
+            self.add(f"N:{v.dtype.str}:{v!r}")
+            return
+        if isinstance(v, array):
+            if getattr(v, "ptr", None):
+                raise Unfingerprintable("an array value")
+            self.add(f"AA:{v.ndim}:{getattr(v, 'shape', None)!r}")
+            self.value(v.dtype, names, depth + 1)
+            return
+        owner: Any = None
+        if isinstance(v, (type, types.FunctionType, types.BuiltinFunctionType)):
+            owner = getattr(v, "__module__", None)
+        if isinstance(v, types.BuiltinFunctionType) or (isinstance(v, type) and owner in _STDLIB_MODULES):
+            self.add(f"B:{owner}:{getattr(v, '__qualname__', getattr(v, '__name__', ''))}")
+            return
+        if isinstance(v, (type, types.FunctionType)) and isinstance(owner, str) and owner.split(".")[0] == "treadle":
+            self.add(f"TR:{owner}:{v.__qualname__}")  # part of Treadle: covered by treadle_signature()
+            return
+        if isinstance(v, types.FunctionType):
+            self.function(v, depth=depth)
+            return
+        if isinstance(v, type) and isinstance(owner, str):
+            # a user class named in kernel code (constants as class attributes): its file and the named attributes
+            self.add(f"C:{owner}:{v.__qualname__}")
+            m = __import__("sys").modules.get(owner)
+            path = getattr(m, "__file__", None)
+            if not path:
+                raise Unfingerprintable(f"class {v.__qualname__} has no source file")
+            self.add(file_digest(path))
+            for n in sorted(names):
+                if hasattr(v, n):
+                    self.add(f"a:{n}")
+                    self.value(getattr(v, n), names, depth + 1)
+            return
+        tmod = type(v).__module__
+        if tmod.split(".")[0] == "treadle" and type(v).__qualname__ in ("_Adjoint", "GenericComposite"):
+            self.add(f"TI:{type(v).__qualname__}:{v!r}")
+            return
+        raise Unfingerprintable(f"cannot describe a {type(v).__qualname__} value")
+
+
+_TYPES: tuple[Any, ...] | None = None
+
+
+def _types() -> tuple[Any, ...]:
+    global _TYPES
+    if _TYPES is None:
+        import numpy as np
+
+        from ..lang import scalars
+        from ..lang.array import array
+        from ..lang.function import Function
+        from ..lang.kernel import Kernel
+        from ..lang.struct import Struct
+        from ..lang.typesys import ArrayT, OpaqueType, TupleT
+        from ..lang.vector import composite_base
+
+        _TYPES = (scalars, Function, Kernel, Struct, ArrayT, OpaqueType, TupleT, composite_base, array, np)
+    return _TYPES
+
+
+class _Empty:
+    def __repr__(self) -> str:
+        return "<empty cell>"
+
+
+_EMPTY = _Empty()
+
+
+_config_memo: dict[Any, str] = {}
+
+
+def _config_state() -> str:
+    """The code-generation settings of ``wp.config`` as text (remembered per distinct set of values)."""
+    raw = tuple((n, tuple(v) if isinstance(v, list) else v) for n, v in vars(config).items()
+                if not n.startswith("_") and n not in _CONFIG_IGNORED
+                and (v is None or type(v) in (bool, int, float, str, list, tuple)))
+    try:
+        hit = _config_memo.get(raw)
+    except TypeError:  # an unhashable list element
+        hit = None
+    if hit is None:
+        hit = ";".join(f"{n}={v!r}" for n, v in sorted(raw, key=lambda x: x[0]))
+        with contextlib.suppress(TypeError):
+            _config_memo[raw] = hit
+    return hit
+
+
+def fingerprint(inst: Any) -> str | None:
+    """The warm-start fingerprint of a kernel instance, or ``None`` when it cannot be taken safely."""
+    if not config.cache_kernels or config.dump or inst.options.mode == "debug":
+        return None
+    kernel = inst.kernel
+    try:
+        from ..backends.cpu import get_cpu_backend
+        from ..compiler.pipeline import header_hash
+
+        fp = _Fingerprinter()
+        fp.add(FORMAT)
+        fp.add(config.version)
+        fp.add(treadle_signature())
+        fp.add(header_hash())
+        fp.add(get_cpu_backend().identity(inst.options))
+        fp.add(_config_state())
+        fp.add(f"K:{kernel.module.name}:{kernel.key}:{sorted(kernel.options.items())!r}")
+        fp.add(repr(sorted((k, repr(v)) for k, v in kernel.module.options.items())))
+        fp.add(repr(list(kernel.param_names)))
+        names: set[str] = set()
+        for t in inst.types:
+            fp.add("t")
+            fp.value(t, names, 0)
+        fp.function(kernel.func, closure=getattr(kernel, "_closure", None))
+        for name, d in sorted(kernel.defaults.items()):
+            fp.add(f"default:{name}")
+            fp.value(d, names, 0)
+    except Unfingerprintable:
+        return None
+    except Exception:  # noqa: BLE001 - a fingerprint problem must never break a launch: take the normal path
+        return None
+    return hashlib.sha256("\x00".join(fp.parts).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- the index
+def _entry_path(fp: str) -> Path:
+    from .cache import get_cache
+
+    return get_cache().root / "warm" / f"w_{fp[:40]}.json"
+
+
+def lookup(fp: str) -> dict[str, Any] | None:
+    """The recorded entry for ``fp`` when its library is still the one recorded, else ``None``."""
+    path = _entry_path(fp)
+    try:
+        with open(path) as f:
+            entry = json.load(f)
+    except (OSError, ValueError):
+        return None
+    try:
+        if entry.get("format") != FORMAT or entry.get("fp") != fp:
+            return None
+        lib = path.parent.parent / "lib" / entry["lib"]
+        st = os.stat(lib)
+        if [st.st_size, st.st_mtime_ns, st.st_ino] != entry["stat"]:
+            return None
+        with open(path.parent.parent / "ref" / f"k_{entry['key']}.ref") as f:
+            if f.read() != entry["ref"]:  # the kernel cache forgot it (cleared, damaged, rebuilt)
+                return None
+        entry["lib_path"] = lib
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    return entry
+
+
+def record(fp: str, inst: Any, order_dependent: bool) -> None:
+    """Remember a bound kernel instance under ``fp`` (best effort: failures only cost the next warm start)."""
+    built = inst.built
+    lib = built.lib_path
+    if lib is None:
+        return
+    with contextlib.suppress(OSError, TypeError, ValueError):
+        from .cache import get_cache
+
+        cache = get_cache()
+        if cache.lookup(built.key) != lib:  # verified against its checksum once, when the entry is written
+            return
+        st = os.stat(lib)
+        ref = (cache.root / "ref" / f"k_{built.key}.ref").read_text()
+        entry = {"format": FORMAT, "fp": fp, "key": built.key, "symbol": built.symbol, "lib": lib.name, "ref": ref,
+                 "stat": [st.st_size, st.st_mtime_ns, st.st_ino], "launch_ndim": int(inst.launch_ndim),
+                 "order_dependent": bool(order_dependent), "name": built.name}
+        path = _entry_path(fp)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(entry))
+        os.replace(tmp, path)
+
+
+__all__ = ["fingerprint", "lookup", "record", "file_digest", "treadle_signature", "Unfingerprintable"]
