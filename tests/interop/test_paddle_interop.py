@@ -25,8 +25,9 @@ def test_dtype_maps() -> None:
         assert wp.dtype_to_paddle(t) == getattr(paddle, name)
         assert wp.dtype_from_paddle(getattr(paddle, name)) is t
     assert wp.dtype_to_paddle(wp.uint32) == paddle.int32
+    assert wp.dtype_from_paddle(paddle.bfloat16) is wp.bfloat16
     with pytest.raises(TypeError):
-        wp.dtype_from_paddle(paddle.bfloat16)
+        wp.dtype_from_paddle(paddle.complex64)
 
 
 def test_device_maps() -> None:

@@ -30,6 +30,28 @@ def scalar_size(t: Any) -> int:
     return int(t._np_.itemsize)
 
 
+def _integer_family() -> dict[Any, int]:
+    from ..lang import scalars as s
+
+    return {s.bool: 1, s.int8: 1, s.uint8: 1, s.int16: 2, s.uint16: 2, s.int32: 4, s.uint32: 4, s.int64: 8,
+            s.uint64: 8}
+
+
+_INT_WIDTH: dict[Any, int] = {}
+
+
+def same_width_integers(a: Any, b: Any) -> bool:
+    """Whether scalar types ``a`` and ``b`` may view each other's memory.
+
+    True for integers of one width and either signedness (``int64`` data viewed as ``uint64``), and for ``bool``
+    with ``int8`` / ``uint8`` (one byte per value).
+    """
+    if not _INT_WIDTH:
+        _INT_WIDTH.update(_integer_family())
+    wa, wb = _INT_WIDTH.get(a), _INT_WIDTH.get(b)
+    return wa is not None and wa == wb
+
+
 def fit_layout(
     src: Any, shape: tuple[int, ...], strides: tuple[int, ...], dtype: Any, what: str
 ) -> tuple[Any, tuple[int, ...], tuple[int, ...]]:
@@ -40,7 +62,8 @@ def fit_layout(
         shape: the foreign shape (any number of dimensions; 0-d data becomes a 1-element array).
         strides: the foreign strides in bytes, one per dimension.
         dtype: the requested element type (``None``: ``src``). A vector/matrix type consumes the trailing
-            dimensions, which must equal its shape and be contiguous; its scalar type must be ``src``.
+            dimensions, which must equal its shape and be contiguous; its scalar type must be ``src`` or an
+            integer type of the same width (signed/unsigned, and ``bool`` as ``int8`` / ``uint8``).
         what: how to name the source in error messages (``"PyTorch tensor"``).
 
     Raises:
@@ -59,7 +82,7 @@ def fit_layout(
     if target is Any:
         target = src
     scalar = target._wp_scalar_type_
-    if scalar is not src:
+    if scalar is not src and not same_width_integers(scalar, src):
         raise InteropError(
             f"Cannot convert a {what} of {src.__name__} values to an array of {_arr.type_name(target)}: the scalar "
             f"types differ; pass dtype=None (or a vector/matrix type of {src.__name__}), or convert the data first"
@@ -121,7 +144,7 @@ def external_stream(device: Any, handle: int) -> Any:
     if not getattr(device, "is_cuda", False):
         raise InteropError(f"Device {device} is not a CUDA device: streams exist only on CUDA devices")
     try:  # the stream runtime lives with the CUDA backend; it may be absent from this build
-        mod = importlib.import_module("treadle._src.runtime.stream")
+        mod = importlib.import_module("treadle._src.runtime.cuda_stream")
     except ImportError:
         mod = None
     stream_cls = getattr(mod, "Stream", None)
@@ -216,6 +239,13 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
             return from_dlpack(v, dtype=None if contains_any(t.dtype) else t.dtype)
         except InteropError as e:
             raise LaunchError(f"{what}: {e}") from None
+    if hasattr(v, "__cuda_array_interface__"):  # Numba device arrays and other CUDA-only producers
+        from ..runtime.cuda_interface import from_cuda_array_interface
+
+        try:
+            return from_cuda_array_interface(v, dtype=None if contains_any(t.dtype) else t.dtype)
+        except InteropError as e:
+            raise LaunchError(f"{what}: {e}") from None
     return None
 
 
@@ -234,6 +264,10 @@ def foreign_array_type(v: Any, declared: Any) -> Any:
 
         a = from_dlpack(v)
         return ArrayT(a.dtype, declared.ndim)
+    if hasattr(v, "__cuda_array_interface__"):
+        from ..runtime.cuda_interface import from_cuda_array_interface
+
+        return ArrayT(from_cuda_array_interface(v).dtype, declared.ndim)
     return None
 
 
@@ -244,6 +278,7 @@ __all__ = [
     "external_stream",
     "fit_layout",
     "require_scalar_map",
+    "same_width_integers",
     "scalar_size",
     "stream_handle",
     "wrap_memory",

@@ -149,6 +149,7 @@ _TO_DL: dict[Any, tuple[int, int]] = {
     _B.float16: (DLDataTypeCode.kDLFloat, 16),
     _B.float32: (DLDataTypeCode.kDLFloat, 32),
     _B.float64: (DLDataTypeCode.kDLFloat, 64),
+    _B.bfloat16: (DLDataTypeCode.kDLBfloat, 16),
 }
 _TO_DL = {k: (int(code), bits) for k, (code, bits) in _TO_DL.items()}  # plain ints: cheaper to store in ctypes
 _FROM_DL: dict[tuple[int, int], Any] = {v: k for k, v in _TO_DL.items()}
@@ -410,10 +411,11 @@ def device_from_dl(device_type: int, device_id: int) -> Any:
     if device_type in _CUDA_TYPES:
         return _device.get_device(f"cuda:{int(device_id)}")
     try:
-        name = DLDeviceType(device_type).name
+        name = f" ({DLDeviceType(device_type).name})"
     except ValueError:
-        name = f"type {device_type}"
-    raise InteropError(f"DLPack device {name} (id {device_id}) is not supported: Treadle works with CPU and CUDA memory")
+        name = ""
+    raise InteropError(f"Unsupported source device for DLPack: device_type={device_type}, device_id={device_id}{name}; "
+                       "Treadle works with CPU and CUDA memory")
 
 
 def _consumer_stream(device_type: int, device_id: int) -> int | None:
@@ -429,6 +431,7 @@ def _consumer_stream(device_type: int, device_id: int) -> int | None:
 def _request_capsule(obj: Any) -> Any:
     dl_dev = getattr(obj, "__dlpack_device__", None)
     dev_type, dev_id = dl_dev() if dl_dev is not None else (DLDeviceType.kDLCPU, 0)
+    device_from_dl(int(dev_type), int(dev_id))  # refuse unsupported devices before the producer exports anything
     kwargs: dict[str, Any] = {}
     stream = _consumer_stream(int(dev_type), int(dev_id))
     if stream is not None:

@@ -47,6 +47,7 @@ def _to_jax_table() -> dict[Any, Any]:
         s.float16: jnp.float16,
         s.float32: jnp.float32,
         s.float64: jnp.float64,
+        s.bfloat16: jnp.bfloat16,
     }
 
 

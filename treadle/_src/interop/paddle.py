@@ -32,6 +32,7 @@ _NAMES = (
     ("float16", scalars.float16),
     ("float32", scalars.float32),
     ("float64", scalars.float64),
+    ("bfloat16", scalars.bfloat16),
 )
 
 
@@ -57,7 +58,7 @@ def dtype_to_paddle(warp_dtype: Any) -> Any:
 
 
 def dtype_from_paddle(paddle_dtype: Any) -> Any:
-    """The Treadle scalar type for a Paddle dtype (``bfloat16`` and complex types are not supported).
+    """The Treadle scalar type for a Paddle dtype (complex types are not supported).
 
     Raises:
         TypeError: the type has no Treadle equivalent.

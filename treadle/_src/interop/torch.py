@@ -58,6 +58,7 @@ def _maps() -> tuple[dict[Any, Any], dict[Any, Any]]:
         s.float16: torch.float16,
         s.float32: torch.float32,
         s.float64: torch.float64,
+        s.bfloat16: torch.bfloat16,
     }
     frm = {v: k for k, v in to.items() if k not in (s.uint16, s.uint32, s.uint64)}
     for name, t in (("uint16", s.uint16), ("uint32", s.uint32), ("uint64", s.uint64)):
@@ -88,7 +89,7 @@ def dtype_to_torch(warp_dtype: Any) -> Any:
 def dtype_from_torch(torch_dtype: Any) -> Any:
     """The Treadle scalar type for a ``torch.dtype``.
 
-    ``torch.uint16/uint32/uint64`` map to Treadle's unsigned types; ``bfloat16`` and complex types are not supported.
+    ``torch.uint16/uint32/uint64`` map to Treadle's unsigned types; complex types are not supported.
 
     Raises:
         TypeError: the type has no Treadle equivalent.
