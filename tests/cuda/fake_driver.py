@@ -56,6 +56,13 @@ class FakeDriver:
         self.fail: dict[str, int] = {}
         self.CUdevice_attribute = _Names()
         self.CUmemPool_attribute = _Names()
+        self.CUpointer_attribute = _Names()
+        self.CUstreamCaptureMode = _Names()
+        #: stream handle -> launches recorded while that stream is captured; graph handle -> launches
+        self.capturing: dict[int, list[tuple[int, bytes, bytes]]] = {}
+        self.graphs: dict[int, list[tuple[int, bytes, bytes]]] = {}
+        #: ``pointer -> device ordinal`` for ``cuPointerGetAttribute`` (unknown pointers: device 0)
+        self.pointer_device: dict[int, int] = {}
         self.memory: dict[int, ctypes.Array[Any]] = {}
         self.current_ctx = 0
         self.ctx_stack: list[int] = []
@@ -205,6 +212,10 @@ class FakeDriver:
     def _cuMemcpyDtoH(self, dst: int, src: int, n: int) -> None:
         ctypes.memmove(dst, src, n)
 
+    def _cuPointerGetAttribute(self, attr: str, ptr: int) -> int:
+        assert attr == "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL", attr
+        return self.pointer_device.get(int(ptr), 0)
+
     def _cuDeviceGetDefaultMemPool(self, dev: int) -> int:
         return 0x900 + dev
 
@@ -234,7 +245,34 @@ class FakeDriver:
         return None
 
     def _cuStreamIsCapturing(self, h: int) -> int:
-        return 0
+        return 1 if int(h) in self.capturing else 0
+
+    def _cuStreamBeginCapture(self, h: int, mode: str) -> None:
+        assert int(h) not in self.capturing
+        self.capturing[int(h)] = []
+
+    def _cuStreamEndCapture(self, h: int) -> int:
+        g = self._new()
+        self.graphs[g] = self.capturing.pop(int(h))
+        return g
+
+    def _cuGraphInstantiate(self, g: int, flags: int) -> int:
+        e = self._new()
+        self.graphs[e] = self.graphs[int(g)]
+        return e
+
+    def _cuGraphLaunch(self, e: int, stream: int) -> None:
+        for f, bounds, args in self.graphs[int(e)]:
+            b = ctypes.create_string_buffer(bounds, len(bounds))
+            a = ctypes.create_string_buffer(args, len(args))
+            if self.executor is not None:
+                self.executor(self.functions.get(f, ""), ctypes.addressof(b), ctypes.addressof(a))
+
+    def _cuGraphExecDestroy(self, e: int) -> None:
+        return None
+
+    def _cuGraphDestroy(self, g: int) -> None:
+        return None
 
     def _cuStreamWaitEvent(self, s: int, e: int, flags: int) -> None:
         return None
@@ -287,6 +325,11 @@ class FakeDriver:
         bounds = LaunchBounds.from_address(ptrs[0])
         self.launches.append({"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream,
                               "size": bounds.size, "ndim": bounds.ndim, "args": ptrs[1], "ctx": self.current_ctx})
+        if int(stream) in self.capturing:  # recorded into the graph: parameters are copied now, nothing runs
+            size = getattr(self.executor, "args_size", lambda name: 1024)(self.functions.get(int(f), ""))
+            self.capturing[int(stream)].append((int(f), ctypes.string_at(ptrs[0], ctypes.sizeof(LaunchBounds)),
+                                                ctypes.string_at(ptrs[1], size)))
+            return
         if self.executor is not None:
             self.executor(self.functions.get(int(f), ""), ptrs[0], ptrs[1])
 
@@ -315,11 +358,23 @@ def cpu_executor() -> Any:
 
     cache: dict[str, Any] = {}
 
-    def execute(entry: str, bounds: int, args: int) -> None:
-        fn = cache.get(entry)
-        if fn is None:
-            sym, kind = entry.rsplit("_cuda_", 1)
-            fn = cache[entry] = find(sym, kind)
-        fn(ctypes.c_void_p(bounds), ctypes.c_void_p(args), 1)
+    class Execute:
+        def __call__(self, entry: str, bounds: int, args: int) -> None:
+            fn = cache.get(entry)
+            if fn is None:
+                sym, kind = entry.rsplit("_cuda_", 1)
+                fn = cache[entry] = find(sym, kind)
+            fn(ctypes.c_void_p(bounds), ctypes.c_void_p(args), 1)
 
-    return execute
+        def args_size(self, entry: str) -> int:
+            """Bytes of the ``Args`` struct of the kernel behind ``entry`` (what a graph copies)."""
+            sym = entry.rsplit("_cuda_", 1)[0]
+            for mod in list(modules().modules.values()):
+                for k in mod.kernels:
+                    for inst in list(k.instances.values()):
+                        inst.prepare()
+                        if inst.built.symbol == sym:
+                            return ctypes.sizeof(inst.args_type)
+            return 1024
+
+    return Execute()

@@ -310,3 +310,37 @@ def test_launch_with_real_nvrtc_binary(tmp_path):
         assert fn.module.label.endswith(".sm90.cubin") and fn.entry.endswith("_cuda_forward")
     finally:
         cd.use_driver(None)
+
+
+def test_graph_capture_and_replay(fake):
+    dev = wp.get_device("cuda:0")
+    x = wp.array(np.ones(64, np.float32), device=dev)
+    y = wp.zeros(64, dtype=float, device=dev)
+    with wp.ScopedCapture(device=dev) as cap:
+        assert dev.stream.is_capturing
+        wp.launch(saxpy, 64, inputs=[2.0, x, y], device=dev)
+        wp.launch(saxpy, 64, inputs=[1.0, y, x], device=dev)  # x += y
+    assert not dev.stream.is_capturing and not y.numpy().any()  # recorded, not run
+    assert "cuStreamBeginCapture" in fake.names() and "cuGraphInstantiate" in fake.names()
+    for _ in range(3):
+        wp.capture_launch(cap.graph)
+    # (x, y) = (1, 0) -> (3, 2) -> (11, 8) -> (41, 30)
+    assert y.numpy()[0] == 30.0 and x.numpy()[0] == 41.0
+    s = wp.Stream(dev)
+    wp.set_mempool_enabled(dev, True)
+    wp.capture_begin(stream=s)
+    assert wp.get_stream(dev) is s and s.is_capturing
+    z = wp.zeros(8, dtype=float, device=dev)  # stream-ordered pool allocation inside the capture
+    assert "cuMemAllocAsync" in fake.names()
+    wp.launch(bounded, 8, inputs=[z], device=dev)
+    g = wp.capture_end()
+    assert wp.get_stream(dev) is not s
+    wp.capture_launch(g, stream=s)
+    assert z.numpy().tolist() == [float(i) for i in range(8)]
+    with pytest.raises(RuntimeError, match="without a matching"):
+        wp.capture_end()
+    fake.fail["cuStreamBeginCapture"] = 900
+    with pytest.raises(cd.CudaError, match="cuStreamBeginCapture"):
+        wp.capture_begin(device=dev)
+    with pytest.raises(RuntimeError, match="already being captured"):
+        wp.capture_begin(device=dev, external=True)

@@ -385,7 +385,9 @@ class array:
             return
         dtype = normalize_dtype(dtype)
         dev = _device.get_device(device)
-        if data is not None:
+        if data is not None and _has_cuda_interface(data):  # CuPy, Numba, PyTorch ... arrays on CUDA: a view
+            self._init_from_cuda_interface(data, dtype, shape, device, pinned)
+        elif data is not None:
             self._init_from_data(data, dtype, shape, dev, pinned, copy)
         elif ptr is not None:
             self._init_from_ptr(ptr, dtype, shape, strides, capacity, dev, deleter)
@@ -469,6 +471,19 @@ class array:
         self.device = dev
         if deleter is not None and ptr:
             weakref.finalize(self, deleter, int(ptr), self.capacity)
+
+    def _init_from_cuda_interface(self, data: Any, dtype: Any, shape: Any, device: Any, pinned: bool) -> None:
+        """A view of an object's CUDA memory (``__cuda_array_interface__``); a copy when another device is asked."""
+        from ..runtime.cuda_interface import from_cuda_array_interface
+
+        view = from_cuda_array_interface(data, dtype=None if dtype is Any else dtype, shape=shape)
+        dev = view.device if device is None else _device.get_device(device)
+        if dev == view.device:
+            self._set_layout(view.dtype, view.shape, view.strides, view.ptr)
+            self.capacity, self.device, self._owner = view.capacity, view.device, view
+            return
+        self._init_alloc(view.shape, view.dtype, dev, pinned)
+        copy_array(self, view)
 
     def _init_from_data(self, data: Any, dtype: Any, shape: Any, dev: Any, pinned: bool, copy: bool) -> None:
         if isinstance(data, array) and not data._is_annotation:
@@ -684,6 +699,13 @@ class array:
         if self._is_annotation or not self.device.allocator.host_accessible:
             raise AttributeError("__array_interface__ is only available for CPU arrays; use .numpy() to copy to host")
         return self._interface()
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface (v3, with the producing stream) of an array on a CUDA device."""
+        from ..runtime.cuda_interface import export_interface
+
+        return export_interface(self)
 
     # DLPack protocol. Implemented in interop/dlpack.py, imported at call time because interop builds on lang.
     def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
@@ -1062,6 +1084,15 @@ def _copy_bytes(dest: array, dst: int, src: array, srcp: int, nbytes: int) -> No
         da.copy_peer(dst, src.device, srcp, nbytes)
     else:
         raise NotImplementedError(f"Copying between devices {src.device} and {dest.device} is not supported yet")
+
+
+def _has_cuda_interface(data: Any) -> bool:
+    if isinstance(data, (array, np.ndarray, list, tuple)):
+        return False
+    try:
+        return hasattr(data, "__cuda_array_interface__")
+    except Exception:  # noqa: BLE001 - a property that fails for host data (e.g. CPU tensors)
+        return False
 
 
 def _strided_bytes(a: array, raw: np.ndarray) -> np.ndarray:

@@ -17,6 +17,8 @@ import ctypes
 import threading
 from typing import Any
 
+from .device import get_device
+
 
 class _CaptureState:
     """Active captures: a process-wide count (cheap to test on every launch) and the per-thread graph."""
@@ -80,7 +82,7 @@ def _check_device(device: Any) -> Any:
     from .device import get_device
 
     dev = get_device(device)
-    if not dev.is_cpu:
+    if not dev.is_cpu and not dev.is_cuda:
         raise RuntimeError(f"graph capture on device '{dev}' needs a CUDA backend, which this build lacks; "
                            "capture on 'cpu'")
     return dev
@@ -89,7 +91,12 @@ def _check_device(device: Any) -> Any:
 def capture_begin(device: Any = None, stream: Any = None, force_module_load: Any = None, external: bool = False,
                   apic: bool = False, capture_mode: Any = None) -> None:
     """Start recording the kernel launches of the calling thread into a graph (nothing runs until replayed)."""
-    dev = _check_device(device)
+    dev = _check_device(device if device is not None or stream is None else stream.device)
+    if dev.is_cuda:  # a driver stream capture (runtime/cuda_graph.py)
+        from . import cuda_graph
+
+        cuda_graph.capture_begin(dev, stream, external, capture_mode)
+        return
     if getattr(STATE.local, "graph", None) is not None:
         raise RuntimeError("a graph capture is already active on this thread; call wp.capture_end() first")
     STATE.local.graph = Graph(dev)
@@ -99,6 +106,11 @@ def capture_begin(device: Any = None, stream: Any = None, force_module_load: Any
 
 def capture_end(device: Any = None, stream: Any = None) -> Graph:
     """Stop recording and return the captured :class:`Graph`."""
+    if getattr(STATE.local, "graph", None) is None and not (device is not None and get_device(device).is_cpu):
+        from . import cuda_graph
+
+        if cuda_graph.active() is not None:
+            return cuda_graph.capture_end(device, stream)  # type: ignore[return-value]
     g = getattr(STATE.local, "graph", None)
     if g is None:
         raise RuntimeError("wp.capture_end() without a matching wp.capture_begin() on this thread")
@@ -111,6 +123,9 @@ def capture_end(device: Any = None, stream: Any = None) -> Graph:
 
 def capture_launch(graph: Graph, stream: Any = None) -> None:
     """Replay a captured graph."""
+    if type(graph).__name__ == "CudaGraph":
+        graph.launch(stream)  # type: ignore[call-arg]
+        return
     if not isinstance(graph, Graph):
         raise TypeError(f"wp.capture_launch() expects a Graph from wp.capture_end(), got {type(graph).__name__}")
     graph.launch()
