@@ -85,6 +85,12 @@ def add_into(a: wp.array(dtype=float), b: wp.array(dtype=float), out: wp.array(d
 
 
 @wp.kernel
+def global_index(offset: wp.array(dtype=int), x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = x[i] + float(offset[0] + i) * 1000.0
+
+
+@wp.kernel
 def twice_any(a: wp.array(dtype=Any), out: wp.array(dtype=Any)):
     i = wp.tid()
     out[i] = a[i] + a[i]
@@ -142,6 +148,18 @@ def check_result_varies_over_the_mesh() -> None:
     except TypeError:  # JAX before check_vma
         f = shard_map(lambda a: k(a, 3.0)[0], mesh=MESH, in_specs=P("x"), out_specs=P("x"), check_rep=False)
     close(jax.jit(f)(X), X * X * 3.0)
+
+
+def check_shard_offset_as_array() -> None:
+    """A shard learns its global position from lax.axis_index passed as a one-element array (scalars are static)."""
+    k = wp.jax_kernel(global_index)
+
+    def body(a: Any) -> Any:
+        off = jnp.full((1,), jax.lax.axis_index("x") * a.shape[0], dtype=jnp.int32)
+        return k(off, a, launch_dims=a.shape)[0]
+
+    y = smap(body, P("x"), P("x"))(X)
+    close(y, X + np.arange(64, dtype=np.float32) * 1000.0)
 
 
 def check_vectors_two_outputs() -> None:

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKS = [
     "forward",
     "result_varies_over_the_mesh",
+    "shard_offset_as_array",
     "vectors_two_outputs",
     "2d_rows_and_atomics",
     "in_out",
