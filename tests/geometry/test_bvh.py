@@ -74,7 +74,7 @@ def margin_ok(value: np.ndarray, got: np.ndarray, expected: np.ndarray, eps: flo
     np.testing.assert_array_equal(got[clear], expected[clear])
 
 
-@pytest.mark.parametrize("constructor, leaf_size", [("sah", 1), ("median", 1), ("sah", 5), ("lbvh", 3)])
+@pytest.mark.parametrize("constructor, leaf_size", [("sah", 1), ("median", 1), ("sah", 5), ("lbvh", 3), ("lbvh", 1)])
 def test_box_ray_sphere_capsule_queries(device: str, constructor: str, leaf_size: int) -> None:
     n, m = 1500, 200
     lo, hi = random_boxes(n, 1)
@@ -195,3 +195,79 @@ def test_for_loop_over_a_query(device: str) -> None:
     wp.launch(for_loop_counts, dim=50, inputs=[bvh.id, wp.array(q_lo, dtype=wp.vec3, device=device),
                                                wp.array(q_hi, dtype=wp.vec3, device=device), out], device=device)
     np.testing.assert_array_equal(out.numpy(), run(bvh, 300, 0, q_lo, q_hi, device=device).sum(1))
+
+
+def _tree_depth_and_leaves(bvh: wp.Bvh) -> tuple[int, list[int]]:
+    """Walk the native node table from the root: (depth, slots of every leaf), checking child bounds nest."""
+    nodes = bvh._tree.nodes.numpy()
+    ints = nodes.view(np.int32)
+    num = bvh._tree.desc.num_nodes
+    slots: list[int] = []
+    depth, stack = 0, [(0, 1)]
+    while stack:
+        k, lvl = stack.pop()
+        assert 0 <= k < num
+        depth = max(depth, lvl)
+        a, b = int(ints[k, 3]), int(ints[k, 7])
+        if b < 0:
+            slots.extend(range(a, a - b))
+            continue
+        for c in (a, b):
+            assert (nodes[c, :3] >= nodes[k, :3]).all() and (nodes[c, 4:7] <= nodes[k, 4:7]).all()
+            stack.append((c, lvl + 1))
+    return depth, slots
+
+
+@pytest.mark.parametrize("n", [2, 3, 17, 1000])
+def test_lbvh_structure_matches_brute_force(device: str, n: int) -> None:
+    lo, hi = random_boxes(n, 11)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device),
+                 constructor="lbvh")
+    assert bvh._tree.desc.num_nodes == 2 * n - 1
+    depth, slots = _tree_depth_and_leaves(bvh)
+    assert sorted(slots) == list(range(n)) and depth < 64
+    items = bvh._tree.items.numpy()[:n]
+    assert sorted(items.tolist()) == list(range(n))
+    # the root box is the union of all boxes
+    root = bvh._tree.nodes.numpy()[0]
+    np.testing.assert_array_equal(root[:3], lo.min(0))
+    np.testing.assert_array_equal(root[4:7], hi.max(0))
+
+
+def test_lbvh_clustered_and_coincident_items(device: str) -> None:
+    # many identical Morton codes (a tight cluster plus exact duplicates): the index tie-break keeps the tree valid
+    rng = np.random.default_rng(4)
+    lo = np.concatenate([rng.random((300, 3)) * 1e-6, np.zeros((200, 3)), rng.random((100, 3))]).astype(np.float32)
+    hi = lo + 0.01
+    n = len(lo)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device),
+                 constructor="lbvh")
+    depth, slots = _tree_depth_and_leaves(bvh)
+    assert sorted(slots) == list(range(n)) and depth < 64
+    q_lo, q_hi = np.full((1, 3), 0.005, np.float32), np.full((1, 3), 0.006, np.float32)
+    expected = (lo[None] <= q_hi[:, None]).all(-1) & (hi[None] >= q_lo[:, None]).all(-1)
+    np.testing.assert_array_equal(run(bvh, n, 0, q_lo, q_hi, device=device), expected)
+
+
+def test_lbvh_refit_and_rebuild(device: str) -> None:
+    n = 500
+    lo, hi = random_boxes(n, 12)
+    lows, highs = wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device)
+    bvh = wp.Bvh(lows, highs, constructor="lbvh")
+    rng = np.random.default_rng(13)
+    q_lo = rng.random((100, 3)).astype(np.float32)
+    q_hi = q_lo + 0.1
+    for step in range(3):
+        lo2 = lo + rng.normal(scale=0.05, size=lo.shape).astype(np.float32)
+        hi2 = lo2 + (hi - lo)
+        lows.assign(lo2)
+        highs.assign(hi2)
+        if step == 2:
+            bvh.rebuild("lbvh")
+        else:
+            bvh.refit()
+        expected = (lo2[None] <= q_hi[:, None]).all(-1) & (hi2[None] >= q_lo[:, None]).all(-1)
+        np.testing.assert_array_equal(run(bvh, n, 0, q_lo, q_hi, device=device), expected)
+    bvh.rebuild("sah")  # back to the native builder and its refit
+    bvh.refit()
+    np.testing.assert_array_equal(run(bvh, n, 0, q_lo, q_hi, device=device), expected)

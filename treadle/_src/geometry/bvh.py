@@ -1,7 +1,8 @@
 """``Bvh``: a bounding volume hierarchy over axis-aligned boxes, queried in kernels with ``bvh_query_*``.
 
 The item bounds are gathered by a parallel Treadle kernel; the tree is built and refitted by the serial native
-builder in ``treadle/native/bvh.h`` (binned SAH or median splits), run by one-thread kernels. The object owns the
+builder in ``treadle/native/bvh.h`` (binned SAH or median splits), run by one-thread kernels, or, with
+``constructor="lbvh"``, by the parallel Treadle kernels of ``lbvh.py`` (Morton codes, sort, Karras hierarchy). The object owns the
 ``bvh_t`` descriptor (its address is :attr:`Bvh.id`) and every buffer it points to. ``Mesh`` reuses
 :class:`BvhBuffers` for its triangle tree.
 """
@@ -22,13 +23,16 @@ from ..lang.kernel import kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3f
 from ..runtime.device import get_device
+from .lbvh import LbvhState
 
 tid = exported_builtins()["tid"]
 _bvh_build = REGISTRY.builtins["_bvh_build"]
 _bvh_refit = REGISTRY.builtins["_bvh_refit"]
 
-#: Accepted constructor names: "lbvh" (a GPU builder in the reference) and "cubql" build with SAH on the CPU.
-CONSTRUCTORS = {"sah": 0, "median": 1, "lbvh": 0, "cubql": 0}
+#: Accepted constructor names and their builder codes: binned SAH and object median (serial native builder), "lbvh"
+#: (Morton codes + Karras hierarchy from Treadle kernels, ``lbvh.py``); "cubql" builds with SAH.
+CONSTRUCTORS = {"sah": 0, "median": 1, "lbvh": 2, "cubql": 0}
+LBVH = 2
 
 
 class BvhDesc(ctypes.Structure):
@@ -153,14 +157,30 @@ class BvhBuffers:
             d.group_roots = self.group_roots.ptr
         self.initial_order = order
 
+    def _lbvh(self) -> LbvhState | None:
+        """The LBVH builder state when this tree is built by it (not with groups, nor for fewer than 2 items)."""
+        if self.desc.constructor != LBVH or self.desc.num_groups or self.n < 2:
+            return None
+        if getattr(self, "lbvh", None) is None:
+            self.lbvh = LbvhState(self)
+        return self.lbvh
+
     def build(self) -> None:
         """Build from ``item_bounds`` (filled by the caller)."""
+        lbvh = self._lbvh()
+        if lbvh is not None:
+            lbvh.build()
+            return
         if self.n:
             self.items.numpy()[: self.n] = self.initial_order
         launch(_run_build, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
 
     def refit(self) -> None:
         """Refit from ``item_bounds`` (filled by the caller)."""
+        lbvh = self._lbvh()
+        if lbvh is not None:
+            lbvh.refit()
+            return
         launch(_run_refit, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
 
 
@@ -180,7 +200,8 @@ class Bvh:
     Args:
         lowers: lower corners of the item boxes (array of vec3).
         uppers: upper corners (same length).
-        constructor: ``"sah"`` (default), ``"median"``; ``"lbvh"`` and ``"cubql"`` are accepted and build with SAH.
+        constructor: ``"sah"`` (default), ``"median"``, ``"lbvh"`` (linear BVH from Morton codes, built by Treadle
+            kernels; one item per leaf; with groups it builds with SAH); ``"cubql"`` is accepted and builds with SAH.
         groups: optional int32 group id per item; ``bvh_get_group_root`` then restricts queries to one group.
         leaf_size: maximum number of items per leaf (>= 1).
 

@@ -23,7 +23,7 @@ from ..lang.kernel import kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3f
 from ..runtime.device import get_device
-from .bvh import BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
+from .bvh import LBVH, BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
 from .types import MeshView
 
 _mesh_build = REGISTRY.builtins["_mesh_build"]
@@ -116,7 +116,9 @@ class Mesh:
         if num_faces and (tris.min() < 0 or tris.max() >= points.shape[0]):
             raise ValueError(f"Mesh indices must lie in [0, {points.shape[0]})")
         leaf = DEFAULT_LEAF_SIZE if bvh_leaf_size is None else parse_leaf_size(bvh_leaf_size)
-        self._tree = BvhBuffers(num_faces, self.device, leaf, parse_constructor(bvh_constructor),
+        constructor = parse_constructor(bvh_constructor)
+        constructor = 0 if constructor == LBVH else constructor  # the mesh tree is refitted natively: SAH
+        self._tree = BvhBuffers(num_faces, self.device, leaf, constructor,
                                 as_groups(groups, num_faces, self.device))
         self._desc = MeshDesc()
         self._desc.bvh = self._tree.desc
