@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import config
+from ..autodiff.state import active_tape
 from ..errors import LaunchError
+from ..lang.launch import _bounds, launch_bounds, make_packer, value_type
 
 
 class CudaPlan:
@@ -29,7 +31,6 @@ class CudaPlan:
     __slots__ = ("inst", "kernel", "device", "adjoint", "names", "packers", "args_type", "fn", "checked")
 
     def __init__(self, inst: Any, device: Any, adjoint: bool) -> None:
-        from ..lang.launch import make_packer
         from . import cuda as cb
 
         self.inst = inst
@@ -84,8 +85,6 @@ def plan_for(inst: Any, device: Any, adjoint: bool = False) -> CudaPlan:
 def instance_for(kernel: Any, args: Sequence[Any]) -> Any:
     """The kernel instance for these arguments (generic kernels are specialised on the argument types)."""
     if kernel.is_generic:
-        from ..lang.launch import value_type
-
         return kernel.get_instance(tuple(value_type(v, t) for v, t in zip(args, kernel.param_types)))
     return kernel.get_instance(None)
 
@@ -119,8 +118,6 @@ class CudaLaunch:
 
     def set_dim(self, dim: Any) -> None:
         """Change the launch grid."""
-        from ..lang.launch import launch_bounds
-
         self.bounds = launch_bounds(dim)
 
     def set_param_at_index(self, index: int, value: Any) -> None:
@@ -148,15 +145,11 @@ def launch_cuda(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Seq
                 adj: list[Any], adjoint: bool, record_tape: bool, record_cmd: bool, stream: Any = None,
                 block_dim: int | None = None, max_blocks: int = 0) -> CudaLaunch | None:
     """``wp.launch`` on a CUDA device (``args``: inputs + outputs with defaults filled in)."""
-    from ..autodiff.state import active_tape
-    from ..lang.launch import _bounds
-
-    inst = instance_for(kernel, args)
     bounds = _bounds(dim)
-    s = _stream_of(stream, device)
+    s = _stream_of(stream, device) if stream is not None else None
     bd = int(block_dim) if block_dim else None
     if adjoint:
-        plan = plan_for(inst, device, adjoint=True)
+        plan = plan_for(instance_for(kernel, args), device, adjoint=True)
         packed = plan.pack(args)
         keep = _apply_adjoints(plan, packed, adj)
         rec = CudaLaunch(plan, bounds, [*args, *keep], packed, s, bd, max_blocks)
@@ -164,18 +157,30 @@ def launch_cuda(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Seq
             return rec
         plan.run(bounds, packed, s, bd, max_blocks)
         return None
-    plan = plan_for(inst, device)
+    plan = _forward_plan(kernel, args, device)
     packed = plan.pack(args)
     if record_tape:
         tape = active_tape()
         if tape is not None:
-            tape.record_launch(kernel, dim, inputs, outputs, device, inst)
+            tape.record_launch(kernel, dim, inputs, outputs, device, plan.inst)
     if config.print_launches:
         print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {device}", file=sys.stderr)
     if record_cmd:
         return CudaLaunch(plan, bounds, args, packed, s, bd, max_blocks)
     plan.run(bounds, packed, s, bd, max_blocks)
     return None
+
+
+def _forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
+    """The forward plan, remembered on non-generic kernels while the compile mode and the instance stay the same."""
+    fast = kernel.__dict__.get("_cuda_fast")
+    if (fast is not None and fast[0] is device and fast[1] is config.mode
+            and fast[2].inst in kernel.instances.values()):
+        return fast[2]  # type: ignore[no-any-return]
+    plan = plan_for(instance_for(kernel, args), device)
+    if not kernel.is_generic:
+        kernel._cuda_fast = (device, config.mode, plan)
+    return plan
 
 
 def _apply_adjoints(plan: CudaPlan, packed: Any, adj: list[Any]) -> list[Any]:
