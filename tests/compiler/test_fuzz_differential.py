@@ -1,8 +1,8 @@
 """Differential fuzzing in CI: random kernels compiled vs interpreted, and Tape gradients vs finite differences.
 
 The generator and the checks live in ``tools/fuzz_kernels.py`` (run it directly for longer campaigns); here a few
-fixed seeds keep the budget small. Compiler bugs the fuzzer found are pinned below as strict xfails with their
-reproducers, so they flip to failures (and get un-marked) once fixed.
+fixed seeds keep the budget small. Compiler bugs the fuzzer found are pinned below with their reproducers (as
+strict xfails while open, as plain tests once fixed).
 """
 
 from __future__ import annotations
@@ -144,30 +144,72 @@ def test_gradient_of_loop_reading_a_variable_assigned_after_it(kernel, expected)
     assert x.grad.numpy()[0] == pytest.approx(expected)
 
 
-_DEAD_NAN_REPRO = """
-@wp.kernel
-def k(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
-    i = wp.tid()
-    t = wp.sqrt(x[i] - 2.0)     # NaN for x < 2, and never used
-    out[i] = x[i]
-# x = 1: d out / d x = 1, the Tape gives NaN (the unused sqrt's adjoint adds 0 * NaN to x's adjoint)
-"""
-
-
 @wp.kernel
 def dead_nan(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()
-    t = wp.sqrt(x[i] - 2.0)  # noqa: F841 - unused on purpose
+    t = wp.sqrt(x[i] - 2.0)  # noqa: F841 - NaN for x < 2, and unused on purpose
     out[i] = x[i]
 
 
-@pytest.mark.xfail(strict=True, reason="compiler bug (adjoint): a NaN/inf partial derivative of a value whose adjoint is "
-                                       "zero (unused, or only compared) still reaches the inputs as 0 * NaN. "
-                                       "Reproducer:" + _DEAD_NAN_REPRO)
+@wp.kernel
+def compared_nan(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    t = wp.sqrt(x[i] - 2.0)  # NaN for x < 2, only compared
+    v = x[i] * 3.0
+    if t > 1.0:
+        v = x[i]
+    out[i] = v
+
+
+@wp.kernel
+def dead_vec_nan(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    n = wp.normalize(x[i] - x[i])  # noqa: F841 - normalising a zero vector: inf/NaN partials, unused
+    r = wp.div(x[i], wp.length(x[i]) * 0.0)  # noqa: F841 - inf values, unused
+    out[i] = x[i] * 2.0
+
+
 def test_unused_nan_does_not_poison_gradients():
-    x = wp.array(np.array([1.0]), dtype=wp.float64, requires_grad=True)
-    out = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    # Found by the fuzzer: the adjoint of an unused sqrt of a negative number added 0 * NaN to x's gradient.
+    x = wp.array(np.array([1.0, 5.0]), dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
     with wp.Tape() as tape:
-        wp.launch(dead_nan, dim=1, inputs=[x], outputs=[out])
-    tape.backward(grads={out: np.ones(1)})
-    assert x.grad.numpy()[0] == 1.0
+        wp.launch(dead_nan, dim=2, inputs=[x], outputs=[out])
+    tape.backward(grads={out: np.ones(2)})
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+
+
+def test_compared_nan_does_not_poison_gradients():
+    x = wp.array(np.array([1.0, 2.5, 4.0]), dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(3, dtype=wp.float64, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(compared_nan, dim=3, inputs=[x], outputs=[out])
+    tape.backward(grads={out: np.ones(3)})
+    # sqrt(x - 2) > 1 only for x = 4.0; the NaN of sqrt(-1) at x = 1 is compared (false) and must not leak
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 1.0])
+
+
+def test_unused_vector_nan_does_not_poison_gradients():
+    x = wp.array(np.array([[1.0, 2.0, 3.0]], dtype=np.float32), dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(1, dtype=wp.vec3, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(dead_vec_nan, dim=1, inputs=[x], outputs=[out])
+    tape.backward(grads={out: np.ones((1, 3), dtype=np.float32)})
+    np.testing.assert_array_equal(x.grad.numpy(), [[2.0, 2.0, 2.0]])
+
+
+def test_used_nan_still_reaches_the_gradient():
+    # Skipping zero adjoints must not hide a real NaN: here the sqrt is used, and d/dx sqrt(x - 2) at x = 2 is inf.
+    @wp.kernel
+    def used(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        out[i] = wp.sqrt(x[i] - 2.0)
+
+    x = wp.array(np.array([2.0, 6.0]), dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(used, dim=2, inputs=[x], outputs=[out])
+    tape.backward(grads={out: np.ones(2)})
+    g = x.grad.numpy()
+    assert np.isinf(g[0])
+    assert g[1] == pytest.approx(0.25)

@@ -86,6 +86,22 @@ template <typename T, typename Op> TREADLE_FUNC T cas_update(T* addr, Op op) {
     }
 }
 
+#if !defined(__CUDA_ARCH__)
+// Float add/sub on the host: a relaxed compare-and-swap loop (arithmetic atomics need no ordering; a relaxed one also
+// lets the compiler keep loop-invariant loads, such as kernel arguments, out of the loop around it).
+template <typename T> TREADLE_FUNC T cas_add_relaxed(T* addr, T v) {
+    typedef typename uint_of_size<sizeof(T)>::type U;
+    U* p = reinterpret_cast<U*>(addr);
+    U old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    for (;;) {
+        const T cur = bit_cast<T>(old);
+        const U desired = bit_cast<U>(T(cur + v));
+        if (desired == old || __atomic_compare_exchange_n(p, &old, desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return cur;
+    }
+}
+#endif
+
 template <typename T> struct op_add {
     T v;
     TREADLE_FUNC T operator()(T a) const { return T(a + v); }
@@ -158,6 +174,9 @@ TREADLE_ATOMIC_SCALAR T atomic_add(T* addr, TREADLE_SCALAR(T) v) {
         if constexpr (detail::is_same<T, float64>::value)
             return atomicAdd(addr, v);
 #endif
+#else
+        if constexpr (sizeof(T) >= 4)
+            return detail::cas_add_relaxed(addr, v);
 #endif
         return detail::cas_update(addr, detail::op_add<T>{v});
     }
@@ -181,6 +200,9 @@ TREADLE_ATOMIC_SCALAR T atomic_sub(T* addr, TREADLE_SCALAR(T) v) {
         if constexpr (detail::is_same<T, float64>::value)
             return atomicAdd(addr, -v);
 #endif
+#else
+        if constexpr (sizeof(T) >= 4)
+            return detail::cas_add_relaxed(addr, T(-v));
 #endif
         return detail::cas_update(addr, detail::op_sub<T>{v});
     }

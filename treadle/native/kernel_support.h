@@ -135,6 +135,73 @@ template <typename T> TREADLE_FUNC void adj_accum(T& a, const T& b) { a = treadl
 // Accumulate into a gradient buffer element that other threads may update too.
 template <typename T> TREADLE_FUNC void adj_atomic_accum(T* g, const T& v) { treadle::atomic_add(g, v); }
 
+// Gradient of a load at the thread's own index (emit_adjoint.own_index_arrays): when no other thread can touch the
+// element (`own`, checked once per launch by grad_own/grad_apart) a plain add, else an atomic one.
+template <typename T> TREADLE_FUNC void adj_grad_add(T* g, const T& v, bool own) {
+    if (own)
+        *g = treadle::add(*g, v);
+    else
+        treadle::atomic_add(g, v);
+}
+// Byte range [lo, hi) of an array's gradient buffer (empty without one); ND is the array type's static ndim.
+struct grad_span_t {
+    unsigned long long lo, hi;
+};
+template <int ND, typename T> TREADLE_FUNC grad_span_t grad_span(const array_t<T>& a) {
+    if (!a.grad)
+        return grad_span_t{0, 0};
+    unsigned long long lo = (unsigned long long)a.grad, hi = lo + sizeof(T);
+    for (int d = 0; d < ND; ++d) {
+        if (a.shape[d] <= 0)
+            return grad_span_t{0, 0};
+        const int64 e = (a.shape[d] - 1) * a.strides[d];
+        if (e >= 0)
+            hi += (unsigned long long)e;
+        else
+            lo -= (unsigned long long)(-e);
+    }
+    return grad_span_t{lo, hi};
+}
+// Whether distinct indices of `a` address distinct gradient elements: sorted by size, each stride clears the span of
+// the smaller dimensions (true for contiguous arrays and their slices; false for zero or overlapping strides).
+template <int ND, typename T> TREADLE_FUNC bool grad_own(const array_t<T>& a) {
+    if (!a.grad)
+        return false;
+    int64 s[ND > 0 ? ND : 1], n[ND > 0 ? ND : 1];
+    for (int d = 0; d < ND; ++d) {
+        s[d] = a.strides[d] < 0 ? -a.strides[d] : a.strides[d];
+        n[d] = a.shape[d];
+    }
+    for (int d = 1; d < ND; ++d)
+        for (int k = d; k > 0 && s[k] < s[k - 1]; --k) {
+            const int64 ts = s[k], tn = n[k];
+            s[k] = s[k - 1], n[k] = n[k - 1], s[k - 1] = ts, n[k - 1] = tn;
+        }
+    int64 need = (int64)sizeof(T);
+    for (int d = 0; d < ND; ++d) {
+        if (n[d] <= 1)
+            continue;
+        if (s[d] < need)
+            return false;
+        need = s[d] * (n[d] - 1) + need;
+    }
+    return true;
+}
+TREADLE_FUNC bool grad_apart(const grad_span_t& a, const grad_span_t& b) {
+    return a.lo == a.hi || b.lo == b.hi || a.hi <= b.lo || b.hi <= a.lo;
+}
+// Whether an adjoint is non-zero (component-wise for vectors and matrices): the reverse sweep skips the adjoint of a
+// builtin whose result adjoint is exactly zero, so that 0 * inf / 0 * NaN partials of unused values stay out.
+template <typename S> TREADLE_FUNC bool scalar_nonzero(S s) { return s != S(0); }
+TREADLE_FUNC bool scalar_nonzero(half h) { return (h.u & 0x7fffu) != 0; }
+template <typename S, typename T> TREADLE_FUNC bool adj_nonzero(const T& v) {
+    const S* p = reinterpret_cast<const S*>(&v);
+    bool nz = false;
+    for (unsigned k = 0; k < sizeof(T) / sizeof(S); ++k)
+        nz |= scalar_nonzero(p[k]);
+    return nz;
+}
+
 // Per-thread checkpoint stack for differentiating loops: each iteration pushes the variables its body modifies;
 // the reverse sweep reads them back by position and pops the loop's entries when done.
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)

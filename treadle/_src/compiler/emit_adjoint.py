@@ -62,6 +62,80 @@ def _loop_modified(s: Any) -> list[ir.Local]:
 _NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
 
 
+def _has_array(t: Any) -> bool:
+    if isinstance(t, ArrayT):
+        return True
+    if is_struct(t):
+        return any(_has_array(normalize_annotation(ft)) for ft in t.vars.values())
+    if isinstance(t, TupleT):
+        return any(_has_array(x) for x in t.types)
+    return False
+
+
+_OPERANDS = ("args", "index", "indices", "src", "value", "array", "cond", "start", "stop", "step", "compare")
+
+
+def own_index_arrays(f: ir.FuncIR) -> dict[int, ir.Local]:
+    """Array parameters whose every element access is at the thread's own index: ``{value id: parameter}``.
+
+    A parameter qualifies when it is only ever loaded from or stored to (never passed on, viewed, reassigned or
+    updated atomically) and every index tuple is the same full set of launch dimensions (``x[i]`` in a 1-d launch,
+    ``x[i, j]`` or ``x[j, i]`` in a 2-d one, ``i, j`` straight from ``wp.tid()``). Then no two threads touch the same
+    element, and the gradient of a load can be a plain add; whether the gradient buffers really are disjoint and
+    injective is checked at run time (``treadle::grad_own`` / ``grad_apart``). The values returned are the ids of
+    the ``LoadLocal`` results that refer to each parameter.
+    """
+    params = {p.id: p for p in f.params if isinstance(p.type, ArrayT)}
+    if not params or any(_has_array(p.type) and not isinstance(p.type, ArrayT) for p in f.params):
+        return {}
+    nd = max(1, getattr(f, "launch_ndim", 1))
+    full = {-1} if nd == 1 else set(range(nd))
+    tid_val: dict[int, int] = {}  # value id -> launch dimension
+    stores: dict[int, list[Any]] = {}
+    bad_locals: set[int] = set()
+    stmts = list(ir.walk(f.body))
+    for s in stmts:
+        if isinstance(s, ir.Tid):
+            tid_val[s.result.id] = s.dim
+        elif isinstance(s, ir.StoreLocal):
+            stores.setdefault(s.local.id, []).append(s.value)
+        elif isinstance(s, ir.ForRange):
+            bad_locals.add(s.var.id)
+        for a in getattr(s, "args", None) or []:
+            if isinstance(a, ir.LocalRef):
+                bad_locals.add(a.local.id)
+    tid_local: dict[int, int] = {}
+    for _ in range(3):  # locals assigned only from thread indices (possibly through other such locals)
+        for s in stmts:
+            if isinstance(s, ir.LoadLocal) and s.local.id in tid_local:
+                tid_val[s.result.id] = tid_local[s.local.id]
+        for lid, vals in stores.items():
+            found = {tid_val.get(v.id, -9) if isinstance(v, ir.Value) else -9 for v in vals}
+            if lid not in bad_locals and len(found) == 1 and -9 not in found:
+                tid_local[lid] = found.pop()
+    ref: dict[int, int] = {}  # LoadLocal result id -> parameter local id
+    for s in stmts:
+        if isinstance(s, ir.LoadLocal) and s.local.id in params:
+            ref[s.result.id] = s.local.id
+    ok = {pid for pid in params if pid not in bad_locals and pid not in stores}
+    pattern: dict[int, tuple[int, ...]] = {}
+    for s in stmts:
+        for name in _OPERANDS:
+            v = getattr(s, name, None)
+            for op in (v if isinstance(v, list) else [v]):
+                if not isinstance(op, ir.Value) or op.id not in ref:
+                    continue
+                pid = ref[op.id]
+                if name != "array" or not isinstance(s, (ir.ArrayLoad, ir.ArrayStore)):
+                    ok.discard(pid)
+                    continue
+                dims = tuple(tid_val.get(i.id, -9) if isinstance(i, ir.Value) else -9 for i in s.indices)
+                if (len(dims) != params[pid].type.ndim or set(dims) != full or len(set(dims)) != len(dims)
+                        or pattern.setdefault(pid, dims) != dims):
+                    ok.discard(pid)
+    return {vid: params[pid] for vid, pid in ref.items() if pid in ok}
+
+
 def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
     """Emit ``s`` as the backward pass's forward replay does; returns False if it is emitted as usual.
 
@@ -121,6 +195,7 @@ class AdjointEmitter(Emitter):
         self.loop_ids: dict[int, int] = {}
         self.ckpt_now = False
         self.dummy = 0
+        self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
 
     # Declarations ----------------------------------------------------------------------------------------------
     def ct(self, t: Any) -> str:
@@ -235,7 +310,11 @@ class AdjointEmitter(Emitter):
                 if ov.template:
                     tmpl = "<" + ",".join(str(x) if isinstance(x, int) else self.ct(x) for x in ov.template) + ">"
                 args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
-                self.emit_adj(lines, ind, f"treadle::adj_{cpp}{tmpl}({', '.join(args)})", dummies)
+                guard = self.nonzero_guard(cpp, r)
+                if guard:
+                    lines.append(f"{ind}if ({guard})")
+                self.emit_adj(lines, ind + ("    " if guard else ""),
+                              f"treadle::adj_{cpp}{tmpl}({', '.join(args)})", dummies)
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.CallFunc):
             native = getattr(s.func.ir, "native", None) is not None
@@ -292,7 +371,12 @@ class AdjointEmitter(Emitter):
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_accum({tgt}, *_g); }}")
         elif isinstance(s, ir.ArrayLoad):
-            if differentiable(r.type):
+            own = self.own.get(s.array.id) if isinstance(s.array, ir.Value) else None
+            if differentiable(r.type) and own is not None:
+                where = ", ".join(op(i) for i in s.indices)
+                lines.append(f"{ind}if (auto* _g = treadle::grad_address({op(s.array)}, {where})) "
+                             f"treadle::adj_grad_add(_g, adj_v{r.id}, {own});")
+            elif differentiable(r.type):
                 dummies = []
                 didx = [self._int_dummy(i, dummies) for i in s.indices]
                 dummies.append(f"{self.ct(s.array.type)} _da{{}};")
@@ -341,6 +425,38 @@ class AdjointEmitter(Emitter):
         elif isinstance(s, (ir.ForRange, ir.While)):
             self.rev_loop(s, lines, ind)
         # Tid, DeclLocal, ArrayView: nothing flows back.
+
+    #: Builtins whose adjoint only adds the incoming adjoint (no product that a zero adjoint could meet a NaN in).
+    _LINEAR = frozenset({"add", "sub", "neg", "pos"})
+
+    def nonzero_guard(self, cpp: str, r: ir.Value) -> str:
+        """The condition under which a builtin's adjoint runs: its result's adjoint is not exactly zero.
+
+        Skipping zero adjoints keeps infinite or NaN partial derivatives of values that do not affect the output
+        (``t = wp.sqrt(x - 2.0)`` left unused) out of the gradients, where ``0 * NaN`` would otherwise poison them.
+        """
+        if cpp in self._LINEAR or not (is_float(r.type) or is_composite(r.type)):
+            return ""
+        return f"treadle::adj_nonzero<{self.ct(scalar_of(r.type))}>(adj_v{r.id})"
+
+    def own_flags(self, f: ir.FuncIR) -> list[str]:
+        """Per-launch flags of the arrays whose load gradients may use plain adds (see ``own_index_arrays``)."""
+        self.own = {}
+        found = own_index_arrays(f)
+        arrays = [p for p in f.params if isinstance(p.type, ArrayT)]
+        nd = max(1, getattr(f, "launch_ndim", 1))
+        lines = []
+        for p in {id(p): p for p in found.values()}.values():
+            conds = [f"treadle::grad_own<{p.type.ndim}>(var_{p.name})"]
+            if nd > 1:
+                conds.append(f"bounds.ndim == {nd}")
+            mine = f"treadle::grad_span<{p.type.ndim}>(var_{p.name})"
+            conds += [f"treadle::grad_apart({mine}, treadle::grad_span<{q.type.ndim}>(var_{q.name}))"
+                      for q in arrays if q is not p]
+            lines.append(f"    const bool _own_{p.name} = {' && '.join(conds)};")
+        for vid, p in found.items():
+            self.own[vid] = f"_own_{p.name}"
+        return lines
 
     def _int_dummy(self, i: Any, dummies: list[str]) -> str:
         self.dummy += 1
@@ -473,8 +589,10 @@ class AdjointEmitter(Emitter):
                 lines.append(dense)
         lines += self.declarations(f, with_locals=True)
         lines += emit_entry.tid_lines(f)
+        lines += self.own_flags(f)
         self.forward(f.body, lines, "    ", ckpt=True)
         self.reverse(f.body, lines, "    ")
+        self.own = {}
         lines.append("}")
         lines.append("")
         lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f))
