@@ -4,9 +4,9 @@ Run by ``test_cuda_compile.py`` in a subprocess per architecture (so sm_80 and s
 
     python tests/cuda/compile_suite.py --arch 90 --out result.json
 
-Kernels are gathered from the test modules of ``tests/kernels``, ``tests/autodiff`` and ``tests/geometry`` (every
-module-level ``@wp.kernel``, and the instances generic kernels have after import), plus one generated kernel per
-differentiable builtin signature (the cases of ``tests/autodiff/test_builtin_adjoints.py``). Each test module
+Kernels are gathered from the test modules of ``tests/kernels``, ``tests/autodiff``, ``tests/geometry`` and
+``tests/gpu`` (every module-level ``@wp.kernel``, and the instances generic kernels have after import), plus one
+generated kernel per differentiable builtin signature (the cases of ``tests/autodiff/test_builtin_adjoints.py``). Each test module
 becomes one CUDA translation unit per compile mode. A kernel whose CUDA build fails is rebuilt for the CPU: when that
 fails as well, the failure is a known emitter/header problem outside the CUDA backend and is reported separately
 (``cpu_too``) instead of as a CUDA failure.
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def _modules() -> list[str]:
     files = []
-    for sub in ("kernels", "autodiff", "geometry"):
+    for sub in ("kernels", "autodiff", "geometry", "gpu"):
         files += sorted(glob.glob(str(ROOT / "tests" / sub / "test_*.py")))
     return [str(Path(f).relative_to(ROOT).with_suffix("")).replace(os.sep, ".") for f in files]
 

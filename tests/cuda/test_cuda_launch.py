@@ -278,6 +278,14 @@ def test_arrays_on_cuda(fake):
     assert z.device == a.device and z.shape == a.shape
     c = wp.clone(a)
     assert c.device == a.device and c.numpy().sum() == 24
+    fake.calls.clear()
+    g = wp.full(1000, 2.5, dtype=float, device=dev)  # a uniform 4-byte pattern: one device memset, no host buffer
+    assert "cuMemsetD32Async" in fake.names() and "cuMemcpyHtoDAsync" not in fake.names()
+    assert np.all(g.numpy() == 2.5)
+    t = wp.zeros((4, 6), dtype=float, device=dev).transpose()
+    t[1:3].fill_(3.0)  # non-contiguous fill through the host
+    assert t.numpy()[1:3].tolist() == [[3.0] * 4] * 2 and t.numpy().sum() == 24.0
+    np.testing.assert_array_equal(wp.array(h, device=dev).transpose().numpy(), h.T)  # non-contiguous read
 
 
 def test_no_gpu_launch_is_a_clear_error_and_prints_nothing():

@@ -457,6 +457,28 @@ def entry_options(kernel_options: dict[str, Any] | None = None, module_options: 
         ckpt_bytes=int(ko.get("cuda_ckpt_bytes", mo.get("cuda_ckpt_bytes", DEFAULT_CKPT_BYTES))))
 
 
+def _module_siblings(inst: Any, device: Any, opts: CudaCompileOptions) -> list[CudaBuilt]:
+    """The forward passes of the other non-generic kernels of ``inst``'s module not yet loaded on ``device``.
+
+    They are compiled in the same translation unit (one NVRTC run per module, as the CPU backend builds one
+    library per module); a sibling that does not lower or compile is left for its own launch to report.
+    """
+    out = []
+    kernel = inst.kernel
+    for k in list(kernel.module.kernels):
+        if k is kernel or k.is_generic:
+            continue
+        try:
+            si = k.get_instance(None)
+            if si.options.mode != inst.options.mode or (device.alias, False) in si.__dict__.get("_cuda_functions", {}):
+                continue
+            out.append(prepare_cuda(si.ir, si.deps, opts, k.key, entry=entry_options(k.options, k.module.options),
+                                    args_type=si.args_type))
+        except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
+            continue
+    return out
+
+
 def load_cuda_kernel(inst: Any, device: Any, adjoint: bool = False) -> Any:
     """The loaded CUDA function of a kernel instance's forward (or backward) pass on ``device``.
 
@@ -477,7 +499,7 @@ def load_cuda_kernel(inst: Any, device: Any, adjoint: bool = False) -> Any:
     entry = entry_options(kernel.options, kernel.module.options)
     prep = prepare_cuda_adjoint if adjoint else prepare_cuda
     built = prep(inst.ir, inst.deps, opts, kernel.key, entry=entry, args_type=inst.args_type)
-    compile_cuda_batch([built], opts)
+    compile_cuda_batch([built, *([] if adjoint else _module_siblings(inst, device, opts))], opts)
     if built.error is not None:
         raise built.error
     assert built.binary_path is not None

@@ -865,6 +865,11 @@ class array:
             }
             np.asarray(_HostView(self, iface))[...] = raw
             return
+        words = raw.view(np.uint32) if raw.nbytes % 4 == 0 else None
+        memset32 = getattr(self.device.allocator, "memset32", None)
+        if self.is_contiguous and memset32 is not None and words is not None and np.all(words == words[0]):
+            memset32(self.ptr, int(words[0]), self.size * raw.nbytes // 4)  # a device memset, no host buffer
+            return
         host = np.tile(raw, self.size)
         if not self.is_contiguous:
             _device_write(self, host)
