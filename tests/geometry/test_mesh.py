@@ -373,3 +373,26 @@ def test_grouped_mesh_rays(device: str) -> None:
     out = wp.zeros(2, dtype=float, device=device)
     wp.launch(grouped, dim=2, inputs=[mesh.id, out], device=device)
     np.testing.assert_allclose(out.numpy(), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median"])
+def test_axis_parallel_rays_starting_on_box_faces(device: str, constructor: str) -> None:
+    # A flat square (a box with zero thickness in z) hit straight down by rays whose origin lies exactly on one of
+    # the box's x or y faces: the slabs they run parallel to must not reject them.
+    pts = np.array([[0, 0, 0], [3, 0, 0], [3, 3, 0], [0, 3, 0]], np.float32)
+    mesh = wp.Mesh(points=wp.array(pts, dtype=wp.vec3, device=device),
+                   indices=wp.array([0, 1, 2, 0, 2, 3], dtype=int, device=device), bvh_constructor=constructor)
+    o = np.array([[3, 1.5, 2], [0, 1.5, 2], [1.5, 3, 2], [1.5, 0, 2], [0, 0, 2], [3, 3, 2], [1, 1, 2],
+                  [3.001, 1.5, 2], [1.5, -0.001, 2]], np.float32)
+    d = np.tile(np.array([0, 0, -1], np.float32), (len(o), 1))
+    out = wp.zeros((len(o), 4), dtype=float, device=device)
+    faces = wp.zeros((len(o), 3), dtype=int, device=device)
+    wp.launch(ray_queries, dim=len(o), inputs=[mesh.id, wp.array(o, dtype=wp.vec3, device=device),
+                                                wp.array(d, dtype=wp.vec3, device=device), 10.0, out, faces],
+              device=device)
+    f, t = faces.numpy(), out.numpy()[:, 0]
+    hit = np.arange(len(o)) < 7
+    np.testing.assert_array_equal(f[:, 0] >= 0, hit)
+    np.testing.assert_array_equal(f[:, 1] == 1, hit)
+    assert (f[hit, 2] >= 1).all() and (f[~hit, 2] == 0).all()
+    np.testing.assert_allclose(t[hit], 2.0, rtol=0, atol=1e-6)

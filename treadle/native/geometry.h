@@ -38,17 +38,18 @@ TREADLE_FUNC bool box_overlap(const float32* lo, const float32* hi, const v3& ql
            lo[2] <= qhi.c[2] && hi[2] >= qlo.c[2];
 }
 
-// A ray prepared for slab tests: a zero direction component becomes 1e-30 (same sign as a +0), so that its
-// reciprocal stays finite and an origin on a slab boundary gives t = 0, never 0 * inf.
+// A ray prepared for slab tests. A zero direction component marks the ray as parallel to that slab: the slab then
+// either holds the origin (no constraint on t, the origin may sit exactly on a face) or rejects the ray.
 struct ray_pre {
     v3 o, inv;
+    int32 parallel[3];
 };
 TREADLE_FUNC ray_pre prepare_ray(const v3& o, const v3& d) {
     ray_pre r;
     r.o = o;
     for (int a = 0; a < 3; ++a) {
-        const float32 c = d.c[a] != 0.0f ? d.c[a] : 1e-30f;
-        r.inv.c[a] = 1.0f / c;
+        r.parallel[a] = d.c[a] == 0.0f;
+        r.inv.c[a] = 1.0f / (r.parallel[a] ? 1.0f : d.c[a]);
     }
     return r;
 }
@@ -57,8 +58,12 @@ TREADLE_FUNC ray_pre prepare_ray(const v3& o, const v3& d) {
 TREADLE_FUNC float32 ray_box(const float32* lo, const float32* hi, const ray_pre& r, float32 tmax, float32 pad = 0.0f) {
     float32 t0 = 0.0f, t1 = tmax;
     for (int a = 0; a < 3; ++a) {
-        const float32 ta = (lo[a] - pad - r.o.c[a]) * r.inv.c[a], tb = (hi[a] + pad - r.o.c[a]) * r.inv.c[a];
-        const float32 near = ta < tb ? ta : tb, far = ta < tb ? tb : ta;
+        const float32 l = lo[a] - pad, h = hi[a] + pad;
+        const float32 ta = (l - r.o.c[a]) * r.inv.c[a], tb = (h - r.o.c[a]) * r.inv.c[a];
+        float32 near = ta < tb ? ta : tb, far = ta < tb ? tb : ta;
+        const bool inside = r.o.c[a] >= l && r.o.c[a] <= h;
+        near = r.parallel[a] ? (inside ? -3.0e38f : 3.0e38f) : near;
+        far = r.parallel[a] ? (inside ? 3.0e38f : -3.0e38f) : far;
         t0 = near > t0 ? near : t0;
         t1 = far < t1 ? far : t1;
     }
