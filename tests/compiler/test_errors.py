@@ -273,6 +273,151 @@ def k_chained(a: wp.array(dtype=float)):
     x = y = 1.0  # <-
 
 
+# More wrong programs: closures over mutable objects, comprehensions, nested definitions, read-only targets, return
+# type conflicts, literals of the wrong type, strings, arity and operand mismatches.
+SCALES = [1.0, 2.0]
+TABLE = {"gain": 2.0}
+CV = wp.constant(wp.vec3(1.0, 2.0, 3.0))
+
+
+def _closure_kernel():
+    buf = [1.0, 2.0]
+
+    @wp.kernel
+    def k_closure_list(a: wp.array(dtype=float)):
+        a[0] = buf[1]  # <-
+
+    return k_closure_list
+
+
+k_closure_list = _closure_kernel()
+
+
+@wp.kernel
+def k_global_list(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] * SCALES[0]  # <-
+
+
+@wp.kernel
+def k_global_dict(a: wp.array(dtype=float)):
+    a[0] = TABLE["gain"]  # <-
+
+
+@wp.kernel
+def k_setcomp(a: wp.array(dtype=float)):
+    s = {x for x in range(3)}  # <-
+
+
+@wp.kernel
+def k_dictcomp(a: wp.array(dtype=float)):
+    d = {x: x for x in range(3)}  # <-
+
+
+@wp.kernel
+def k_nested_def(a: wp.array(dtype=float)):
+    def inner(x):  # <-
+        return x
+
+    a[0] = 1.0
+
+
+@wp.kernel
+def k_class_def(a: wp.array(dtype=float)):
+    class Local:  # <-
+        pass
+
+
+@wp.kernel
+def k_del(a: wp.array(dtype=float)):
+    x = 1.0
+    del x  # <-
+
+
+@wp.func
+def gen_values(x: float):
+    yield x  # <-
+
+
+@wp.kernel
+def k_generator_func(a: wp.array(dtype=float)):
+    a[0] = gen_values(1.0)
+
+
+@wp.kernel
+def k_builtin_arity(a: wp.array(dtype=float)):
+    a[0] = wp.sin(1.0, 2.0)  # <-
+
+
+@wp.kernel
+def k_unknown_kwarg(a: wp.array(dtype=float)):
+    a[0] = two_args(x=1.0, z=2.0)  # <-
+
+
+@wp.kernel
+def k_ifexp_types(a: wp.array(dtype=float), n: int):
+    x = 1.0 if n > 0 else wp.vec3(1.0)  # <-
+
+
+@wp.func
+def int_result() -> int:
+    return 1.5  # <-
+
+
+@wp.kernel
+def k_return_literal_conflict(a: wp.array(dtype=int)):
+    a[0] = int_result()
+
+
+@wp.kernel
+def k_assign_shape(a: wp.array(dtype=float)):
+    a.shape[0] = 3  # <-
+
+
+@wp.kernel
+def k_assign_temporary(a: wp.array(dtype=float)):
+    wp.vec3(1.0).x = 2.0  # <-
+
+
+@wp.kernel
+def k_assign_constant(a: wp.array(dtype=float)):
+    CV.x = 1.0  # <-
+
+
+@wp.kernel
+def k_loop_var_float(a: wp.array(dtype=float)):
+    for i in range(3):
+        i = 1.5  # <-
+
+
+@wp.kernel
+def k_str_method(a: wp.array(dtype=float)):
+    a[0] = float("1.0".upper())  # <-
+
+
+@wp.kernel
+def k_store_scalar_in_vec(a: wp.array(dtype=wp.vec3)):
+    a[0] = 1.0  # <-
+
+
+@wp.kernel
+def k_mat_vec_mismatch(a: wp.array(dtype=float)):
+    m = wp.mat22(1.0, 0.0, 0.0, 1.0)
+    v = m * wp.vec3(1.0)  # <-
+
+
+@wp.kernel
+def k_bitand_float(a: wp.array(dtype=float)):
+    a[0] = a[0] & 1.0  # <-
+
+
+@wp.kernel
+def k_unassigned_after_loop(a: wp.array(dtype=float), n: int):
+    for i in range(n):
+        z = float(i)
+    a[0] = z  # <-
+
+
 MARKED_IN = {}  # kernels whose error is inside a called @func
 
 CASES = [
@@ -316,7 +461,51 @@ CASES = [
 ]
 
 
-MARKED_IN.update({k_mixed_returns: mixed_returns, k_recursive: recursive, k_tid_in_func_caller: tid_in_func})
+MARKED_IN.update({k_mixed_returns: mixed_returns, k_recursive: recursive, k_tid_in_func_caller: tid_in_func,
+                  k_generator_func: gen_values, k_return_literal_conflict: int_result})
+
+MUTABLE_FIX = "pass the data as a kernel argument (a wp.array or a scalar), or make it a tuple or wp.constant(...)"
+
+# (kernel, part of the message, part of the fix)
+MORE_CASES = [
+    (k_closure_list, "out of a Python list, a mutable object", MUTABLE_FIX),
+    (k_global_list, "out of a Python list, a mutable object", MUTABLE_FIX),
+    (k_global_dict, "out of a Python dict, a mutable object", MUTABLE_FIX),
+    (k_setcomp, "set comprehension is not supported", "write an explicit for loop"),
+    (k_dictcomp, "dict comprehension is not supported", "write an explicit for loop"),
+    (k_nested_def, "nested function definition is not supported", "define it at module level with @wp.func"),
+    (k_class_def, "class definition is not supported", "define structs at module level with @wp.struct"),
+    (k_del, "del is not supported", "kernel variables cannot be deleted"),
+    (k_generator_func, "yield is not supported", "kernels cannot be generators"),
+    (k_builtin_arity, "expected 1 argument(s), got 2", "valid forms: sin(x: Float) -> Float"),
+    (k_unknown_kwarg, "has no parameter named 'z'", "check the argument types"),
+    (k_ifexp_types, "must have the same type, got float32 and vec3f", "convert one branch explicitly"),
+    (k_return_literal_conflict, "the constant 1.5 is used where int32 is needed", "convert explicitly with int"),
+    (k_assign_shape, "'shape' of an array is read-only", "allocate an array of the right shape"),
+    (k_assign_temporary, "temporary, read-only value", "store the value in a variable first"),
+    (k_assign_constant, "cannot assign to a component of 'CV'", "assign the value to a variable first"),
+    (k_loop_var_float, "the constant 1.5 is used where int32 is needed", "write a value of the expected type"),
+    (k_str_method, "'upper' is a Python function", "@wp.func"),
+    (k_store_scalar_in_vec, "the assigned value must be vec3f, got float32", "convert it explicitly"),
+    (k_mat_vec_mismatch, "cannot multiply mat22f by vec3f", "matrix*vector"),
+    (k_bitand_float, "expected integers, got float32", "bit_and(a: Int, b: Int)"),
+    (k_unassigned_after_loop, "may be used before it is assigned on some path", "assign 'z' a value before"),
+]
+
+
+@pytest.mark.parametrize("k,contains,fix", MORE_CASES, ids=[k.key.split(".")[-1] for k, _, _ in MORE_CASES])
+def test_more_errors_point_at_user_line_with_fix(k, contains, fix):
+    first = k.param_types[0]
+    a = wp.zeros(4, dtype=first.dtype)
+    e = check(k, [a] + [1] * (len(k.param_types) - 1), contains=contains)
+    assert e.fix and fix in e.fix, str(e)
+    # the caret sits under the reported column of the marked line
+    shown = e.loc.render().splitlines()
+    assert len(shown) == 2 and shown[1].strip().startswith("^")
+
+
+def test_catalogue_size():
+    assert len(CASES) + len(MORE_CASES) >= 40
 
 
 @pytest.mark.parametrize("k,contains", CASES, ids=[k.key for k, _ in CASES])
@@ -363,6 +552,12 @@ def test_launch_bad_dim():
 def test_launch_unknown_device():
     with pytest.raises(ValueError, match="cuda"):
         wp.launch(k_ok, dim=1, inputs=[_arr(), 1.0, 2], device="cuda:0")
+
+
+def test_launch_dim_must_be_integers():
+    for bad in ("8", (2.5, 2), [1, "x"]):
+        with pytest.raises(wp.LaunchError, match="launch dim must be an int or a tuple of ints"):
+            wp.launch(k_ok, dim=bad, inputs=[_arr(), 1.0, 2])
 
 
 def test_launch_not_a_kernel():

@@ -185,3 +185,31 @@ def test_verify_fp_toggles_per_launch():
     wp.launch(fp_sqrt, dim=2, inputs=[a, out])  # off again: the optimised build is used, no error
     assert np.isnan(out.numpy()[0])
 
+
+
+@wp.struct
+class FpInner:
+    w: wp.vec2
+    n: int
+
+
+@wp.struct
+class FpState:
+    mass: float
+    inner: FpInner
+
+
+@wp.kernel(module="unique")
+def fp_struct_field(states: wp.array(dtype=FpState), d: float):
+    i = wp.tid()
+    states[i].inner.w[1] = states[i].inner.w[1] / d  # <-
+
+
+def test_verify_fp_checks_float_fields_of_struct_elements(verify_fp):
+    states = wp.zeros(4, dtype=FpState)
+    wp.launch(fp_struct_field, dim=4, inputs=[states, 2.0])  # 0 / 2: fine
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(fp_struct_field, dim=4, inputs=[states, 0.0])  # 0 / 0: NaN
+    text = str(info.value)
+    assert f"{__file__}:{_line(fp_struct_field)}" in text
+    assert "NaN was stored to states[" in text and "].inner.w" in text

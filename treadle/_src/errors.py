@@ -50,6 +50,7 @@ class StoreSite(SourceLoc):
     """A checked float store (``config.verify_fp``): its location and the name of the array written."""
 
     array: str = "array"
+    field: str = ""  # ".f.g" for a float inside a struct element
 
 
 class TreadleError(Exception):
@@ -171,9 +172,10 @@ def checked_mode_message(rec: tuple[int, ...] | list[int], locs: list[SourceLoc]
         what = "slice step cannot be zero"
     elif dim in (-4, -5):
         idx = ([index] + list(rec[5:8]))[: max(1, min(int(extent), 4))]
-        arr = loc.array if isinstance(loc, StoreSite) else "array"
+        arr, field = (loc.array, loc.field) if isinstance(loc, StoreSite) else ("array", "")
         value = "NaN" if dim == -4 else "an infinite value (Inf)"
-        what = (f"{value} was stored to {arr}[{', '.join(str(int(i)) for i in idx)}] (wp.config.verify_fp is on); "
+        what = (f"{value} was stored to {arr}[{', '.join(str(int(i)) for i in idx)}]{field} "
+                "(wp.config.verify_fp is on); "
                 "find the operation that produced it, e.g. a division by zero, sqrt/log of a negative number, or "
                 "an overflow")
     else:

@@ -112,13 +112,6 @@ inline void verify_fp(const V& v, int nidx, long long i0, long long i1 = 0, long
         }
     }
 }
-// After an atomic update: check the element it left behind.
-template <typename S, typename V>
-inline void verify_fp_at(const V* addr, int nidx, long long i0, long long i1 = 0, long long i2 = 0,
-                         long long i3 = 0) {
-    const V v = *addr;
-    verify_fp<S>(v, nidx, i0, i1, i2, i3);
-}
 }  // namespace treadle
 #define TREADLE_AT(loc) treadle::tl_loc = (loc);
 #define TREADLE_THREAD(t) treadle::tl_tid = (t);

@@ -86,6 +86,16 @@ def cpp_field(name: str) -> str:
     return "tr_" + "".join(c if c.isascii() and c != "_" else ("_u" if c == "_" else f"_x{ord(c):x}_") for c in name)
 
 
+def _float_leaves(t: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """The parts of a value of type ``t`` that ``verify_fp`` checks: ``(struct field path, float scalar type)``."""
+    if is_struct(t):
+        return [leaf for f, ft in t.vars.items() for leaf in _float_leaves(normalize_annotation(ft), (*path, f))]
+    if scalars.is_scalar_type(t) or is_composite(t):
+        st = scalar_of(t)
+        return [(path, st)] if scalars.is_float_type(st) else []
+    return []
+
+
 def cpp_const(c: ir.Const) -> str:
     """A C++ literal for a constant, exact for floats (hex literals)."""
     t, v = c.type, c.value
@@ -380,21 +390,24 @@ class Emitter:
     def fp_check(self, s: Any, value: str | None, lines: list[str], ind: str) -> None:
         """``verify_fp``: check a float store (``value``) or atomic (``None``: re-read the element) for NaN/Inf.
 
-        A failure is reported with the array's name and the element's indices (see ``treadle::verify_fp``).
+        A failure is reported with the array's name, the element's indices and, for structs, the field (see
+        ``treadle::verify_fp``).
         """
         from ..errors import StoreSite
 
-        dtype = getattr(s.array.type, "dtype", None)
-        st = scalar_of(dtype) if dtype is not None and (scalars.is_scalar_type(dtype) or is_composite(dtype)) else None
-        if st is None or not scalars.is_float_type(st) or s.loc is None or len(s.indices) > 4:
+        if s.loc is None or len(s.indices) > 4 or not isinstance(s.array.type, ArrayT):
             return
         name = getattr(s.array, "hint", "") or getattr(getattr(s.array, "local", None), "name", "") or "array"
-        loc = s.loc
-        self.locs.append(StoreSite(loc.file, loc.line, loc.col, loc.end_col, loc.func, array=name))
         idx = ", ".join(f"(long long)({self.op(i)})" for i in s.indices)
-        what = value if value is not None else f"treadle::address({self.op(s.array)}, {', '.join(map(self.op, s.indices))})"
-        fn = "verify_fp" if value is not None else "verify_fp_at"
-        lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1}) treadle::{fn}<{cpp_type(st)}>({what}, {len(s.indices)}, {idx});")
+        if value is None:
+            value = f"(*treadle::address({self.op(s.array)}, {', '.join(map(self.op, s.indices))}))"
+        loc = s.loc
+        for path, st in _float_leaves(s.array.type.dtype):
+            self.locs.append(StoreSite(loc.file, loc.line, loc.col, loc.end_col, loc.func, array=name,
+                                       field="".join(f".{f}" for f in path)))
+            what = value + "".join(f".{cpp_field(f)}" for f in path)
+            lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1}) "
+                         f"treadle::verify_fp<{cpp_type(st)}>({what}, {len(s.indices)}, {idx});")
 
     def for_range(self, s: ir.ForRange, lines: list[str], ind: str) -> None:
         op = self.op

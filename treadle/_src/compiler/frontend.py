@@ -29,7 +29,7 @@ from ..lang.typesys import (
 )
 from . import ir
 from .lower_call import CallMixin, _TidRequest
-from .lower_expr import PyObj, TupleVal, convert_const
+from .lower_expr import ConstConversionError, PyObj, TupleVal, convert_const
 from .source import FuncSource
 
 UNSUPPORTED_STMT = {
@@ -218,7 +218,11 @@ class Lowerer(CallMixin):
         if method is None:
             raise self.err(f"'{type(node).__name__}' statements are not supported in kernels", node,
                            cls=UnsupportedConstructError)
-        method(node)
+        try:
+            method(node)
+        except ConstConversionError as e:  # raised deep in constant folding: report it at this statement
+            raise self.err(str(e), node, "write a value of the expected type (e.g. 1 instead of 1.5), or convert "
+                           "explicitly with int(...) / float(...)", CodegenTypeError) from None
 
     # Simple statements ------------------------------------------------------------------------------------------
     def stmt_Pass(self, node: ast.Pass) -> None:
@@ -358,6 +362,11 @@ class Lowerer(CallMixin):
         if isinstance(target, ast.Attribute):
             lv = self.resolve_lvalue(target.value)
             t = lv.type
+            if isinstance(t, ArrayT):
+                raise self.err(f"'{target.attr}' of an array is read-only in kernels", target,
+                               "arrays cannot be resized or re-described inside a kernel; allocate an array of "
+                               "the right shape before the launch and assign to its elements (a[i] = ...)",
+                               CodegenTypeError)
             if is_struct(t):
                 if target.attr not in t.vars:
                     raise self.err(f"struct '{type_str(t)}' has no field '{target.attr}'", target,
@@ -393,7 +402,9 @@ class Lowerer(CallMixin):
             else:
                 raise self.err(f"wrong number of indices for {type_str(t)}", target, cls=CodegenTypeError)
             return lv.then(("index", idx), comp)
-        raise self.err(f"cannot assign to {type(target).__name__}", target, cls=UnsupportedConstructError)
+        raise self.err(f"cannot assign to a part of this {type(target).__name__} expression: its result is a "
+                       "temporary, read-only value", target, "store the value in a variable first, then assign to "
+                       "the variable's component (v = ...; v.x = ...)", UnsupportedConstructError)
 
     def load_lvalue(self, lv: _LValue, node: ast.AST, upto: int | None = None) -> Any:
         """The current value at ``lv`` (or at its first ``upto`` steps)."""

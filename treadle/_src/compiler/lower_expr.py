@@ -103,6 +103,13 @@ def const_type(value: Any) -> tuple[Any, bool]:
     return None, False
 
 
+class ConstConversionError(ValueError):
+    """A literal that cannot take the type it meets (``1.5`` where an integer is needed).
+
+    The statement lowerer reports it at the user's line.
+    """
+
+
 def convert_const(c: ir.Const, t: Any) -> ir.Const:
     """A constant converted to scalar type ``t`` (for weak literals meeting typed operands)."""
     v = c.value
@@ -114,7 +121,8 @@ def convert_const(c: ir.Const, t: Any) -> ir.Const:
         return ir.Const(builtins.float(v), t)
     if is_int(t):
         if isinstance(v, builtins.float) and not v.is_integer():
-            raise ValueError(f"{v} is not an integer")
+            raise ConstConversionError(f"the constant {v} is used where {type_str(t)} is needed, but it is not "
+                                       "an integer")
         return ir.Const(builtins.int(v), t)
     if t is scalars.bool:
         return ir.Const(builtins.bool(v), t)
@@ -376,14 +384,15 @@ class ExprMixin:
         a, b = results
         t = a.type
         if a.type != b.type:
-            if isinstance(b, ir.Const) and b.weak:
+            if isinstance(b, ir.Const) and b.weak and scalars.is_scalar_type(a.type):
                 b = convert_const(b, scalar_of(a.type))
-            elif isinstance(a, ir.Const) and a.weak:
+            elif isinstance(a, ir.Const) and a.weak and scalars.is_scalar_type(b.type):
                 a = convert_const(a, scalar_of(b.type))
                 t = b.type
             else:
                 raise self.err(f"both branches of 'x if c else y' must have the same type, got "
-                               f"{type_str(a.type)} and {type_str(b.type)}", node, cls=CodegenTypeError)
+                               f"{type_str(a.type)} and {type_str(b.type)}", node,
+                               "convert one branch explicitly so both have the same type", CodegenTypeError)
         out = self.temp_local(t)
         then.stmts.append(ir.StoreLocal(self.src.loc(node), out, a))
         orelse.stmts.append(ir.StoreLocal(self.src.loc(node), out, b))
@@ -449,9 +458,17 @@ class ExprMixin:
             key = MISSING
         if key is not MISSING:
             try:
-                return self.wrap_python(obj[key], node)
+                item = self.wrap_python(obj[key], node)
             except Exception:
-                pass
+                item = None
+            if isinstance(item, ir.Const) and isinstance(obj, (list, dict, set, bytearray, np.ndarray)):
+                what = type(obj).__name__
+                raise self.err(f"this reads a value out of a Python {what}, a mutable object: the kernel would keep "
+                               "the value it had when the kernel was compiled and silently ignore later changes",
+                               node, "pass the data as a kernel argument (a wp.array or a scalar), or make it a "
+                               "tuple or wp.constant(...) if it never changes", CodegenTypeError)
+            if item is not None:
+                return item
         raise self.err("cannot index this Python object inside a kernel", node, cls=CodegenIndexError)
 
     def subscript_value(self, val: Any, idx: list[Any], node: ast.AST) -> Any:

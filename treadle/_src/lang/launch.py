@@ -16,6 +16,7 @@ While a CPU graph capture is active (``runtime/graph.py``), launches are recorde
 from __future__ import annotations
 
 import ctypes
+import operator
 import sys
 import threading
 from collections.abc import Sequence
@@ -53,7 +54,7 @@ def launch_bounds(dim: Any) -> LaunchBounds:
         shape: tuple[int, ...] = (int(dim),)
     else:
         try:
-            shape = tuple(int(d) for d in dim)
+            shape = tuple(operator.index(d) for d in dim)  # no silent truncation of 2.5 or parsing of "3"
         except TypeError:
             raise LaunchError(f"launch dim must be an int or a tuple of ints, got {dim!r}") from None
     if not 1 <= len(shape) <= MAX_DIMS:
