@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ... import config
 from ..errors import TreadleError
 from .state import pop_tape, push_tape
@@ -32,17 +34,101 @@ class _Recorded:
     inst: Any = None
 
 
+@dataclasses.dataclass
+class _Func:
+    """A recorded Python callback (``record_func``, ``wp.copy``/``clone``/``assign``) and the arrays it uses."""
+
+    backward: Callable[[], None]
+    arrays: list[Any]
+    name: str = "func"
+    inputs: list[Any] = dataclasses.field(default_factory=list)
+    outputs: list[Any] = dataclasses.field(default_factory=list)
+
+    def __call__(self) -> None:
+        self.backward()
+
+
+def _arrays_in(value: Any, out: list[Any]) -> list[Any]:
+    """The arrays of a launch argument: the array itself, or the array fields of a struct (recursively)."""
+    from ..lang.array import array
+
+    if isinstance(value, array):
+        out.append(value)
+        return out
+    refs = getattr(value, "_refs", None)
+    if isinstance(refs, dict) and hasattr(value, "_struct_type_"):
+        out.extend(a for a in refs.values() if isinstance(a, array))
+        for child in getattr(value, "_children", {}).values():
+            _arrays_in(child, out)
+    return out
+
+
+def _struct_adjoint(value: Any) -> Any:
+    """An instance of ``value``'s struct type whose array fields are the gradients of ``value``'s array fields."""
+    adj = value._struct_type_()
+    for name, kind in value._struct_type_._kinds.items():
+        if kind == "array":
+            a = value._refs.get(name)
+            g = getattr(a, "grad", None) if a is not None else None
+            if g is not None:
+                setattr(adj, name, g)
+        elif kind == "struct":
+            setattr(adj, name, _struct_adjoint(getattr(value, name)))
+    return adj
+
+
+def _add_np(d: np.ndarray, s: np.ndarray) -> None:
+    """``d += s`` in place for NumPy views: field by field for structs, ``or`` for booleans."""
+    if d.dtype.names:
+        for name in d.dtype.names:
+            _add_np(d[name], s[name])
+    elif d.dtype == np.bool_:
+        d |= s
+    else:
+        d += s
+
+
+def _add_into(dest: Any, src: Any, consume: bool = False) -> None:
+    """``dest += src`` for two arrays of the same shape and dtype (any device; views allowed).
+
+    With ``consume``, ``src`` is zeroed first (a copy's destination gradient is passed on to the source).
+    Overlapping views are handled exactly: ``src`` is read in full before anything is written.
+    """
+    host = dest.device.allocator.host_accessible and src.device.allocator.host_accessible
+    s = src._host_numpy() if host else src.numpy()
+    incoming = s.copy()
+    if consume:
+        if host:
+            s[...] = np.zeros((), dtype=s.dtype)
+        else:
+            src.zero_()
+    if host:
+        _add_np(dest._host_numpy(), incoming)
+        return
+    total = dest.numpy().copy()
+    _add_np(total, incoming)
+    dest.assign(total)
+
+
+def _window(a: Any, offset: int, count: int) -> Any:
+    """Elements ``[offset, offset + count)`` of ``a`` in flat (row-major) order, as a view."""
+    if a.ndim == 1:
+        return a[offset:offset + count]
+    return a.flatten()[offset:offset + count]
+
+
 class Tape:
     """Records kernel launches (``with wp.Tape() as tape: ...``) so that ``tape.backward()`` computes gradients."""
 
     def __init__(self, check_overwrites: bool | None = None) -> None:
         self.launches: list[Any] = []
-        self.scopes: list[tuple[int, str]] = []
+        self.scopes: list[tuple[Any, ...]] = []
         self.loss: Any = None
         self.check_overwrites = check_overwrites
         self._versions: dict[int, int] = {}
         self._writer: dict[int, str] = {}
         self._arrays: dict[int, Any] = {}
+        self._structs: dict[int, Any] = {}
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -69,6 +155,10 @@ class Tape:
         for a in args:
             if isinstance(a, array):
                 self._arrays[id(a)] = a
+            elif hasattr(a, "_struct_type_"):
+                self._structs[id(a)] = a
+                for x in _arrays_in(a, []):
+                    self._arrays[id(x)] = x
         reads: list[tuple[Any, str, int]] = []
         if self._checking() and inst is not None:
             from ..compiler.access import array_access
@@ -89,11 +179,41 @@ class Tape:
                     self._writer[id(a)] = kernel.key
         self.launches.append(_Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst))
 
-    def record_func(self, backward: Callable[[], None], arrays: list[Any]) -> None:
-        """Record a Python callback that computes the adjoint of a custom operation on ``arrays``."""
+    def record_func(self, backward: Callable[[], None], arrays: list[Any], name: str = "func") -> None:
+        """Record a Python callback that computes the adjoint of a custom operation on ``arrays``.
+
+        ``tape.backward()`` calls it in reverse recording order; ``zero()`` clears the gradients of ``arrays``.
+        """
         for a in arrays:
             self._arrays[id(a)] = a
-        self.launches.append(backward)
+        self.launches.append(_Func(backward, list(arrays), name, inputs=list(arrays)))
+
+    def record_copy(self, dest: Any, src: Any, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
+        """Record ``wp.copy(dest, src, ...)`` (also ``clone`` and ``assign``).
+
+        Its adjoint adds ``dest.grad`` into ``src.grad`` over the copied elements and then zeroes that part of
+        ``dest.grad`` (the copy overwrote it), unless ``dest.retain_grad``. Nothing is recorded unless both arrays
+        have gradient buffers.
+        """
+        from ..lang.array import array
+
+        if not (isinstance(dest, array) and isinstance(src, array)) or dest.grad is None or src.grad is None:
+            return
+        if self._checking():  # the copy overwrites dest: earlier recorded readers of dest are reported
+            self._versions[id(dest)] = self._versions.get(id(dest), 0) + 1
+            self._writer[id(dest)] = "copy"
+        flat = count != 0 or dest_offset != 0 or src_offset != 0 or dest.shape != src.shape
+        n = (count if count else src.size - src_offset) if flat else 0
+
+        def backward() -> None:
+            d, s_ = (_window(dest.grad, dest_offset, n), _window(src.grad, src_offset, n)) if flat else \
+                (dest.grad, src.grad)
+            # the copy overwrote dest: its gradient is passed on to src and consumed (unless retain_grad is set)
+            _add_into(s_, d, consume=not getattr(dest, "retain_grad", False))
+
+        self._arrays[id(dest)] = dest
+        self._arrays[id(src)] = src
+        self.launches.append(_Func(backward, [dest, src], "copy", inputs=[src], outputs=[dest]))
 
     def record_scope_begin(self, scope_name: str, metadata: Any = None) -> None:
         """Mark the start of a named group of launches (kept for visualisation)."""
@@ -103,7 +223,8 @@ class Tape:
     def record_scope_end(self, remove_scope_if_empty: bool = True) -> None:
         """Mark the end of the innermost scope (an empty scope is dropped unless asked otherwise)."""
         if getattr(self, "_open_scopes", 0) <= 0:
-            raise RuntimeError("record_scope_end() without a matching record_scope_begin()")
+            raise RuntimeError("ended tape scope, but scope not present: record_scope_end() without a matching "
+                               "record_scope_begin()")
         self._open_scopes -= 1
         if remove_scope_if_empty and self.scopes and self.scopes[-1][0] == len(self.launches) and \
                 self.scopes[-1][1] is not None:
@@ -145,15 +266,16 @@ class Tape:
             self.loss = loss
         if grads:
             for arr, g in grads.items():
-                if arr.grad is None:
-                    raise TreadleError("an array in grads has no gradient buffer: create it with requires_grad=True")
-                arr.grad.assign(g)
+                if arr.grad is None:  # the seed becomes the array's gradient buffer (a copy unless it is an array)
+                    arr.grad = g
+                else:
+                    arr.grad.assign(g)
         pending = [r for r in self.launches if isinstance(r, _Recorded)]
         from ..lang.kernel import load_backward
 
         load_backward([r.inst for r in pending if r.inst is not None])  # compile all backward passes in one batch
         for rec in reversed(self.launches):
-            if callable(rec) and not isinstance(rec, _Recorded):
+            if not isinstance(rec, _Recorded):
                 rec()
                 continue
             launch(rec.kernel, rec.dim, rec.inputs, rec.outputs, device=rec.device, adjoint=True, record_tape=False)
@@ -161,11 +283,20 @@ class Tape:
     # Gradients --------------------------------------------------------------------------------------------------
     @property
     def gradients(self) -> dict[Any, Any]:
-        """Mapping from each recorded array that has a gradient buffer to that buffer."""
-        return {a: a.grad for a in self._arrays.values() if getattr(a, "grad", None) is not None}
+        """Mapping from each recorded array that has a gradient buffer to that buffer.
+
+        A recorded struct argument maps to an instance of its struct type whose array fields are the gradients of
+        its array fields.
+        """
+        out: dict[Any, Any] = {a: a.grad for a in self._arrays.values() if getattr(a, "grad", None) is not None}
+        for st in self._structs.values():
+            out[st] = _struct_adjoint(st)
+        return out
 
     def get_adjoint(self, a: Any) -> Any:
-        """The gradient buffer of ``a`` (or ``None``)."""
+        """The gradient of ``a``: its gradient buffer for an array, an adjoint struct for a struct (or ``None``)."""
+        if hasattr(a, "_struct_type_"):
+            return _struct_adjoint(a)
         return getattr(a, "grad", None)
 
     def zero(self) -> None:
@@ -176,31 +307,123 @@ class Tape:
                 g.zero_()
 
     def reset(self) -> None:
-        """Forget the recorded launches and zero the gradients."""
+        """Zero the gradients and forget the recorded launches (``gradients`` keeps the arrays seen so far)."""
         self.zero()
         self.launches = []
         self.scopes = []
         self._versions.clear()
         self._writer.clear()
-        self._arrays.clear()
-        self._open_scopes = 0
+        self._open_scopes = 0  # the recorded arrays stay known: ``gradients`` and ``zero()`` still reach them
 
-    def visualize(self, filename: str | None = None, **kwargs: Any) -> str:
-        """A GraphViz description of the recorded launches and the arrays they use (written to ``filename``)."""
-        lines = ["digraph tape {", "  rankdir=LR;"]
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays: bool = False,
+                  array_labels: dict[Any, str] | None = None, choose_longest_node_name: bool = True,
+                  ignore_graph_scopes: bool = False, track_inputs: list[Any] | None = None,
+                  track_outputs: list[Any] | None = None, track_input_names: list[str] | None = None,
+                  track_output_names: list[str] | None = None, graph_direction: str = "LR") -> str:
+        """A GraphViz (dot) description of the recorded launches and the arrays they read and write.
+
+        Launches are boxes, arrays ellipses labelled with ``array_labels[arr]`` or the kernel parameter names they
+        were passed as; scopes (``record_scope_begin/end``) become clusters unless ``ignore_graph_scopes``.
+        ``hide_readonly_arrays`` drops arrays that no recorded launch writes; ``track_inputs``/``track_outputs``
+        (with optional names) highlight arrays. Returns the text and writes it to ``filename`` when given.
+        """
+        from ..lang.array import array
+
+        labels: dict[int, set[str]] = {}
+        written: set[int] = set()
+        arrays: dict[int, Any] = {}
+        nodes: list[tuple[str, str, list[int], list[int]]] = []  # (node id, label, reads, writes)
+        keys: list[Any] = []  # what makes two consecutive launches "the same" for simplify_graph
         for i, rec in enumerate(self.launches):
-            if not isinstance(rec, _Recorded):
-                lines.append(f'  l{i} [label="func {i}" shape=box];')
+            reads: list[int] = []
+            writes: list[int] = []
+            if isinstance(rec, _Recorded):
+                names = list(rec.kernel.param_names)
+                args = list(rec.inputs) + list(rec.outputs)
+                n_in = len(rec.inputs)
+                for k, a in enumerate(args):
+                    found = _arrays_in(a, [])
+                    for x in found:
+                        arrays[id(x)] = x
+                        if k < len(names):
+                            labels.setdefault(id(x), set()).add(names[k])
+                        (writes if k >= n_in else reads).append(id(x))
+                nodes.append((f"l{i}", rec.kernel.key, reads, writes))
+                keys.append((id(rec.kernel), tuple(id(a) if not isinstance(a, (int, float)) else a for a in args)))
+            else:
+                ins = [a for a in getattr(rec, "inputs", []) if isinstance(a, array)]
+                outs = [a for a in getattr(rec, "outputs", []) if isinstance(a, array)]
+                for x in ins + outs:
+                    arrays[id(x)] = x
+                writes = [id(x) for x in outs]
+                nodes.append((f"l{i}", getattr(rec, "name", "func"), [id(x) for x in ins], writes))
+                keys.append(None)
+            written.update(writes)
+        tracked: dict[int, tuple[str, str]] = {}
+        for group, tnames, colour in ((track_inputs, track_input_names, "lightblue"),
+                                     (track_outputs, track_output_names, "salmon")):
+            for k, a in enumerate(group or []):
+                arrays[id(a)] = a
+                tracked[id(a)] = ((tnames[k] if tnames and k < len(tnames) else ""), colour)
+
+        def label(aid: int) -> str:
+            a = arrays[aid]
+            if array_labels and a in array_labels:
+                return str(array_labels[a])
+            if tracked.get(aid, ("", ""))[0]:
+                return tracked[aid][0]
+            names = sorted(labels.get(aid, set()), key=len, reverse=choose_longest_node_name)
+            base = names[0] if names else "array"
+            return f"{base}\\n{getattr(a, 'shape', '')}"
+
+        def esc(text: str) -> str:
+            return text.replace('"', '\\"')
+
+        shown = {aid for aid in arrays if not (hide_readonly_arrays and aid not in written and aid not in tracked)}
+        out = ["digraph Tape {", f"  rankdir={graph_direction};", "  node [fontsize=10];"]
+        for aid in sorted(shown):
+            extra = f' style=filled fillcolor="{tracked[aid][1]}"' if aid in tracked else ""
+            a = arrays[aid]
+            tip = f"array: dtype={getattr(a.dtype, '__name__', a.dtype)}, shape={tuple(a.shape)}"
+            out.append(f'  a{aid} [label="{esc(label(aid))}" tooltip="{esc(tip)}" shape=ellipse{extra}];')
+        scope_at: dict[int, list[tuple[str, Any]]] = {}
+        for pos, name, *_ in self.scopes:
+            scope_at.setdefault(pos, []).append((name, None))
+        repeats = [1] * len(nodes)
+        if simplify_graph:  # runs of identical launches (same kernel, same arguments) become one node
+            for i in range(len(nodes) - 1, 0, -1):
+                if keys[i] is not None and keys[i] == keys[i - 1] and i not in scope_at:
+                    repeats[i - 1] += repeats[i]
+                    repeats[i] = 0
+        depth = 0
+        cluster = 0
+        for i, (nid, text, _r, _w) in enumerate(nodes):
+            if not ignore_graph_scopes:
+                for name, _ in scope_at.get(i, []):
+                    if name is None:
+                        if depth:
+                            out.append("  }")
+                            depth -= 1
+                    else:
+                        out.append(f'  subgraph cluster_{cluster} {{ label="{esc(str(name))}"; style=rounded;')
+                        cluster += 1
+                        depth += 1
+            if repeats[i]:
+                rep_text = f"\\n(repeated {repeats[i]}x)" if repeats[i] > 1 else ""
+                out.append(f'  {nid} [label="{esc(text)}{rep_text}" shape=box style=filled fillcolor=lightgray];')
+        if not ignore_graph_scopes:
+            for name, _ in scope_at.get(len(nodes), []):
+                if name is None and depth:
+                    out.append("  }")
+                    depth -= 1
+        out += ["  }"] * depth
+        for (nid, _, reads, writes), r in zip(nodes, repeats):
+            if not r:
                 continue
-            lines.append(f'  l{i} [label="{rec.kernel.key}" shape=box];')
-            for a in rec.inputs:
-                if hasattr(a, "ptr"):
-                    lines.append(f'  a{id(a)} -> l{i};')
-            for a in rec.outputs:
-                if hasattr(a, "ptr"):
-                    lines.append(f'  l{i} -> a{id(a)};')
-        lines.append("}")
-        text = "\n".join(lines)
+            out += [f"  a{aid} -> {nid};" for aid in dict.fromkeys(reads) if aid in shown]
+            out += [f"  {nid} -> a{aid};" for aid in dict.fromkeys(writes) if aid in shown]
+        out.append("}")
+        text = "\n".join(out)
         if filename:
             with open(filename, "w") as f:
                 f.write(text)

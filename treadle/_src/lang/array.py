@@ -884,6 +884,9 @@ class array:
         if src.shape != self.shape and src.size != self.size:
             raise ValueError(f"assign(): shape mismatch: destination shape {self.shape}, source shape {src.shape}")
         copy_array(self, src)
+        from .creation import _record_copy
+
+        _record_copy(self, src)  # on a recording tape: the gradient flows back from self to src
 
     # -- views --------------------------------------------------------------------------------------------------
 

@@ -221,23 +221,42 @@ def clone(
     copy_array(out, src if src.device.allocator.host_accessible else src.contiguous())
     if out.grad is not None and src.grad is not None:
         copy_array(out.grad, src.grad)
+    _record_copy(out, src)
     return out
+
+
+def _record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
+    """On a recording tape, record a copy so that ``backward()`` adds ``dest.grad`` into ``src.grad``."""
+    from ..autodiff.state import active_tape
+
+    tape = active_tape()
+    if tape is not None:
+        tape.record_copy(dest, src, dest_offset, src_offset, count)
 
 
 def copy(
     dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream: Any = None
 ) -> None:
-    """Copy elements from ``src`` to ``dest``.
+    """Copy elements from ``src`` to ``dest`` (recorded on an active ``wp.Tape`` when both have gradients).
 
     With no offsets and count, arrays of equal shape are copied element by element (any strides). Otherwise
-    both arrays are treated as flat (they must be contiguous) and ``count`` elements (default: the rest of
+    both arrays are treated as flat (they must be contiguous, or both 1-D, where offsets count logical elements of
+    strided views) and ``count`` elements (default: the rest of
     ``src``) are copied from element ``src_offset`` to element ``dest_offset``.
 
     Raises:
         TypeError: the dtypes differ.
         ValueError: the ranges are out of bounds, or strided arrays would need a flat copy.
     """
+    if (count or dest_offset or src_offset) and dest.ndim == 1 and src.ndim == 1 and not (
+            dest.is_contiguous and src.is_contiguous):  # 1-d strided views: offsets count logical elements
+        n = count if count else src.size - src_offset
+        if min(n, dest_offset, src_offset) >= 0 and src_offset + n <= src.size and dest_offset + n <= dest.size:
+            copy_array(dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n])
+            _record_copy(dest, src, dest_offset, src_offset, n)
+            return
     copy_array(dest, src, dest_offset, src_offset, count)
+    _record_copy(dest, src, dest_offset, src_offset, count)
 
 
 def from_numpy(
