@@ -1,7 +1,8 @@
 """Strong scaling of the MPI heat-equation example: 1 and 2 ranks (more where the machine has the cores).
 
 Run: ``python benchmarks/mpi_scaling.py [n] [steps] [max_ranks]``. Each rank runs its kernels on one thread
-(``TREADLE_NUM_THREADS=1``) so that ranks, not threads, provide the parallelism.
+(``TREADLE_NUM_THREADS=1``) so that ranks, not threads, provide the parallelism; idle Open MPI ranks yield
+(``OMPI_MCA_mpi_yield_when_idle=1`` unless set).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ def run(ranks: int, n: int, steps: int) -> float:
     mpirun = shutil.which("mpirun")
     cmd = [mpirun] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) + ["--oversubscribe", "-np", str(ranks)]
     cmd += [sys.executable, "-m", "treadle.examples.distributed_heat", str(n), str(steps)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
-                         env=dict(os.environ, TREADLE_NUM_THREADS="1")).stdout
+    env = dict(os.environ, TREADLE_NUM_THREADS="1")
+    # Idle ranks yield their core instead of spinning in MPI calls: on a shared or oversubscribed machine a spinning
+    # rank holds the core its neighbour needs to reach the matching Sendrecv (measured 3.5x faster here under load).
+    env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env).stdout
     m = re.search(r"in ([0-9.]+) s", out)
     if m is None or "True" not in out:
         raise RuntimeError(out)

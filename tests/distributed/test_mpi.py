@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("mpi4py")
@@ -48,3 +49,21 @@ def test_arrays_pass_to_mpi_without_copies():
     assert buf.address == a.ptr + a.strides[0]
     view[1, 3] = 7.0
     assert a.numpy()[1, 3] == 7.0
+
+
+def test_treadle_arrays_are_mpi_buffers():
+    """mpi4py takes Treadle arrays themselves (DLPack / array interface): a receive lands in the array's memory."""
+    from mpi4py import MPI
+
+    import treadle as wp
+
+    comm = MPI.COMM_SELF
+    a = wp.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    b = wp.zeros((3, 4), dtype=float)
+    ptr = b.ptr
+    comm.Sendrecv(a, dest=0, recvbuf=b, source=0)
+    assert b.ptr == ptr
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    v = wp.zeros(2, dtype=wp.vec3)
+    comm.Sendrecv([np.ones(6, np.float32), MPI.FLOAT], dest=0, recvbuf=[v, MPI.FLOAT], source=0)
+    np.testing.assert_array_equal(v.numpy(), np.ones((2, 3)))
