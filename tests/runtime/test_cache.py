@@ -190,3 +190,18 @@ def test_compiler_version_change_rebuilds(tmp_path):
     assert _run_rebuild(tmp_path, cache, env) == (0, True)
     install("fake clang version 99.22 (upgraded)")
     assert _run_rebuild(tmp_path, cache, env) == (1, True)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_entry_made_writable_by_others_is_not_loaded_by_a_new_process(tmp_path):
+    """Every way into the cache (the warm-start index included) refuses a library others could have replaced."""
+    cache = tmp_path / "cache"
+    assert _result(_run(tmp_path, cache, 8.0)) == (1, True)
+    assert _result(_run(tmp_path, cache, 8.0)) == (0, True)
+    lib = next((cache / "lib").glob("*.so"))
+    os.chmod(lib, 0o777)
+    p = _run(tmp_path, cache, 8.0)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert out.split()[1] == "1" and out.split()[3] == "True"
+    assert "not loading the cache entry" in err and "writable by" in err

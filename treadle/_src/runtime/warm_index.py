@@ -389,6 +389,10 @@ def lookup(fp: str) -> dict[str, Any] | None:
         st = os.stat(lib)
         if [st.st_size, st.st_mtime_ns, st.st_ino] != entry["stat"]:
             return None
+        from .cache import unsafe_reason
+
+        if unsafe_reason(lib, st) is not None:  # others could have replaced it: the checked path warns and rebuilds
+            return None
         with open(path.parent.parent / "ref" / f"k_{entry['key']}.ref") as f:
             if f.read() != entry["ref"]:  # the kernel cache forgot it (cleared, damaged, rebuilt)
                 return None
