@@ -166,3 +166,44 @@ def test_backward_through_identity():
         wp.launch(uses_identity, dim=1, inputs=[m, loss])
     tape.backward(loss)
     np.testing.assert_allclose(m.grad.numpy()[0], np.eye(2))  # d det(I + M) / dM at M = 0
+
+
+@wp.func
+def two_outputs(x: float, y: float):
+    return x * 3.0 + y, y * y
+
+
+@wp.func
+def cube_helper(v: float) -> float:
+    return v * v * v
+
+
+@wp.func_grad(two_outputs)
+def adj_two_outputs(x: float, y: float, adj_ret0: float, adj_ret1: float):
+    # deliberately not the true derivative (so the test sees this function was used), and calling a helper
+    wp.adjoint[x] += adj_ret0 * cube_helper(2.0)
+    wp.adjoint[y] += adj_ret1 * y * 10.0
+
+
+@wp.kernel
+def use_two_outputs(xs: wp.array(dtype=float), ys: wp.array(dtype=float), a: wp.array(dtype=float),
+                    b: wp.array(dtype=float)):
+    i = wp.tid()
+    p, q = two_outputs(xs[i], ys[i])
+    a[i] = p
+    b[i] = q
+
+
+def test_custom_grad_of_a_function_returning_a_tuple():
+    # one adjoint parameter per returned value (adj_ret0, adj_ret1), and helpers callable from the gradient
+    xs = wp.array(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    ys = wp.array(np.array([3.0, 4.0], dtype=np.float32), requires_grad=True)
+    a = wp.zeros(2, dtype=float, requires_grad=True)
+    b = wp.zeros(2, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(use_two_outputs, dim=2, inputs=[xs, ys], outputs=[a, b])
+    np.testing.assert_allclose(a.numpy(), [6.0, 10.0])
+    np.testing.assert_allclose(b.numpy(), [9.0, 16.0])
+    tape.backward(grads={a: np.array([1.0, 2.0], dtype=np.float32), b: np.array([0.5, 1.0], dtype=np.float32)})
+    np.testing.assert_allclose(xs.grad.numpy(), [8.0, 16.0])
+    np.testing.assert_allclose(ys.grad.numpy(), [15.0, 40.0])

@@ -182,6 +182,21 @@ class ReplayEmitter(Emitter):
             super().stmt(s, lines, ind)
 
 
+class _GradBodyEmitter(Emitter):
+    """Writes a ``@func_grad`` body: as forward code, except that ``@func`` helpers are called through their replays.
+
+    The replay variants are the only ones that every block holding adjoints defines.
+    """
+
+    def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
+        if isinstance(s, ir.CallFunc):
+            self.line(s, lines, ind)
+            call = f"{replay_name(s.func)}({', '.join(self.op(a) for a in s.args)})"
+            lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
+            return
+        super().stmt(s, lines, ind)
+
+
 class AdjointEmitter(Emitter):
     """Writes adjoint functions and the backward kernel entry point."""
 
@@ -564,16 +579,27 @@ class AdjointEmitter(Emitter):
 
     def custom_adjoint_function(self, g: ir.FuncIR, n_primal: int, fwd_cname: str) -> str:
         """A ``@func_grad`` body as ``adj_<fn>``: primal params by value, adjoints by reference, then adj_ret."""
-        em = Emitter(line_directives=self.line_directives)
+        em = _GradBodyEmitter(line_directives=self.line_directives)
         em.tuple_names, em.types_done, em.type_defs = self.tuple_names, self.types_done, self.type_defs
         em.collect_types(g)
         primal = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[:n_primal]]
         adjs = [f"{self.ct(a.type)}& var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
         rest = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[n_primal:]]
-        lines = [f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(primal + adjs + rest)})", "{"]
+        split = len(rest) > 1  # a function returning a tuple: one adjoint parameter per returned value
+        ret_tuple = TupleT(tuple(p.type for p in g.params[n_primal:]))
+        name = f"adj_{fwd_cname}_split" if split else f"adj_{fwd_cname}"
+        lines = [f"static TREADLE_FUNC void {name}({', '.join(primal + adjs + rest)})", "{"]
         lines += em.local_decls(g)
         em.block(g.body, lines, "    ")
         lines.append("}")
+        if split:
+            n_adj = len(adjs)
+            p_names = [f"var_{p.name}" for p in g.params[:n_primal]]
+            a_names = [f"var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
+            unpack = [f"adj_ret.f{k}" for k in range(len(rest))]
+            lines.append(f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(primal + adjs[:n_adj])}, "
+                         f"const {self.ct(ret_tuple)}& adj_ret)")
+            lines.append(f"{{ {name}({', '.join(p_names + a_names + unpack)}); }}")
         return "\n".join(lines)
 
     def adjoint_kernel(self, f: ir.FuncIR, symbol: str) -> str:

@@ -175,11 +175,14 @@ class FuncInstance:
         from ... import config
         from ..compiler.frontend import LowerContext, lower_function
         from ..compiler.source import FuncSource
+        from .typesys import TupleT
 
         src = FuncSource(grad_fn)
         n_primal = len(self.types)
         types = list(self.types) + ([self.return_type] if self.return_type is not None else [])
         nparams = len(src.tree.args.args)
+        if isinstance(self.return_type, TupleT) and nparams == n_primal + len(self.return_type.types) != len(types):
+            types = list(self.types) + list(self.return_type.types)  # one adjoint parameter per returned value
         if nparams != len(types):
             raise CodegenError(
                 f"the custom gradient of '{self.name}' must take the function's {n_primal} parameter(s)"
