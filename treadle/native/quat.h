@@ -369,8 +369,8 @@ TREADLE_FUNC void adj_quat_rpy(T roll, T pitch, T yaw, T& adj_roll, T& adj_pitch
 template <typename T> TREADLE_FUNC quat_t<T> quat_from_euler(const vec_t<3, T>& e, int32 i, int32 j, int32 k) {
     return detail::euler3(i, j, k, e.c[i], e.c[j], e.c[k]);
 }
-template <typename T, typename I>
-TREADLE_FUNC void adj_quat_from_euler(const vec_t<3, T>& e, I i, I j, I k, vec_t<3, T>& adj_e, I&, I&, I&,
+template <typename T, typename I, typename J, typename K>
+TREADLE_FUNC void adj_quat_from_euler(const vec_t<3, T>& e, I i, J j, K k, vec_t<3, T>& adj_e, I&, J&, K&,
                                       const quat_t<T>& g) {
     T gi = T(0), gj = T(0), gk = T(0);
     detail::adj_euler3(int(i), int(j), int(k), e.c[i], e.c[j], e.c[k], gi, gj, gk, g);
@@ -455,8 +455,8 @@ template <typename T> TREADLE_FUNC vec_t<3, T> quat_to_euler(const quat_t<T>& q,
     e.c[proper ? 3 - i - j : k] = t3;
     return e;
 }
-template <typename T, typename I>
-TREADLE_FUNC void adj_quat_to_euler(const quat_t<T>& q, I i, I j, I k, quat_t<T>& adj_q, I&, I&, I&,
+template <typename T, typename I, typename J, typename K>
+TREADLE_FUNC void adj_quat_to_euler(const quat_t<T>& q, I i, J j, K k, quat_t<T>& adj_q, I&, J&, K&,
                                     const vec_t<3, T>& g) {
     quat_t<T> p;
     T eps;

@@ -94,6 +94,7 @@ def dtype_rule(kind: str) -> Callable[[Sequence[Any], Sequence[Any]], Any]:
         if not types:
             return make_type(kind, scalars.float32)
         dt = consts[0] if consts and consts[0] is not NOT_CONST else types[0]
+        need(dt is not None, "dtype must be a type such as wp.float64")  # kernels pass it as a static argument
         dt = normalize_annotation(dt)
         need(is_float(dt), f"dtype must be a float type, got {type_str(dt)}")
         return make_type(kind, dt)
@@ -261,6 +262,7 @@ builtin("quaternion", group=GROUP, rule=_quaternion_rule, template=scalar_templa
         doc="Construct a quaternion from its components, from its vector and real parts, or as a copy; with no "
             "arguments, the zero quaternion (``(x, y, z, w)`` order).")
 builtin("quat_identity", group=GROUP, rule=dtype_rule("q"), template=scalar_template, differentiable=False,
+        static_args=1,
         host=lambda dtype=None: np.array([0.0, 0.0, 0.0, 1.0]), signature="quat_identity(dtype=float32) -> Quaternion",
         doc="The identity quaternion ``(0, 0, 0, 1)``.")
 builtin("quat_from_axis_angle", group=GROUP, rule=forms((("v3", "s"), "q")),

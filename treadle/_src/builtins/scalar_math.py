@@ -33,6 +33,13 @@ def _num_unary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return t
 
 
+def _scalar_unary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    t = types[0]
+    need(is_float(t) or is_int(t), f"expected a number, got {type_str(t)}")
+    return t
+
+
 def _float_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
     need(is_float(types[0]), f"expected floats, got {type_str(types[0])}")
@@ -164,9 +171,9 @@ builtin("abs", group=GROUP, rule=_num_unary, host=np.abs, signature="abs(x: Scal
         doc="Absolute value (elementwise for vectors).")
 builtin("sign", group=GROUP, rule=_num_unary, host=_np_sign, signature="sign(x: Scalar | Vector) -> same",
         doc="-1 if x < 0, else 1 (elementwise for vectors).")
-builtin("step", group=GROUP, rule=_num_unary, host=_np_step, differentiable=False,
+builtin("step", group=GROUP, rule=_scalar_unary, host=_np_step, differentiable=False,
         signature="step(x: Scalar) -> Scalar", doc="1 if x < 0, else 0.")
-builtin("nonzero", group=GROUP, rule=_num_unary, host=_np_nonzero, differentiable=False,
+builtin("nonzero", group=GROUP, rule=_scalar_unary, host=_np_nonzero, differentiable=False,
         signature="nonzero(x: Scalar) -> Scalar", doc="1 if x != 0, else 0.")
 builtin("atan2", group=GROUP, rule=_float_binary, host=np.arctan2, signature="atan2(y: Float, x: Float) -> Float",
         doc="Angle of the point (x, y) in radians.")

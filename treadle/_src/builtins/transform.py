@@ -86,6 +86,7 @@ builtin("transformation", group=GROUP, rule=_transformation_rule, template=scala
         doc="Construct a transform from translation ``p`` and rotation ``q`` (identity when omitted), from 7 "
             "components, from one value for all components, or zero with no arguments.")
 builtin("transform_identity", group=GROUP, rule=dtype_rule("t"), template=scalar_template, differentiable=False,
+        static_args=1,
         host=lambda dtype=None: np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]),
         signature="transform_identity(dtype=float32) -> Transformation",
         doc="The identity transform: zero translation, identity rotation.")

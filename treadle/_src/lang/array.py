@@ -979,6 +979,52 @@ class array:
             ctype = self.dtype._type_
         return ctypes.cast(self.ptr or 0, ctypes.POINTER(ctype))
 
+    # -- host arithmetic ----------------------------------------------------------------------------------------
+
+    def _arith(self, other: Any, op: Any, reverse: bool = False) -> array:
+        """``self op other`` elementwise on the host (``other``: a scalar, composite or array).
+
+        A new array of this dtype on this device, with the kernel semantics of the dtype (integer wrap-around, C
+        remainder).
+        """
+        self._check_concrete("Arithmetic")
+        npdt = numpy_scalar_dtype(self.dtype)
+        a = self.numpy()
+        b = other.numpy() if isinstance(other, array) else np.asarray(getattr(other, "value", other))
+        with np.errstate(all="ignore"):
+            r = op(b.astype(npdt), a) if reverse else op(a, b.astype(npdt))
+        return array(np.asarray(r).astype(npdt), dtype=self.dtype, device=self.device)
+
+    def __add__(self, other: Any) -> array:
+        return self._arith(other, np.add)
+
+    def __radd__(self, other: Any) -> array:
+        return self._arith(other, np.add, True)
+
+    def __sub__(self, other: Any) -> array:
+        return self._arith(other, np.subtract)
+
+    def __rsub__(self, other: Any) -> array:
+        return self._arith(other, np.subtract, True)
+
+    def __mul__(self, other: Any) -> array:
+        return self._arith(other, np.multiply)
+
+    def __rmul__(self, other: Any) -> array:
+        return self._arith(other, np.multiply, True)
+
+    def __truediv__(self, other: Any) -> array:
+        return self._arith(other, np.true_divide)
+
+    def __rtruediv__(self, other: Any) -> array:
+        return self._arith(other, np.true_divide, True)
+
+    def __mod__(self, other: Any) -> array:
+        return self._arith(other, np.fmod)
+
+    def __rmod__(self, other: Any) -> array:
+        return self._arith(other, np.fmod, True)
+
     # -- display ------------------------------------------------------------------------------------------------
 
     def __repr__(self) -> str:

@@ -78,6 +78,8 @@ class scalar_base:
     # Arithmetic on host values follows the type: results are the same scalar type.
     def _binary(self, other: Any, op: Any) -> Any:
         o = other.value if isinstance(other, scalar_base) else other
+        if not isinstance(o, (builtins.int, builtins.float, np.number, np.bool_)):
+            return NotImplemented  # arrays, vectors...: their reflected operator decides
         return type(self)(op(self.value, o))
 
     def __add__(self, other: Any) -> Any:
@@ -107,6 +109,28 @@ class scalar_base:
     def __neg__(self) -> Any:
         return type(self)(-self.value)
 
+    def __pos__(self) -> Any:
+        return type(self)(self.value)
+
+    # `%` is C's remainder (the sign of the dividend), as in kernels.
+    def __mod__(self, other: Any) -> Any:
+        return self._binary(other, _c_mod)
+
+    def __rmod__(self, other: Any) -> Any:
+        return self._binary(other, lambda a, b: _c_mod(b, a))
+
+    def __pow__(self, other: Any) -> Any:
+        self._float_only("**")
+        return self._binary(other, lambda a, b: a**b)
+
+    def __rpow__(self, other: Any) -> Any:
+        self._float_only("**")
+        return self._binary(other, lambda a, b: b**a)
+
+    def _float_only(self, op: str) -> None:
+        if not getattr(self, "_is_float_", False):
+            raise TypeError(f"'{op}' is only supported for float scalars, not {type(self).__name__}")
+
     def __lt__(self, other: Any) -> builtins.bool:
         return builtins.bool(self.value < (other.value if isinstance(other, scalar_base) else other))
 
@@ -118,6 +142,13 @@ class scalar_base:
 
     def __ge__(self, other: Any) -> builtins.bool:
         return builtins.bool(self.value >= (other.value if isinstance(other, scalar_base) else other))
+
+
+def _c_mod(a: Any, b: Any) -> Any:
+    if isinstance(a, builtins.int) and isinstance(b, builtins.int):
+        r = abs(a) % abs(b)
+        return -r if a < 0 else r
+    return math.fmod(a, b)
 
 
 class float_base(scalar_base):
