@@ -162,6 +162,15 @@ def check_shard_offset_as_array() -> None:
     close(y, X + np.arange(64, dtype=np.float32) * 1000.0)
 
 
+def check_sharded_input_without_shard_map() -> None:
+    """Plain jit over a sharded array: XLA gathers it for the custom call; the result is right (and replicated)."""
+    k = wp.jax_kernel(scale_sq, enable_backward=True)
+    xs = jax.device_put(X, NamedSharding(MESH, P("x")))
+    close(k(xs, 2.0)[0], X * X * 2.0)
+    close(jax.jit(lambda a: k(a, 2.0)[0])(xs), X * X * 2.0)
+    close(jax.jit(jax.grad(lambda a: jnp.sum(k(a, 2.0)[0])))(xs), 4.0 * X)
+
+
 def check_vectors_two_outputs() -> None:
     k = wp.jax_kernel(vec_stats, num_outputs=2)
     v = np.arange(64 * 3, dtype=np.float32).reshape(64, 3) / 50.0 - 1.0

@@ -27,6 +27,7 @@ CHECKS = [
     "forward",
     "result_varies_over_the_mesh",
     "shard_offset_as_array",
+    "sharded_input_without_shard_map",
     "vectors_two_outputs",
     "2d_rows_and_atomics",
     "in_out",
