@@ -75,8 +75,8 @@ template <typename T, typename Op> TREADLE_FUNC T cas_update(T* addr, Op op) {
     U* p = reinterpret_cast<U*>(addr);
     U old = load_bits(p);
     for (;;) {
-        const T cur = bit_cast<T>(old);
-        const U desired = bit_cast<U>(op(cur));
+        const T cur = detail::bit_cast<T>(old);
+        const U desired = detail::bit_cast<U>(op(cur));
         if (desired == old)
             return cur;
         const U prev = cas_bits(p, old, desired);
@@ -94,8 +94,8 @@ template <typename T> TREADLE_FUNC T cas_add_relaxed(T* addr, T v) {
     U* p = reinterpret_cast<U*>(addr);
     U old = __atomic_load_n(p, __ATOMIC_RELAXED);
     for (;;) {
-        const T cur = bit_cast<T>(old);
-        const U desired = bit_cast<U>(T(cur + v));
+        const T cur = detail::bit_cast<T>(old);
+        const U desired = detail::bit_cast<U>(T(cur + v));
         if (desired == old || __atomic_compare_exchange_n(p, &old, desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             return cur;
     }
