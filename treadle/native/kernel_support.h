@@ -206,9 +206,16 @@ struct ckpt_stack_t {
 };
 inline thread_local ckpt_stack_t tl_ckpt;
 
-inline size_t ckpt_size() { return tl_ckpt.size; }
+// The stack is reached only through this out-of-line call. A thread's TLS access takes the dynamic linker's slow
+// path (which may run malloc and glibc's AVX-512 string functions, clobbering zmm16-31 that compilers assume a TLS
+// access preserves) not only on its first access but after any later dlopen() -- e.g. another Python thread
+// loading a kernel library while this kernel runs. Inside this call no vector value of the kernel is live, and at
+// the call site the compiler treats every vector register as clobbered, as for any call.
+__attribute__((noinline)) inline ckpt_stack_t& ckpt_stack() { return tl_ckpt; }
+
+inline size_t ckpt_size() { return ckpt_stack().size; }
 template <typename T> inline void ckpt_push(const T& v) {
-    ckpt_stack_t& s = tl_ckpt;
+    ckpt_stack_t& s = ckpt_stack();
     if (s.size + sizeof(T) > s.cap) {
         size_t cap = s.cap ? s.cap * 2 : 4096;
         while (cap < s.size + sizeof(T)) cap *= 2;
@@ -221,10 +228,10 @@ template <typename T> inline void ckpt_push(const T& v) {
     s.size += sizeof(T);
 }
 template <typename T> inline size_t ckpt_read(size_t pos, T& v) {
-    ::memcpy(&v, tl_ckpt.data + pos, sizeof(T));
+    ::memcpy(&v, ckpt_stack().data + pos, sizeof(T));
     return pos + sizeof(T);
 }
-inline void ckpt_pop_to(size_t pos) { tl_ckpt.size = pos; }
+inline void ckpt_pop_to(size_t pos) { ckpt_stack().size = pos; }
 #endif
 
 }  // namespace treadle

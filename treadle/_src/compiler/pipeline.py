@@ -159,6 +159,22 @@ class Built:
         self.error: Exception | None = None
 
 
+def kernel_options(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions) -> CompileOptions:
+    """``options`` with the compiler chosen for this kernel.
+
+    Kernels with run-time ``for`` loops go to the backend's loop compiler (``CpuBackend.loop_compiler``).
+    """
+    if options.cxx is not None or options.mode == "debug":
+        return options
+    cxx = get_cpu_backend().loop_compiler()
+    if cxx is None:
+        return options
+    bodies = [kernel_ir.body] + [fi.ir.body for fi in ordered_deps(deps) if getattr(fi, "ir", None) is not None]
+    if any(isinstance(s, ir.ForRange) for b in bodies for s in ir.walk(b)):
+        return options.with_cxx(cxx)
+    return options
+
+
 def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:
     """Emit and hash one kernel."""
     if config.dump:  # formatting the IR is not free: only when asked for
@@ -289,8 +305,8 @@ def _start(items: list[Built], options: CompileOptions, pch: list[str] | None) -
     out = tmp / f"b_{key}.so"
     backend = get_cpu_backend()
     if pch is None:
-        return backend.start(PRELUDE + body, out, options.flags()), tmp
-    return backend.start(body, out, [*options.flags(), *pch]), tmp
+        return backend.start(PRELUDE + body, out, options.flags(), options), tmp
+    return backend.start(body, out, [*options.flags(), *pch], options), tmp
 
 
 def _finish(items: list[Built], job: Any, tmp: Path) -> None:

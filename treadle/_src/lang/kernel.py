@@ -245,10 +245,12 @@ class KernelInstance:
                     b.lib_path = entry["lib_path"]
                     self.warm = entry
                     self.built = b
+                    self.options = self.options.with_cxx(entry.get("cxx"))
                     return
                 self._warm_fp = fp
-            from ..compiler.pipeline import prepare
+            from ..compiler.pipeline import kernel_options, prepare
 
+            self.options = kernel_options(self.ir, self.deps, self.options)
             self.built = prepare(self.ir, self.deps, self.options, self.kernel.key)
 
     def bind(self) -> None:

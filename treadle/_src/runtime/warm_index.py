@@ -35,7 +35,7 @@ from typing import Any
 
 from ... import config
 
-FORMAT = "treadle-warm-1"
+FORMAT = "treadle-warm-2"
 
 #: ``wp.config`` settings that cannot change generated code (everything else is part of the fingerprint).
 _CONFIG_IGNORED = frozenset({"quiet", "verbose", "log_level", "num_threads", "print_launches", "verify_cuda",
@@ -347,7 +347,10 @@ def fingerprint(inst: Any) -> str | None:
         fp.add(config.version)
         fp.add(treadle_signature())
         fp.add(header_hash())
-        fp.add(get_cpu_backend().identity(inst.options))
+        backend = get_cpu_backend()
+        fp.add(backend.identity(inst.options))
+        loop_cxx = backend.loop_compiler()  # kernels with loops may be built by another compiler
+        fp.add(backend.identity(inst.options.with_cxx(loop_cxx)) if loop_cxx else "-")
         fp.add(_config_state())
         fp.add(f"K:{kernel.module.name}:{kernel.key}:{sorted(kernel.options.items())!r}")
         fp.add(repr(sorted((k, repr(v)) for k, v in kernel.module.options.items())))
@@ -418,7 +421,7 @@ def record(fp: str, inst: Any, order_dependent: bool) -> None:
         ref = (cache.root / "ref" / f"k_{built.key}.ref").read_text()
         entry = {"format": FORMAT, "fp": fp, "key": built.key, "symbol": built.symbol, "lib": lib.name, "ref": ref,
                  "stat": [st.st_size, st.st_mtime_ns, st.st_ino], "launch_ndim": int(inst.launch_ndim),
-                 "order_dependent": bool(order_dependent), "name": built.name}
+                 "order_dependent": bool(order_dependent), "name": built.name, "cxx": inst.options.cxx}
         path = _entry_path(fp)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

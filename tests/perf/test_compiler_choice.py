@@ -1,0 +1,52 @@
+"""Kernels with run-time loops are built by the loop compiler (g++ next to a default clang++); results unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import treadle as wp
+from treadle._src.backends.cpu import get_cpu_backend
+
+
+@wp.kernel
+def pair_sum(pos: wp.array(dtype=wp.vec3), acc: wp.array(dtype=wp.vec3), n: int):
+    i = wp.tid()
+    p = pos[i]
+    a = wp.vec3(0.0, 0.0, 0.0)
+    for j in range(n):
+        d = pos[j] - p
+        inv = 1.0 / wp.sqrt(wp.dot(d, d) + 0.01)
+        a = a + d * (inv * inv * inv)
+    acc[i] = a
+
+
+@wp.kernel
+def no_loop(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+def test_loop_kernel_compiler_and_results():
+    n = 300
+    pos_np = np.random.default_rng(7).random((n, 3), dtype=np.float32)
+    pos, acc = wp.array(pos_np, dtype=wp.vec3), wp.zeros(n, dtype=wp.vec3)
+    wp.launch(pair_sum, n, inputs=[pos, acc, n])
+    p = pos_np.astype(np.float64)
+    d = p[None, :, :] - p[:, None, :]
+    inv = 1.0 / np.sqrt((d * d).sum(-1) + 0.01)
+    want = (d * (inv**3)[..., None]).sum(1)
+    np.testing.assert_allclose(acc.numpy(), want, rtol=2e-4, atol=2e-3)
+
+    x = wp.array(np.arange(10, dtype=np.float32), dtype=float)
+    y = wp.zeros(10, dtype=float)
+    wp.launch(no_loop, 10, inputs=[x, y])
+    np.testing.assert_array_equal(y.numpy(), 2.0 * np.arange(10))
+
+    backend = get_cpu_backend()
+    loop_cxx = backend.loop_compiler()
+    if loop_cxx is None:
+        pytest.skip("no separate loop compiler here (compiler configured, or clang++ is not the default)")
+    assert pair_sum.get_instance(None).options.cxx == loop_cxx
+    assert no_loop.get_instance(None).options.cxx is None
+    assert "g++" in backend.toolchain(pair_sum.get_instance(None).options).path

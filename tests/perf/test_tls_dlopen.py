@@ -1,0 +1,77 @@
+"""Backward passes of loop kernels stay right while other threads dlopen() libraries mid-kernel.
+
+Each dlopen() of a library with thread-local storage makes every thread's next TLS access take the dynamic linker's
+slow path; the checkpoint stack of differentiated loops is therefore reached through an out-of-line call
+(``native/kernel_support.h: ckpt_stack``), never inline among live vector values.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import threading
+
+import numpy as np
+
+import treadle as wp
+from treadle._src.compiler.pipeline import load_library
+
+
+@wp.kernel
+def looped(x: wp.array(dtype=float), out: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    v = x[i]
+    s = 0.0
+    for k in range(n):
+        s = s + wp.sin(v * float(k))
+        v = v * 1.01
+    out[i] = s
+
+
+def _grad_ref(x: np.ndarray, n: int) -> np.ndarray:
+    g = np.zeros_like(x, dtype=np.float64)
+    for k in range(n):
+        c = 1.01**k
+        g += np.cos(x * c * k) * c * k
+    return g
+
+
+def test_loop_gradients_while_libraries_load(tmp_path):
+    m, n = 4096, 12
+    x_np = np.random.default_rng(3).random(m).astype(np.float32) * 0.5
+    x = wp.array(x_np, dtype=float, requires_grad=True)
+    out = wp.zeros(m, dtype=float, requires_grad=True)
+    want = _grad_ref(x_np.astype(np.float64), n)
+
+    def grad() -> np.ndarray:
+        tape = wp.Tape()
+        with tape:
+            wp.launch(looped, m, inputs=[x, out, n])
+        tape.backward(grads={out: wp.ones(m, dtype=float)})
+        g = x.grad.numpy().copy()
+        tape.zero()
+        return g
+
+    np.testing.assert_allclose(grad(), want, rtol=2e-3, atol=2e-3)
+    lib = looped.get_instance(None).built.lib_path
+    load_library(lib)
+    stop = threading.Event()
+    loaded: list[ctypes.CDLL] = []
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set() and i < 200:
+            copy = tmp_path / f"copy{i}.so"
+            shutil.copyfile(lib, copy)
+            loaded.append(ctypes.CDLL(str(copy), mode=getattr(ctypes, "RTLD_LOCAL", 0)))
+            i += 1
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for _ in range(20):
+            np.testing.assert_allclose(grad(), want, rtol=2e-3, atol=2e-3)
+    finally:
+        stop.set()
+        t.join()
+    assert loaded
