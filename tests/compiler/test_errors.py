@@ -304,6 +304,20 @@ def k_global_dict(a: wp.array(dtype=float)):
     a[0] = TABLE["gain"]  # <-
 
 
+GLOBAL_ARR = wp.array(np.arange(3, dtype=np.float32))
+
+
+@wp.kernel
+def k_global_array_item(a: wp.array(dtype=float)):
+    a[0] = GLOBAL_ARR[1]  # <-
+
+
+@wp.kernel
+def k_global_array_value(a: wp.array(dtype=float)):
+    b = GLOBAL_ARR  # <-
+    a[0] = b[0]
+
+
 @wp.kernel
 def k_setcomp(a: wp.array(dtype=float)):
     s = {x for x in range(3)}  # <-
@@ -471,6 +485,8 @@ MORE_CASES = [
     (k_closure_list, "out of a Python list, a mutable object", MUTABLE_FIX),
     (k_global_list, "out of a Python list, a mutable object", MUTABLE_FIX),
     (k_global_dict, "out of a Python dict, a mutable object", MUTABLE_FIX),
+    (k_global_array_item, "out of a Python array, a mutable object", MUTABLE_FIX),
+    (k_global_array_value, "uses an array from Python scope", "add a kernel parameter for it"),
     (k_setcomp, "set comprehension is not supported", "write an explicit for loop"),
     (k_dictcomp, "dict comprehension is not supported", "write an explicit for loop"),
     (k_nested_def, "nested function definition is not supported", "define it at module level with @wp.func"),

@@ -213,3 +213,48 @@ def test_verify_fp_checks_float_fields_of_struct_elements(verify_fp):
     text = str(info.value)
     assert f"{__file__}:{_line(fp_struct_field)}" in text
     assert "NaN was stored to states[" in text and "].inner.w" in text
+
+
+# Locations stay exact when straight-line code shares one marker: after branches, loops and @func calls.
+@wp.kernel(module="unique")
+def oob_after_branch(a: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    s = float(0.0)
+    for j in range(n):
+        if j % 2 == 0:
+            s += a[j]
+        else:
+            s -= a[j]
+        s += a[j + 1]  # <-
+    a[i] = s
+
+
+@wp.func
+def checked_get(a: wp.array(dtype=float), j: int) -> float:
+    return a[j]
+
+
+@wp.kernel(module="unique")
+def oob_after_call(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    x = checked_get(a, i)
+    out[i + 1] = x  # <-
+
+
+def test_location_after_branches_in_a_loop(debug_mode):
+    a = wp.zeros(4, dtype=float)
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(oob_after_branch, dim=1, inputs=[a, 4])
+    text = str(info.value)
+    assert f"{__file__}:{_line(oob_after_branch)}" in text
+    assert "index 4 is out of bounds for dimension 0 of extent 4" in text
+
+
+def test_location_after_a_func_call(debug_mode):
+    a = wp.zeros(4, dtype=float)
+    out = wp.zeros(4, dtype=float)
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(oob_after_call, dim=4, inputs=[a, out])
+    text = str(info.value)
+    assert f"{__file__}:{_line(oob_after_call)}" in text
+    assert "thread 3" in text

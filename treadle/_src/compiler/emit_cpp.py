@@ -281,11 +281,21 @@ class Emitter:
         if self.checked and s.loc is not None and isinstance(s, _CHECKED_STMTS):
             if not self.locs or self.locs[-1] != s.loc:
                 self.locs.append(s.loc)
-            lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1})")
+            # Straight-line code already marked with this location needs no new (thread-local) store.
+            if self._marked != len(self.locs) - 1:
+                lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1})")
+                self._marked = len(self.locs) - 1
+            if isinstance(s, (ir.CallFunc, ir.CallGrad)):
+                self._marked = None  # the callee marks its own statements
+
+    #: The ``TREADLE_AT`` location known to be current at this point of straight-line code (``None``: unknown).
+    _marked: int | None = None
 
     def block(self, b: ir.Block, lines: list[str], ind: str) -> None:
+        self._marked = None  # entered from a branch or a loop's back edge
         for s in b.stmts:
             self.stmt(s, lines, ind)
+        self._marked = None  # what follows may be reached from elsewhere (another branch, break, the loop exit)
 
     def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:  # noqa: C901 - one dispatch table
         op = self.op
@@ -408,6 +418,7 @@ class Emitter:
             what = value + "".join(f".{cpp_field(f)}" for f in path)
             lines.append(f"{ind}TREADLE_AT({len(self.locs) - 1}) "
                          f"treadle::verify_fp<{cpp_type(st)}>({what}, {len(s.indices)}, {idx});")
+            self._marked = len(self.locs) - 1
 
     def for_range(self, s: ir.ForRange, lines: list[str], ind: str) -> None:
         op = self.op

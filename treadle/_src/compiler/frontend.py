@@ -306,6 +306,9 @@ class Lowerer(CallMixin):
                                                                     or isinstance(value.obj, type)):
             self.const_bindings[name] = value  # `f = some_func` / `T = a.dtype`: a compile-time alias
             return
+        if isinstance(value, PyObj) and (getattr(value.obj, "__array_interface__", None) is not None
+                                         or hasattr(value.obj, "__cuda_array_interface__")):
+            value = self.as_operand(value, node)  # raises: arrays from Python scope must be kernel arguments
         if isinstance(value, PyObj):
             raise self.err(f"cannot assign a Python {type(value.obj).__name__} to the kernel variable '{name}'",
                            node, "kernel variables hold numbers, vectors, matrices, structs or arrays",

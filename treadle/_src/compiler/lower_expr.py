@@ -180,6 +180,11 @@ class ExprMixin:
             c = self.py_constant(r.obj, node)
             if c is not None:
                 return c
+            if getattr(r.obj, "__array_interface__", None) is not None or hasattr(r.obj, "__cuda_array_interface__"):
+                raise self.err("this uses an array from Python scope (a global or closure variable); kernels "
+                               "only see arrays passed to them as arguments", node,
+                               "add a kernel parameter for it, e.g. 'data: wp.array(dtype=float)', and pass the "
+                               "array in wp.launch(..., inputs=[...])", CodegenTypeError)
             what = getattr(r.obj, "__name__", type(r.obj).__name__)
             raise self.err(f"'{what}' is not a value that kernels can use here", node,
                            "only numbers, vectors, matrices, structs and arrays are kernel values",
@@ -461,8 +466,10 @@ class ExprMixin:
                 item = self.wrap_python(obj[key], node)
             except Exception:
                 item = None
-            if isinstance(item, ir.Const) and isinstance(obj, (list, dict, set, bytearray, np.ndarray)):
-                what = type(obj).__name__
+            if isinstance(item, ir.Const) and (isinstance(obj, (list, dict, set, bytearray, np.ndarray))
+                                               or getattr(obj, "__array_interface__", None) is not None
+                                               or hasattr(obj, "__cuda_array_interface__")):
+                what = "array" if not isinstance(obj, (list, dict, set, bytearray)) else type(obj).__name__
                 raise self.err(f"this reads a value out of a Python {what}, a mutable object: the kernel would keep "
                                "the value it had when the kernel was compiled and silently ignore later changes",
                                node, "pass the data as a kernel argument (a wp.array or a scalar), or make it a "
