@@ -315,3 +315,88 @@ def test_graph_modes_and_cache_clearing() -> None:
         w(X, 1.0)
     wp.clear_jax_callable_graph_cache(c)
     wp.clear_jax_callable_graph_cache()
+
+
+# ------------------------------------------------------------------------------------------------- wrappers, shapes
+
+
+def test_wrappers_are_cached_per_function_and_options() -> None:
+    f = wp.jax_kernel(add_kernel)
+    assert wp.jax_kernel(add_kernel) is f
+    assert wp.jax_kernel(add_kernel, in_out_argnames=[]) is f
+    assert wp.jax_kernel(add_kernel, num_outputs=1, in_out_argnames=["out"]) is not f
+    assert wp.jax_kernel(add_kernel, launch_dims=4) is not f
+    assert wp.jax_kernel(multi, num_outputs=3, in_out_argnames=["acc"], output_dims={"pair": 3}) is \
+        wp.jax_kernel(multi, num_outputs=3, in_out_argnames=("acc",), output_dims={"pair": (3,)})
+    c = wp.jax_callable(two_kernels, num_outputs=2)
+    assert wp.jax_callable(two_kernels, num_outputs=2) is c
+    s1 = wp.jax_callable(two_kernels, num_outputs=2, stage_in_argnames=["x"])
+    assert wp.jax_callable(two_kernels, num_outputs=2, stage_in_argnames=("x",)) is s1
+    assert s1 is not c and s1.stage_in_argnames == {"x"} and c.stage_in_argnames == set()
+    # an in-out wrapper takes the buffer as an input and returns its new value
+    (r,) = jax.jit(wp.jax_kernel(add_kernel, num_outputs=1, in_out_argnames=["out"]))(X, X, jnp.full(8, -1.0))
+    close(r, 2.0 * X)
+
+
+def test_signature_errors_are_value_errors() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        wp.jax_kernel(add_kernel, in_out_argnames=["out", "out"], num_outputs=2)
+    with pytest.raises(ValueError, match="'missing', which is not a parameter"):
+        wp.jax_kernel(add_kernel, in_out_argnames=["missing"])
+
+
+@wp.kernel
+def triple_any(a: wp.array(dtype=Any), out: wp.array(dtype=Any)):
+    i = wp.tid()
+    out[i] = a.dtype(3) * a[i]
+
+
+def test_explicit_overload_instances() -> None:
+    for t in (wp.int8, wp.int32, wp.uint16, wp.float32):
+        inst = triple_any.add_overload([wp.array(dtype=t), wp.array(dtype=t)])
+        f = wp.jax_kernel(inst)
+        dt = wp.dtype_to_jax(t)
+        (r,) = jax.jit(f)(jnp.arange(10, dtype=dt))
+        assert r.dtype == dt
+        np.testing.assert_array_equal(np.asarray(r), 3 * np.arange(10, dtype=np.dtype(dt)))
+    with pytest.raises(wp.TreadleError, match="float32"):
+        wp.jax_kernel(triple_any.add_overload([wp.array(dtype=wp.float32), wp.array(dtype=wp.float32)]))(
+            jnp.arange(3, dtype=jnp.int32))
+
+
+@wp.kernel
+def halve_vec2(v: wp.array(dtype=wp.vec2), s: float, w: wp.array(dtype=wp.vec2)):
+    i = wp.tid()
+    w[i] = v[i] * s
+
+
+def halve_fn(v: wp.array(dtype=wp.vec2), s: float, w: wp.array(dtype=wp.vec2)):
+    wp.launch(halve_vec2, v.shape, inputs=[v, s], outputs=[w])
+
+
+def test_output_dims_may_include_element_dims() -> None:
+    b = jnp.arange(12, dtype=jnp.float32).reshape(6, 2)
+    for f in (wp.jax_kernel(halve_vec2), wp.jax_callable(halve_fn)):
+        (w,) = jax.jit(lambda b, f=f: f(b, 0.5, output_dims={"w": b.shape}))(b)
+        assert w.shape == (6, 2)
+        close(w, 0.5 * b)
+        (w,) = f(b, 2.0, output_dims=(6, 2))
+        close(w, 2.0 * b)
+
+
+@wp.kernel
+def scale_stack(a: wp.array3d(dtype=float), b: wp.array3d(dtype=float)):
+    # a 2-d launch over 3-d arrays: the leading axis is looped inside the kernel
+    i, j = wp.tid()
+    for m in range(a.shape[0]):
+        b[m, i, j] = a[m, i, j] * a[m, i, j] * 2.0
+
+
+def test_outputs_take_the_first_input_shape_when_launch_dims_do_not_fit() -> None:
+    f = wp.jax_kernel(scale_stack, launch_dims=(4, 5), enable_backward=True)
+    a = jnp.arange(3 * 4 * 5, dtype=jnp.float32).reshape(3, 4, 5) / 10.0
+    (b,) = jax.jit(f)(a)
+    assert b.shape == (3, 4, 5)
+    close(b, 2.0 * a * a)
+    g = jax.jit(jax.grad(lambda a: jnp.sum(jnp.sin(f(a)[0]))))(a)
+    close(g, jax.grad(lambda a: jnp.sum(jnp.sin(2.0 * a * a)))(a), 1e-4)

@@ -65,6 +65,10 @@ class JaxModulePreloadMode(enum.IntEnum):
 # --------------------------------------------------------------------------------------------- signatures
 
 
+class SignatureError(TreadleError, ValueError):
+    """The arguments of ``jax_kernel`` / ``jax_callable`` / ``torch_op`` do not fit the function's parameters."""
+
+
 class Signature:
     """How the parameters of a kernel / annotated function split into inputs, in-out arrays and outputs."""
 
@@ -77,29 +81,31 @@ class Signature:
         in_out = list(in_out_argnames or [])
         if isinstance(in_out_argnames, str):
             in_out = [in_out_argnames]
+        if len(set(in_out)) != len(in_out):
+            raise SignatureError(f"{what}: in_out_argnames {in_out} names a parameter twice")
         for nm in in_out:
             if nm not in self.names:
-                raise TreadleError(f"{what}: in_out_argnames names '{nm}', which is not a parameter "
-                                   f"({', '.join(self.names)})")
+                raise SignatureError(f"{what}: in_out_argnames names '{nm}', which is not a parameter "
+                                     f"({', '.join(self.names)})")
         n_pure = int(num_outputs) - len(in_out)
         if n_pure < 0:
-            raise TreadleError(f"{what}: num_outputs={num_outputs} must count the {len(in_out)} in-out "
-                               "argument(s) too")
+            raise SignatureError(f"{what}: num_outputs={num_outputs} must count the {len(in_out)} in-out "
+                                 "argument(s) too")
         if n_pure > n:
-            raise TreadleError(f"{what}: num_outputs={num_outputs} is more than the {n} parameters")
+            raise SignatureError(f"{what}: num_outputs={num_outputs} is more than the {n} parameters")
         if num_outputs < 1:
-            raise TreadleError(f"{what}: at least one output (or in-out argument) is required; set num_outputs")
+            raise SignatureError(f"{what}: at least one output (or in-out argument) is required; set num_outputs")
         self.output_idx = list(range(n - n_pure, n))
         self.input_idx = list(range(n - n_pure))
         self.in_out_idx = [self.names.index(nm) for nm in in_out]
         for i in self.in_out_idx:
             if i >= n - n_pure:
-                raise TreadleError(f"{what}: in-out argument '{self.names[i]}' must come before the "
-                                   f"{n_pure} pure output parameter(s)")
+                raise SignatureError(f"{what}: in-out argument '{self.names[i]}' must come before the "
+                                     f"{n_pure} pure output parameter(s)")
         for i in self.output_idx + self.in_out_idx:
             if not isinstance(self.types[i], ArrayT):
-                raise TreadleError(f"{what}: output / in-out parameter '{self.names[i]}' must be an array, "
-                                   f"got {type_str(self.types[i])}")
+                raise SignatureError(f"{what}: output / in-out parameter '{self.names[i]}' must be an array, "
+                                     f"got {type_str(self.types[i])}")
         self.array_inputs = [i for i in self.input_idx if isinstance(self.types[i], ArrayT)]
         self.static_inputs = [i for i in self.input_idx if not isinstance(self.types[i], ArrayT)]
 
@@ -151,17 +157,30 @@ def as_dims(d: Any, what: str) -> tuple[int, ...]:
         raise TreadleError(f"{what} must be an int or a tuple of ints, got {d!r}") from None
 
 
-def output_shape(sig: Signature, i: int, launch: tuple[int, ...], output_dims: Any) -> tuple[int, ...]:
-    """The outer shape of output parameter ``i`` (without element dims)."""
+def output_shape(sig: Signature, i: int, launch: tuple[int, ...], output_dims: Any, *, ndim: int | None = None,
+                 inner: tuple[int, ...] = (), fallback: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The outer shape of output parameter ``i`` (without element dims).
+
+    Given dims may include the element's trailing dims (``output_dims={"v": b.shape}`` for an array of ``vec2``
+    built from an ``(N, 2)`` input): they are dropped when ``ndim`` and ``inner`` say so. Without given dims the
+    launch dims are used, or, when they have the wrong number of dims for this ``ndim``-d output, ``fallback``
+    (the first array input's shape) if that fits.
+    """
     name = sig.names[i]
+    d: tuple[int, ...] | None = None
     if isinstance(output_dims, dict):
-        d = output_dims.get(name)
-        if d is None:
-            return launch
-        return as_dims(d, f"output_dims['{name}']")
-    if output_dims is not None:
-        return as_dims(output_dims, "output_dims")
-    return launch
+        if output_dims.get(name) is not None:
+            d = as_dims(output_dims[name], f"output_dims['{name}']")
+    elif output_dims is not None:
+        d = as_dims(output_dims, "output_dims")
+    if d is None:
+        if ndim is not None and len(launch) != ndim and fallback is not None and len(fallback) == ndim:
+            return tuple(fallback)
+        return launch
+    k = len(inner)
+    if ndim is not None and k and len(d) == ndim + k and tuple(d[ndim:]) == tuple(inner):
+        return d[:ndim]
+    return d
 
 
 def dims_key(dims: Any) -> Any:
@@ -329,11 +348,17 @@ class FfiKernel:
                  output_dims: Any = None, in_out_argnames: Sequence[str] | None = None,
                  module_preload_mode: JaxModulePreloadMode = JaxModulePreloadMode.CURRENT_DEVICE,
                  enable_backward: bool = False, has_side_effect: bool = False, block_dim: int | None = None) -> None:
+        self._inst: Any = None
+        if not getattr(kernel, "_treadle_kernel_", False) and getattr(getattr(kernel, "kernel", None),
+                                                                       "_treadle_kernel_", False):
+            # an explicit instance of a generic kernel (kernel.add_overload([...]) / wp.overload)
+            self._inst, kernel = kernel, kernel.kernel
         if not getattr(kernel, "_treadle_kernel_", False):
             raise TypeError(f"jax_kernel() expects a @wp.kernel, got {type(kernel).__name__}")
         self.kernel = kernel
         self.what = f"jax_kernel('{kernel.key}')"
-        self.sig = Signature(kernel.param_names, kernel.param_types, num_outputs, in_out_argnames, self.what)
+        types = self._inst.types if self._inst is not None else kernel.param_types
+        self.sig = Signature(kernel.param_names, types, num_outputs, in_out_argnames, self.what)
         self.num_outputs = num_outputs
         self.vmap_method = vmap_method
         self.launch_dims = launch_dims
@@ -367,7 +392,9 @@ class FfiKernel:
         if lp is not None:
             return lp
         k = self.kernel
-        if k.is_generic:
+        if self._inst is not None:
+            inst = self._inst
+        elif k.is_generic:
             types = resolve_types(sig, arrays, statics, lambda a: dtype_from_jax(a.dtype))
             inst = k.get_instance(types)
         else:
@@ -383,7 +410,8 @@ class FfiKernel:
                                "pass launch_dims=...")
         out_shapes = []
         for i in sig.output_idx:
-            shape = output_shape(sig, i, launch, output_dims)
+            shape = output_shape(sig, i, launch, output_dims, ndim=inst.types[i].ndim,
+                                 inner=element_info(inst.types[i])[1], fallback=in_shapes[0] if in_shapes else None)
             if len(shape) != inst.types[i].ndim:
                 raise TreadleError(f"{self.what}: output '{sig.names[i]}' is a {inst.types[i].ndim}-d array but "
                                    f"its dims are {shape}; pass output_dims={{'{sig.names[i]}': (...)}}")
@@ -522,8 +550,31 @@ def jax_kernel(kernel: Any, num_outputs: int = 1, vmap_method: str = "broadcast_
         A callable ``f(*inputs, output_dims=None, launch_dims=None, vmap_method=None)`` returning a list of JAX
         arrays (in-out results first, then outputs). Scalars must be static Python values.
     """
-    return FfiKernel(kernel, num_outputs, vmap_method, launch_dims, output_dims, in_out_argnames, module_preload_mode,
-                     enable_backward, has_side_effect, block_dim)
+    key = (id(kernel), int(num_outputs), vmap_method, dims_key(launch_dims), dims_key(output_dims),
+           _names_key(in_out_argnames), int(module_preload_mode), bool(enable_backward), bool(has_side_effect),
+           block_dim)
+    with _wrappers_lock:
+        f = _kernel_wrappers.get(key)
+        if f is None:
+            f = FfiKernel(kernel, num_outputs, vmap_method, launch_dims, output_dims, in_out_argnames,
+                          module_preload_mode, enable_backward, has_side_effect, block_dim)
+            _kernel_wrappers[key] = f  # the wrapper holds the kernel, so its id is not reused while cached
+        return f
+
+
+# jax_kernel() / jax_callable() return the same wrapper for the same function and options (as the reference does):
+# a wrapper owns its launch plans and traced executables, so re-creating it in a loop would re-trace every time.
+_kernel_wrappers: dict[Any, FfiKernel] = {}
+_callable_wrappers: dict[Any, Any] = {}
+_wrappers_lock = threading.Lock()
+
+
+def _names_key(names: Any) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        return (names,)
+    return tuple(names)
 
 
 # --------------------------------------------------------------------------------------------- jax_callable
@@ -631,8 +682,8 @@ class FfiCallable:
         self.graph_mode = JaxCallableGraphMode(graph_mode)
         self.vmap_method = vmap_method
         self.output_dims = output_dims
-        self.stage_in_argnames = stage_in_argnames
-        self.stage_out_argnames = stage_out_argnames
+        self.stage_in_argnames = set(_names_key(stage_in_argnames))
+        self.stage_out_argnames = set(_names_key(stage_out_argnames))
         self.graph_cache_max = graph_cache_max
         self.module_preload_mode = JaxModulePreloadMode(module_preload_mode)
         self.has_side_effect = bool(has_side_effect)
@@ -677,7 +728,8 @@ class FfiCallable:
             if first is None and not (isinstance(output_dims, dict) and sig.names[i] in output_dims) and \
                     (output_dims is None or isinstance(output_dims, dict)):
                 raise TreadleError(f"{self.what}: no array inputs to take the output shape from; pass output_dims")
-            shapes[i] = output_shape(sig, i, first or (), output_dims)
+            shapes[i] = output_shape(sig, i, first or (), output_dims, ndim=types[i].ndim,
+                                     inner=element_info(types[i])[1])
             if len(shapes[i]) != types[i].ndim:
                 raise TreadleError(f"{self.what}: output '{sig.names[i]}' is a {types[i].ndim}-d array but its "
                                    f"dims are {shapes[i]}; pass output_dims={{'{sig.names[i]}': (...)}}")
@@ -764,8 +816,17 @@ def jax_callable(func: Callable[..., Any], num_outputs: int = 1,
             call is traced, so no compilation happens inside an XLA execution.
         has_side_effect: keep the call even when its results are unused.
     """
-    return FfiCallable(func, num_outputs, graph_mode, vmap_method, output_dims, in_out_argnames, stage_in_argnames,
-                       stage_out_argnames, graph_cache_max, module_preload_mode, has_side_effect)
+    key = (id(func), int(num_outputs), int(graph_mode), vmap_method, dims_key(output_dims), _names_key(in_out_argnames),
+           frozenset(_names_key(stage_in_argnames)), frozenset(_names_key(stage_out_argnames)), graph_cache_max,
+           int(module_preload_mode), bool(has_side_effect))
+    with _wrappers_lock:
+        c = _callable_wrappers.get(key)
+        if c is None:
+            c = FfiCallable(func, num_outputs, graph_mode, vmap_method, output_dims, in_out_argnames,
+                            stage_in_argnames, stage_out_argnames, graph_cache_max, module_preload_mode,
+                            has_side_effect)
+            _callable_wrappers[key] = c
+        return c
 
 
 def clear_jax_callable_graph_cache(callable: FfiCallable | None = None) -> None:
