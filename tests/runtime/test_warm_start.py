@@ -261,3 +261,24 @@ def test_fresh_process_warm_start(tmp_path):
     assert second == {"compiles": 0, "warm": True, "lowered": False, "frontend": second["frontend"], "ok": True}
     third = run(4.0)  # an edited constant: a miss, a new binary, right results
     assert third["ok"] and not third["warm"] and third["compiles"] == 1
+
+
+def test_untrusted_or_tampered_entries_are_ignored(project):
+    import json
+
+    project.run()
+    mod = project.fresh()
+    fp = warm_index.fingerprint(mod.apply.get_instance(None))
+    assert warm_index.lookup(fp) is not None
+    path = Path(wp.config.kernel_cache_dir) / "warm" / f"w_{fp[:40]}.json"
+    if hasattr(os, "getuid"):
+        path.chmod(0o666)  # writable by others: never trusted
+        assert warm_index.lookup(fp) is None
+        path.chmod(0o600)
+        assert warm_index.lookup(fp) is not None
+    entry = json.loads(path.read_text())
+    entry["lib"] = "../../elsewhere/b_0123456789abcdef.so"  # a name outside the cache's library directory
+    path.write_text(json.dumps(entry))
+    assert warm_index.lookup(fp) is None
+    assert project.run()[0] is False  # the normal path, which records a good entry again
+    assert project.run() == (True, True)

@@ -29,6 +29,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import types
 from pathlib import Path
 from typing import Any
@@ -371,36 +372,53 @@ def fingerprint(inst: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- the index
-def _entry_path(fp: str) -> Path:
+_LIB_RE = re.compile(r"b_[0-9a-f]{16,64}\.so")
+_KEY_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _root() -> str:
     from .cache import get_cache
 
-    return get_cache().root / "warm" / f"w_{fp[:40]}.json"
+    return str(get_cache().root)
+
+
+def _read_trusted(path: str) -> str | None:
+    """A cache file's text, if it is ours and not writable by group or others (the kernel cache's own rule)."""
+    from .cache import unsafe_reason
+
+    try:
+        with open(path) as f:
+            if unsafe_reason(Path(path), os.fstat(f.fileno())) is not None:
+                return None
+            return f.read()
+    except OSError:
+        return None
 
 
 def lookup(fp: str) -> dict[str, Any] | None:
     """The recorded entry for ``fp`` when its library is still the one recorded, else ``None``."""
-    path = _entry_path(fp)
-    try:
-        with open(path) as f:
-            entry = json.load(f)
-    except (OSError, ValueError):
+    from .cache import unsafe_reason
+
+    root = _root()
+    text = _read_trusted(os.path.join(root, "warm", f"w_{fp[:40]}.json"))
+    if text is None:
         return None
     try:
+        entry = json.loads(text)
         if entry.get("format") != FORMAT or entry.get("fp") != fp:
             return None
-        lib = path.parent.parent / "lib" / entry["lib"]
+        name, key = entry["lib"], entry["key"]
+        if not (isinstance(name, str) and _LIB_RE.fullmatch(name) and isinstance(key, str) and _KEY_RE.fullmatch(key)):
+            return None
+        lib = os.path.join(root, "lib", name)
         st = os.stat(lib)
-        if [st.st_size, st.st_mtime_ns, st.st_ino] != entry["stat"]:
+        if [st.st_size, st.st_mtime_ns, st.st_ino] != entry["stat"] or unsafe_reason(Path(lib), st) is not None:
             return None
-        from .cache import unsafe_reason
-
-        if unsafe_reason(lib, st) is not None:  # others could have replaced it: the checked path warns and rebuilds
+        # the kernel cache still points this kernel at that library (not cleared, found damaged or rebuilt)
+        if _read_trusted(os.path.join(root, "ref", f"k_{key}.ref")) != entry["ref"]:
             return None
-        with open(path.parent.parent / "ref" / f"k_{entry['key']}.ref") as f:
-            if f.read() != entry["ref"]:  # the kernel cache forgot it (cleared, damaged, rebuilt)
-                return None
-        entry["lib_path"] = lib
-    except (OSError, KeyError, TypeError, ValueError):
+        entry["lib_path"] = Path(lib)
+    except (OSError, KeyError, TypeError, ValueError, AttributeError):
         return None
     return entry
 
@@ -412,20 +430,23 @@ def record(fp: str, inst: Any, order_dependent: bool) -> None:
     if lib is None:
         return
     with contextlib.suppress(OSError, TypeError, ValueError):
-        from .cache import get_cache
+        from .cache import _make_private_dir, get_cache
 
         cache = get_cache()
-        if cache.lookup(built.key) != lib:  # verified against its checksum once, when the entry is written
+        if cache.lookup(built.key) != lib:  # verified (owner, permissions, checksum) once, when the entry is written
             return
         st = os.stat(lib)
         ref = (cache.root / "ref" / f"k_{built.key}.ref").read_text()
         entry = {"format": FORMAT, "fp": fp, "key": built.key, "symbol": built.symbol, "lib": lib.name, "ref": ref,
                  "stat": [st.st_size, st.st_mtime_ns, st.st_ino], "launch_ndim": int(inst.launch_ndim),
                  "order_dependent": bool(order_dependent), "name": built.name, "cxx": inst.options.cxx}
-        path = _entry_path(fp)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entry))
+        d = cache.root / "warm"
+        _make_private_dir(d)
+        path = d / f"w_{fp[:40]}.json"
+        tmp = d / f"{path.name}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(entry))
         os.replace(tmp, path)
 
 
