@@ -182,6 +182,19 @@ TREADLE_VEC_T void adj_cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<
     }
 }
 
+// mod on vectors: componentwise, with the scalar mod's semantics (C remainder; fmod for floats).
+TREADLE_VEC_T vec_t<N, T> mod(const vec_t<N, T>& a, const vec_t<N, T>& b) {
+    vec_t<N, T> r;
+    for (unsigned i = 0; i < N; ++i)
+        r.c[i] = mod(a.c[i], b.c[i]);
+    return r;
+}
+TREADLE_VEC_T void adj_mod(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                           const vec_t<N, T>& adj_ret) {
+    for (unsigned i = 0; i < N; ++i)
+        adj_mod(a.c[i], b.c[i], adj_a.c[i], adj_b.c[i], adj_ret.c[i]);
+}
+
 // ------------------------------------------------------------------------------------------------ geometry
 template <typename T> TREADLE_FUNC vec_t<3, T> cross(const vec_t<3, T>& a, const vec_t<3, T>& b) {
     return vec_t<3, T>(T(a.c[1] * b.c[2] - a.c[2] * b.c[1]), T(a.c[2] * b.c[0] - a.c[0] * b.c[2]),

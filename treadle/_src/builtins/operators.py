@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..lang import scalars
-from ..lang.typesys import is_composite, is_float, is_int, is_matrix, scalar_of, type_str
+from ..lang.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
 from .registry import NoMatch, arity, builtin, need, same
 
 GROUP = "Operators"
@@ -74,6 +74,13 @@ def _div_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 def _scalar_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
     need(_numeric(types[0]), f"expected numbers, got {type_str(types[0])}")
+    return same(types)
+
+
+def _mod_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 2)
+    t = types[0]
+    need(_numeric(t) or (is_vector(t) and _numeric(scalar_of(t))), f"expected numbers or vectors, got {type_str(t)}")
     return same(types)
 
 
@@ -165,8 +172,10 @@ div = builtin("div", group=GROUP, rule=_div_rule, host=_c_div, signature="div(a,
 floordiv = builtin("floordiv", group=GROUP, rule=_scalar_binary, host=_floordiv,
                    signature="floordiv(a: Scalar, b: Scalar) -> Scalar",
                    doc="Floor division (rounds toward negative infinity, for integers too, as the reference does).")
-mod = builtin("mod", group=GROUP, rule=_scalar_binary, host=_c_mod, signature="mod(a: Scalar, b: Scalar) -> Scalar",
-              doc="Remainder with the sign of the dividend (C semantics; fmod for floats).")
+mod = builtin("mod", group=GROUP, rule=_mod_rule, host=_c_mod,
+              signature="mod(a: Scalar, b: Scalar) -> Scalar | mod(a: Vector, b: Vector) -> Vector",
+              doc="Remainder with the sign of the dividend (C semantics; fmod for floats); componentwise for "
+                  "vectors.")
 pow_ = builtin("pow", group="Scalar Math", rule=_float_binary, host=np.power, signature="pow(x: Float, y: Float) -> Float",
                doc="x raised to the power y.")
 neg = builtin("neg", group=GROUP, rule=_unary_numeric, host=np.negative, signature="neg(x: T) -> T", doc="Negate.")

@@ -6,8 +6,10 @@ Builtins whose lowering is not a plain call carry a ``lowering`` tag that the fr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ..lang import scalars
 from ..lang.typesys import ArrayT, is_composite, is_float, is_int, scalar_of, type_str
@@ -73,11 +75,27 @@ def _expect_near_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return None
 
 
-builtin("expect_eq", group="Utility", rule=_expect_rule, kernel_only=True, differentiable=False,
+def _host_expect(name: str, want_equal: bool) -> Callable[..., None]:
+    """Python-scope ``expect_*`` (a ``@func`` called from Python): prints like the kernel version."""
+
+    def check(a: Any, b: Any, tol: Any = None) -> None:
+        a, b = np.asarray(a), np.asarray(b)
+        if tol is not None:
+            ok = bool(np.all(np.abs(a.astype(np.float64) - b.astype(np.float64)) <= float(tol)))
+        else:
+            ok = bool(np.array_equal(a, b)) == want_equal
+        if not ok:
+            print(f"Error, {name}() failed:\n\t Expected: {b}\n\t Actual: {a}", flush=True)
+
+    return check
+
+
+builtin("expect_eq", group="Utility", rule=_expect_rule, differentiable=False, host=_host_expect("expect_eq", True),
         signature="expect_eq(a, b)", doc="Print an error if a != b.")
-builtin("expect_neq", group="Utility", rule=_expect_rule, kernel_only=True, differentiable=False,
-        signature="expect_neq(a, b)", doc="Print an error if a == b.")
-builtin("expect_near", group="Utility", rule=_expect_near_rule, kernel_only=True, differentiable=False,
+builtin("expect_neq", group="Utility", rule=_expect_rule, differentiable=False,
+        host=_host_expect("expect_neq", False), signature="expect_neq(a, b)", doc="Print an error if a == b.")
+builtin("expect_near", group="Utility", rule=_expect_near_rule, differentiable=False,
+        host=_host_expect("expect_near", True),
         lowering="expect_near", signature="expect_near(a, b, tolerance=1e-6)",
         doc="Print an error if |a - b| > tolerance (per component).")
 

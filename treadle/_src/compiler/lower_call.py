@@ -160,8 +160,11 @@ class CallMixin(ExprMixin):
             raise self.err("wp.static() takes exactly one expression", node, cls=CodegenTypeError)
         scope = dict(self.src.globals)
         scope.update({k: v for k, v in self.src.closure.items() if v is not _MISSING})
+        for name, local in self.locals.items():  # vectors/matrices: a zero value of their type (len(v), v.dtype)
+            if is_composite(local.type):
+                scope[name] = local.type()
         for k, c in self.const_bindings.items():  # type: ignore[attr-defined]
-            scope[k] = c.value
+            scope[k] = c.obj if isinstance(c, PyObj) else c.value
         code = compile(ast.Expression(body=node.args[0]), self.src.file, "eval")
         try:
             value = eval(code, scope)  # noqa: S307 - the user's own compile-time expression
@@ -447,6 +450,12 @@ class CallMixin(ExprMixin):
             from ..lang.vector import vector
 
             return self.construct_composite(vector(n, dtype), args, node)
+        if kind in ("quaternion", "transformation"):  # wp.types.quaternion(x, y, z, w) / (v, w) / (q, dtype=...)
+            from ..lang import quat as quat_mod
+
+            if dtype is None:
+                dtype = scalar_of(args[0].type) if args else scalars.float32
+            return self.construct_composite(getattr(quat_mod, kind)(dtype), args, node)
         shape = kw.pop("shape", None)
         from ..lang.matrix import matrix
 

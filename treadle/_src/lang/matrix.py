@@ -366,3 +366,6 @@ mat44d = matrix((4, 4), scalars.float64)
 mat22 = mat22f
 mat33 = mat33f
 mat44 = mat44f
+
+
+matrix._treadle_type_factory_ = "matrix"  # type: ignore[attr-defined]  # callable in kernels (lower_call.py)

@@ -173,3 +173,8 @@ spatial_matrixh = matrix((6, 6), scalars.float16)
 spatial_matrixf = matrix((6, 6), scalars.float32)
 spatial_matrixd = matrix((6, 6), scalars.float64)
 spatial_matrix = spatial_matrixf
+
+
+# Callable in kernels as constructors (compiler/lower_call.py call_type_factory).
+quaternion._treadle_type_factory_ = "quaternion"  # type: ignore[attr-defined]
+transformation._treadle_type_factory_ = "transformation"  # type: ignore[attr-defined]

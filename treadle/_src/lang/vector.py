@@ -483,6 +483,13 @@ class vec_base(composite_base):
         with np.errstate(all="ignore"):
             return self._result(-self._to_numpy())
 
+    # `%` componentwise with C's remainder (the sign of the dividend), as in kernels.
+    def __mod__(self, other: Any) -> Any:
+        return self._elementwise(other, "%", np.fmod, False)
+
+    def __rmod__(self, other: Any) -> Any:
+        return self._elementwise(other, "%", np.fmod, True)
+
     def __pos__(self) -> Any:
         return type(self).from_buffer_copy(self)
 
@@ -564,3 +571,6 @@ vec4d = vector(4, scalars.float64)
 vec2 = vec2f
 vec3 = vec3f
 vec4 = vec4f
+
+
+vector._treadle_type_factory_ = "vector"  # type: ignore[attr-defined]  # callable in kernels (lower_call.py)

@@ -1,0 +1,122 @@
+"""Type factories called in kernels (``wp.types.vector/quaternion/transformation``), ``mod`` on vectors,
+``wp.static(len(v))``, ``quat_identity(dtype=...)``, and ``expect_*`` called from Python scope.
+
+References: NumPy float64 (``np.fmod`` for the C remainder).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import treadle as wp
+
+vec3h = wp.types.vector(3, wp.float16)
+
+
+@wp.kernel
+def factories(inp: wp.array(dtype=wp.float16), out: wp.array(dtype=float)):
+    v2 = wp.types.vector(inp[0], length=2)  # fill constructor, dtype from the value
+    v10 = wp.types.vector(length=10, dtype=float)
+    v10[3] = 2.0
+    q = wp.types.quaternion(inp[0], inp[1], inp[2], inp[3])
+    q2 = wp.types.quaternion(wp.types.vector(inp[0], inp[1], inp[2]), inp[3])
+    q3 = wp.types.quaternion(q, dtype=wp.float64)
+    t = wp.types.transformation(wp.vec3(1.0, 2.0, 3.0), wp.quat_identity(), dtype=wp.float64)
+    qi = wp.quat_identity(dtype=wp.float16)
+    ti = wp.transform_identity(dtype=wp.float64)
+    out[0] = float(v2[1])
+    out[1] = v10[3] + v10[0]
+    out[2] = float(q2[3])
+    out[3] = float(q3[2])
+    out[4] = float(t[2])
+    out[5] = float(qi[3]) + float(ti[6])
+
+
+def test_type_factories_in_kernels(device):
+    inp = wp.array(np.array([1, 2, 3, 4], dtype=np.float16), dtype=wp.float16, device=device)
+    out = wp.zeros(6, dtype=float, device=device)
+    wp.launch(factories, dim=1, inputs=[inp, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [1.0, 2.0, 4.0, 3.0, 3.0, 2.0])
+
+
+@wp.kernel
+def vec_mod(a: wp.array(dtype=vec3h), b: wp.array(dtype=vec3h), out: wp.array(dtype=vec3h),
+            ai: wp.array(dtype=wp.vec3i), bi: wp.array(dtype=wp.vec3i), outi: wp.array(dtype=wp.vec3i),
+            loss: wp.array(dtype=wp.float16)):
+    out[0] = wp.mod(a[0], b[0])
+    outi[0] = ai[0] % bi[0]
+    loss[0] = wp.dot(wp.mod(a[0], b[0]), vec3h(wp.float16(1.0), wp.float16(1.0), wp.float16(1.0)))
+
+
+def test_mod_on_vectors(device):
+    a_np = np.array([[5.5, -5.5, 3.0]], dtype=np.float16)
+    b_np = np.array([[2.0, 2.0, -2.0]], dtype=np.float16)
+    ai_np = np.array([[7, -7, 5]], dtype=np.int32)
+    bi_np = np.array([[2, 2, -3]], dtype=np.int32)
+    a = wp.array(a_np, dtype=vec3h, device=device, requires_grad=True)
+    b = wp.array(b_np, dtype=vec3h, device=device, requires_grad=True)
+    out = wp.zeros(1, dtype=vec3h, device=device, requires_grad=True)
+    outi = wp.zeros(1, dtype=wp.vec3i, device=device)
+    loss = wp.zeros(1, dtype=wp.float16, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(vec_mod, dim=1, inputs=[a, b, out, wp.array(ai_np, dtype=wp.vec3i, device=device),
+                                          wp.array(bi_np, dtype=wp.vec3i, device=device), outi, loss], device=device)
+    np.testing.assert_array_equal(out.numpy(), np.fmod(a_np, b_np))
+    np.testing.assert_array_equal(outi.numpy(), np.fmod(ai_np, bi_np))
+    tape.backward(loss=loss)
+    # d fmod(a, b) / da = 1, / db = -trunc(a / b)
+    np.testing.assert_array_equal(a.grad.numpy(), np.ones_like(a_np))
+    np.testing.assert_array_equal(b.grad.numpy(), -np.trunc(a_np.astype(np.float64) / b_np))
+    # Python scope: the same C remainder
+    assert wp.vec3i(7, -7, 5) % wp.vec3i(2, 2, -3) == wp.vec3i(1, -1, 2)
+    assert wp.vec3(5.5, -5.5, 3.0) % 2.0 == wp.vec3(1.5, -1.5, 1.0)
+
+
+@wp.func
+def _double(x: float):
+    return x * 2.0
+
+
+@wp.kernel
+def static_len(v1: wp.vec2, v3: wp.types.vector(Any, float), out: wp.array(dtype=int)):
+    out[0] = wp.static(len(v1))
+    out[1] = wp.static(len(v3))
+    f = _double
+    out[2] = int(wp.static(f)(2.0))
+
+
+def test_static_sees_vector_parameters_and_function_aliases(device):
+    out = wp.zeros(3, dtype=int, device=device)
+    wp.launch(static_len, dim=1, inputs=[wp.vec2(), wp.types.vector(5, float)(), out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [2, 5, 4])
+
+
+@wp.func
+def _checks(x: float):
+    wp.expect_eq(x, 1.0)
+    wp.expect_neq(x, 2.0)
+    wp.expect_near(x, 1.05, 0.1)
+
+
+def test_expect_from_python_scope(capfd):
+    _checks(1.0)  # a @func called from Python runs as Python: expect_* compare on the host
+    assert "failed" not in capfd.readouterr().out
+    wp.expect_eq(wp.vec3(1.0, 2.0, 3.0), wp.vec3(1.0, 2.0, 4.0))
+    wp.expect_near(1.0, 1.5, 0.1)
+    out = capfd.readouterr().out
+    assert out.count("Error, expect_eq() failed") == 1 and out.count("Error, expect_near() failed") == 1
+
+
+def test_step_nonzero_are_scalar_only():
+    import pytest
+
+    @wp.kernel(module="unique")
+    def bad(v: wp.vec3):
+        wp.step(v)
+
+    with pytest.raises(Exception, match="step"):
+        wp.launch(bad, dim=1, inputs=[wp.vec3()])
+    assert wp.step(-1.0) == 1.0 and wp.nonzero(3) == 1
