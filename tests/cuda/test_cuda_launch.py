@@ -352,3 +352,34 @@ def test_graph_capture_and_replay(fake):
         wp.capture_begin(device=dev)
     with pytest.raises(RuntimeError, match="already being captured"):
         wp.capture_begin(device=dev, external=True)
+
+
+def test_repeated_launches_repack_only_what_changed(fake):
+    import threading
+
+    x1 = wp.array(np.ones(8, np.float32), device="cuda:0")
+    x2 = wp.array(np.full(8, 2.0, np.float32), device="cuda:0")
+    y = wp.zeros(8, dtype=float, device="cuda:0")
+    sent = []
+    run = fake.executor
+    size = ctypes.sizeof(saxpy.get_instance(None).args_type)
+
+    def spy(entry, bounds, args):
+        sent.append((args, ctypes.string_at(args, size)))
+        run(entry, bounds, args)
+
+    fake.executor = spy
+    for a, x in ((1.0, x1), (1.0, x1), (3.0, x1), (3.0, x2)):
+        wp.launch(saxpy, 8, inputs=[a, x, y], device="cuda:0")
+    assert y.numpy().tolist() == [1.0 + 1.0 + 3.0 + 6.0] * 8
+    assert len({addr for addr, _ in sent}) == 1  # one struct reused by this thread
+    assert sent[0][1] == sent[1][1] and sent[1][1] != sent[2][1] != sent[3][1]
+    y.grad = wp.zeros(8, dtype=float, device="cuda:0")  # a new descriptor for y: repacked
+    wp.launch(saxpy, 8, inputs=[3.0, x2, y], device="cuda:0")
+    off = saxpy.get_instance(None).args_type.y.offset + 8  # ArrayDesc.grad
+    assert ctypes.c_uint64.from_buffer_copy(sent[-1][1], off).value == y.grad.ptr
+    other = []
+    t = threading.Thread(target=lambda: other.append(wp.launch(saxpy, 8, inputs=[0.0, x1, y], device="cuda:0")))
+    t.start()
+    t.join()
+    assert sent[-1][0] != sent[0][0]  # another thread packs a struct of its own

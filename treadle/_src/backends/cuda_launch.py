@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,8 @@ from ..lang.launch import _bounds, launch_bounds, make_packer, value_type
 class CudaPlan:
     """What launching one kernel instance's forward or backward pass on one device needs, made once."""
 
-    __slots__ = ("inst", "kernel", "device", "adjoint", "names", "packers", "args_type", "fn", "checked")
+    __slots__ = ("inst", "kernel", "device", "adjoint", "names", "packers", "args_type", "fn", "checked", "owner",
+                 "shared", "last", "last_desc")
 
     def __init__(self, inst: Any, device: Any, adjoint: bool) -> None:
         from . import cuda as cb
@@ -43,6 +45,10 @@ class CudaPlan:
         self.fn = cb.load_cuda_kernel(inst, device, adjoint=adjoint)
         # read back device-side records after a launch: checked mode, and loop checkpoints of backward passes
         self.checked = inst.options.mode == "debug" or (adjoint and self.fn.ckpt_bytes > 0)
+        self.owner: int | None = None  # the thread whose launches reuse ``shared``
+        self.shared: Any = None
+        self.last: list[Any] = []
+        self.last_desc: list[Any] = []
 
     def pack(self, args: Sequence[Any]) -> ctypes.Structure:
         """The ``Args`` struct of ``args`` (each checked as on the CPU, arrays must live on this device)."""
@@ -50,6 +56,40 @@ class CudaPlan:
         dev = self.device
         for name, packer, v in zip(self.names, self.packers, args):
             setattr(packed, name, packer(v, dev))
+        return packed  # type: ignore[no-any-return]
+
+    def pack_reused(self, args: Sequence[Any]) -> ctypes.Structure:
+        """The plan's own ``Args`` struct with only the arguments that changed since the last launch repacked.
+
+        The driver copies parameters during ``cuLaunchKernel``, so one struct serves every immediate launch of the
+        thread that made the first one (other threads pack a fresh struct). An argument is unchanged when it is the
+        very same int/float/bool/None object, or the same array with the same descriptor object (a descriptor is
+        rebuilt whenever the array's pointers change).
+        """
+        if self.owner != _get_ident():
+            if self.owner is not None:
+                return self.pack(args)
+            self.owner = _get_ident()
+            self.shared = self.args_type()
+            self.last = [_UNSET] * len(self.names)
+            self.last_desc = [None] * len(self.names)
+        packed, last, last_desc, dev = self.shared, self.last, self.last_desc, self.device
+        for i, v in enumerate(args):
+            key = last[i]
+            if key is v:
+                continue
+            d = last_desc[i]
+            if d is not None and key == id(v) and getattr(v, "_ctype", None) is d:
+                continue
+            p = self.packers[i](v, dev)
+            setattr(packed, self.names[i], p)
+            tv = type(v)
+            if tv is float or tv is int or tv is bool or v is None:
+                last[i], last_desc[i] = v, None
+            elif p is not None and getattr(v, "_ctype", None) is p:
+                last[i], last_desc[i] = id(v), p  # an array: its id and descriptor, not the array itself
+            else:
+                last[i], last_desc[i] = _UNSET, None
         return packed  # type: ignore[no-any-return]
 
     def run(self, bounds: Any, packed: Any, stream: Any = None, block_dim: int | None = None,
@@ -61,6 +101,14 @@ class CudaPlan:
         self.fn.launch(bounds, packed, stream=stream, block_dim=block_dim, max_blocks=max_blocks)
         if self.checked and not _capturing(self.device, stream):
             self.fn.check_errors()
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+_get_ident = threading.get_ident
 
 
 def _capturing(device: Any, stream: Any) -> bool:
@@ -158,7 +206,7 @@ def launch_cuda(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Seq
         plan.run(bounds, packed, s, bd, max_blocks)
         return None
     plan = _forward_plan(kernel, args, device)
-    packed = plan.pack(args)
+    packed = plan.pack(args) if record_cmd else plan.pack_reused(args)
     if record_tape:
         tape = active_tape()
         if tape is not None:
