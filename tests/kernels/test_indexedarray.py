@@ -211,3 +211,39 @@ def test_annotation_forms_and_errors(device):
     out = wp.zeros((1, 2), dtype=float, device=device)
     with pytest.raises(Exception, match="indexedarray|IndexedArrayDesc|expects"):
         wp.launch(ia_copy_3d, dim=(1, 2, 1), inputs=[ia, out], device=device)
+
+
+@wp.struct
+class IaHolder:
+    iarr: wp.indexedarray(dtype=float)
+    k: float
+
+
+@wp.struct
+class IaOuter:
+    inner: IaHolder
+
+
+@wp.kernel
+def ia_struct_kernel(s: IaHolder, o: IaOuter, arrs: wp.array(dtype=IaHolder), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    out[0, i] = s.iarr[i] * s.k
+    out[1, i] = o.inner.iarr[i]
+    out[2, i] = arrs[0].iarr[i]
+
+
+def test_indexedarray_struct_fields(device):
+    values = np.arange(6, dtype=np.float32)
+    data = wp.array(values, device=device)
+    idx = [5, 1, 3]
+    s = IaHolder()
+    s.iarr = wp.indexedarray(data, [wp.array(idx, dtype=int, device=device)])
+    s.k = 2.0
+    o = IaOuter()
+    o.inner = s
+    arrs = wp.array([s], dtype=IaHolder, device=device)
+    out = wp.zeros((3, 3), dtype=float, device=device)
+    wp.launch(ia_struct_kernel, dim=3, inputs=[s, o, arrs, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), np.stack([values[idx] * 2.0, values[idx], values[idx]]))
+    with pytest.raises(TypeError, match="indexedarray"):
+        s.iarr = data

@@ -262,6 +262,9 @@ class CallMixin(ExprMixin):
         """A builtin that updates some of its arguments in place: those must be plain variables."""
         if node.keywords:
             raise self.err(f"'{b.name}' takes positional arguments only", node, cls=CodegenTypeError)
+        via_tuple = self.refs_via_tuple(b, node)
+        if via_tuple:
+            return None
         ops: list[Any] = []
         for i, a in enumerate(node.args):
             if i in b.ref_args:
@@ -274,6 +277,33 @@ class CallMixin(ExprMixin):
             else:
                 ops.append(self.value(a))
         return self.call_builtin(b, ops, node)
+
+    def refs_via_tuple(self, b: Builtin, node: ast.Call) -> bool:
+        """``svd3(A, U, sigma, V)``-style calls of a builtin that also returns its outputs as a tuple (``svd3(A)``):
+        lowered as the tuple form followed by assignments to the output variables, so gradients flow through the
+        outputs as they do for ``U, sigma, V = svd3(A)``. False when the builtin has no such form."""
+        n = len(node.args)
+        outs = [i for i in b.ref_args if i < n]
+        n_in = n - len(outs)
+        if not outs or outs != list(range(n_in, n)):
+            return False
+        targets = [self.locals.get(a.id) if isinstance(a, ast.Name) else None  # type: ignore[attr-defined]
+                   for a in node.args[n_in:]]
+        if any(t is None for t in targets):
+            return False
+        ins = [self.value(a) for a in node.args[:n_in]]
+        try:
+            ov = b.resolve([a.type for a in ins])
+        except NoMatch:
+            return False
+        if not isinstance(ov.ret, TupleT) or list(ov.ret.types) != [t.type for t in targets]:  # type: ignore[union-attr]
+            return False
+        items = self.unpack_tuple_value(self.call_builtin(b, ins, node), node).items
+        loc = self.src.loc(node)
+        for local, v in zip(targets, items):
+            self.emit(ir.StoreLocal(loc, local, v))
+            self.assigned.add(local.name)  # type: ignore[union-attr]
+        return True
 
     def lower_print(self, node: ast.Call) -> Any:
         args = self.call_args(node)
@@ -330,6 +360,9 @@ class CallMixin(ExprMixin):
             raise self.err(f"{b.name}() is not supported on {type_str(dt)} arrays", node,
                            "use an int32, uint32, int64, uint64, float16, float32 or float64 array",
                            CodegenTypeError)
+        if op in ("min", "max") and dt is scalars.float16:  # as in the reference: no half-precision min/max atomics
+            raise self.err(f"{b.name}() is not supported on float16 arrays", node,
+                           "use a float32 or float64 array", CodegenTypeError)
         r = self.new_value(arr_t.dtype, "old")
         cmp = vals[0] if op == "cas" else None
         self.emit(ir.ArrayAtomic(self.src.loc(node), r, op, args[0], idx, vals[-1], cmp))

@@ -78,8 +78,14 @@ def _type_signature(t: Any) -> str:
     if isinstance(t, Struct):
         return f"struct {t.key} {t.hash}"
     if is_array_like(t):
-        return f"array(ndim={t.ndim}, dtype={_type_signature(scalars.scalar_from_python(t.dtype))})"
+        kind = "indexedarray" if getattr(t, "_indexed_", False) else "array"
+        return f"{kind}(ndim={t.ndim}, dtype={_type_signature(scalars.scalar_from_python(t.dtype))})"
     return repr(t)
+
+
+def _array_desc_type(t: Any) -> Any:
+    """The ctypes descriptor of an array field (indexed arrays have the larger one)."""
+    return abi.IndexedArrayDesc if getattr(t, "_indexed_", False) else abi.ArrayDesc
 
 
 def _type_name(t: Any) -> str:
@@ -182,7 +188,7 @@ class Struct:
             return t
         if kind == "struct":
             return t.ctype
-        return abi.ArrayDesc
+        return _array_desc_type(t)
 
     # -- instances ------------------------------------------------------------------------------------------
     def _wrap(self, c: Any) -> Any:
@@ -235,7 +241,7 @@ class Struct:
                 elif kind == "struct":
                     formats.append(t.numpy_dtype())
                 else:
-                    formats.append(np.dtype(abi.ArrayDesc))
+                    formats.append(np.dtype(_array_desc_type(t)))
             self._numpy_dtype = np.dtype(
                 {
                     "names": list(self.vars),
@@ -364,10 +370,13 @@ def _field_property(st: Struct, name: str) -> property:
         def fset(self: Any, value: Any) -> None:
             if value is None:
                 self._refs.pop(name, None)
-                setattr(self._ctype, name, abi.ArrayDesc())
+                setattr(self._ctype, name, _array_desc_type(t)())
                 return
             if not is_array_like(value):
                 raise TypeError(f"{where} expects an array ({_type_name(t)}), got {type(value).__name__}")
+            if bool(getattr(value, "_indexed_", False)) != bool(getattr(t, "_indexed_", False)):
+                want = "an indexedarray" if getattr(t, "_indexed_", False) else "an array (not an indexedarray)"
+                raise TypeError(f"{where} expects {want}, got {type(value).__name__}")
             if int(value.ndim) != int(t.ndim):
                 raise TypeError(f"{where} expects an array with ndim={t.ndim}, got ndim={value.ndim}")
             if not _dtypes_match(t.dtype, value.dtype):
@@ -465,7 +474,7 @@ class StructInstance:
 def _clear_arrays(c: Any, st: Struct) -> None:
     for name, kind in st._kinds.items():
         if kind == "array":
-            setattr(c, name, abi.ArrayDesc())
+            setattr(c, name, _array_desc_type(st.vars[name])())
         elif kind == "struct":
             _clear_arrays(getattr(c, name), st.vars[name])
 
