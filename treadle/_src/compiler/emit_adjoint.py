@@ -62,6 +62,62 @@ def _loop_modified(s: Any) -> list[ir.Local]:
 _NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
 
 
+def adjoint_live(f: ir.FuncIR) -> set[int]:
+    """Ids of the values whose adjoint can be non-zero.
+
+    Those are the values that flow (through operations and variables) into an array store or atomic, a ``@func``
+    call, or the function's return value. The reverse sweep skips the adjoints of all other values: a value that is unused, or only compared, then never
+    adds ``0 * inf`` or ``0 * NaN`` (from its own partial derivatives) to the gradients of its inputs.
+    """
+    vals: set[int] = set()
+    locs: set[int] = set()
+    retval = getattr(f, "retval", None)
+    if retval is not None:
+        locs.add(retval.id)
+    stmts = list(ir.walk(f.body))
+
+    def mark(op: Any) -> bool:
+        if isinstance(op, ir.Value) and op.id not in vals:
+            vals.add(op.id)
+            return True
+        if isinstance(op, ir.LocalRef) and op.local.id not in locs:
+            locs.add(op.local.id)
+            return True
+        return False
+
+    def mark_all(s: Any) -> bool:
+        changed = False
+        for name in ("args", "src", "value", "index"):
+            v = getattr(s, name, None)
+            for op in (v if isinstance(v, list) else [v]):
+                changed = mark(op) or changed
+        return changed
+
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)):
+                changed = mark(s.value) or changed
+            elif isinstance(s, (ir.CallFunc, ir.CallGrad)):
+                changed = mark_all(s) or changed
+            elif isinstance(s, ir.StoreLocal):
+                if s.local.id in locs:
+                    changed = mark(s.value) or changed
+            elif isinstance(s, ir.LoadLocal):
+                if s.result.id in vals and s.local.id not in locs:
+                    locs.add(s.local.id)
+                    changed = True
+            elif isinstance(s, ir.Call):
+                refs = any(isinstance(a, ir.LocalRef) and a.local.id in locs for a in s.args)
+                if s.result is None or s.result.id in vals or refs:
+                    changed = mark_all(s) or changed
+            elif isinstance(s, (ir.Construct, ir.Extract, ir.Insert)):
+                if s.result.id in vals:
+                    changed = mark_all(s) or changed
+    return vals
+
+
 def _has_array(t: Any) -> bool:
     if isinstance(t, ArrayT):
         return True
@@ -211,6 +267,7 @@ class AdjointEmitter(Emitter):
         self.ckpt_now = False
         self.dummy = 0
         self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
+        self.live: set[int] | None = None  # values whose adjoint can be non-zero (adjoint_live); None: all
 
     # Declarations ----------------------------------------------------------------------------------------------
     def ct(self, t: Any) -> str:
@@ -307,6 +364,9 @@ class AdjointEmitter(Emitter):
     def rev(self, s: ir.Stmt, lines: list[str], ind: str) -> None:  # noqa: C901 - one case per statement kind
         op = self.op
         r: Any = getattr(s, "result", None)
+        if isinstance(s, (ir.Call, ir.Construct, ir.Extract, ir.Insert)) and self.live is not None and \
+                r is not None and r.id not in self.live:
+            return  # its adjoint is always zero (see adjoint_live)
         if isinstance(s, ir.Call):
             ov = s.overload
             if r is None or not ov.differentiable or not differentiable(r.type):
@@ -441,16 +501,19 @@ class AdjointEmitter(Emitter):
             self.rev_loop(s, lines, ind)
         # Tid, DeclLocal, ArrayView: nothing flows back.
 
-    #: Builtins whose adjoint only adds the incoming adjoint (no product that a zero adjoint could meet a NaN in).
-    _LINEAR = frozenset({"add", "sub", "neg", "pos"})
+    #: Builtins whose partial derivatives can be infinite or NaN at finite arguments (or overflow).
+    _SINGULAR = frozenset({"sqrt", "cbrt", "log", "log2", "log10", "pow", "div", "acos", "asin", "atan2", "tan",
+                           "exp", "sinh", "cosh", "normalize", "length", "inverse", "mod", "floordiv"})
 
     def nonzero_guard(self, cpp: str, r: ir.Value) -> str:
-        """The condition under which a builtin's adjoint runs: its result's adjoint is not exactly zero.
+        """The condition under which a singular builtin's adjoint runs: its result's adjoint is not exactly zero.
 
-        Skipping zero adjoints keeps infinite or NaN partial derivatives of values that do not affect the output
-        (``t = wp.sqrt(x - 2.0)`` left unused) out of the gradients, where ``0 * NaN`` would otherwise poison them.
+        Values that never reach an output are skipped statically (``adjoint_live``); this run-time test covers the
+        rest for builtins whose partial derivatives can be infinite or NaN (``wp.sqrt`` of 0 or of a negative,
+        division by 0, ...), e.g. a ``wp.where``/``select`` branch not taken, where ``0 * NaN`` would otherwise
+        poison the gradient. Other builtins are not tested (the test costs ~10% of a backward pass).
         """
-        if cpp in self._LINEAR or not (is_float(r.type) or is_composite(r.type)):
+        if cpp not in self._SINGULAR or not (is_float(r.type) or is_composite(r.type)):
             return ""
         return f"treadle::adj_nonzero<{self.ct(scalar_of(r.type))}>(adj_v{r.id})"
 
@@ -573,7 +636,9 @@ class AdjointEmitter(Emitter):
         retval = getattr(f, "retval", None)
         if retval is not None and f.return_type is not None:
             self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
+        self.live = adjoint_live(f)
         self.reverse(f.body, lines, "    ")
+        self.live = None
         lines.append("}")
         return "\n".join(lines)
 
@@ -617,7 +682,9 @@ class AdjointEmitter(Emitter):
         lines += emit_entry.tid_lines(f)
         lines += self.own_flags(f)
         self.forward(f.body, lines, "    ", ckpt=True)
+        self.live = adjoint_live(f)
         self.reverse(f.body, lines, "    ")
+        self.live = None
         self.own = {}
         lines.append("}")
         lines.append("")
