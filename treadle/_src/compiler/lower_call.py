@@ -279,30 +279,34 @@ class CallMixin(ExprMixin):
         return self.call_builtin(b, ops, node)
 
     def refs_via_tuple(self, b: Builtin, node: ast.Call) -> bool:
-        """``svd3(A, U, sigma, V)``-style calls of a builtin that also returns its outputs as a tuple (``svd3(A)``):
-        lowered as the tuple form followed by assignments to the output variables, so gradients flow through the
-        outputs as they do for ``U, sigma, V = svd3(A)``. False when the builtin has no such form."""
+        """Lower ``svd3(A, U, sigma, V)``-style calls through the builtin's tuple form (``svd3(A)``), if it has one.
+
+        The outputs are then assigned to the variables, so gradients flow through them as they do for
+        ``U, sigma, V = svd3(A)``. Returns False when the builtin has no such form.
+        """
         n = len(node.args)
         outs = [i for i in b.ref_args if i < n]
         n_in = n - len(outs)
         if not outs or outs != list(range(n_in, n)):
             return False
-        targets = [self.locals.get(a.id) if isinstance(a, ast.Name) else None  # type: ignore[attr-defined]
-                   for a in node.args[n_in:]]
-        if any(t is None for t in targets):
-            return False
+        targets: list[ir.Local] = []
+        for a in node.args[n_in:]:
+            local = self.locals.get(a.id) if isinstance(a, ast.Name) else None
+            if local is None:
+                return False
+            targets.append(local)
         ins = [self.value(a) for a in node.args[:n_in]]
         try:
             ov = b.resolve([a.type for a in ins])
         except NoMatch:
             return False
-        if not isinstance(ov.ret, TupleT) or list(ov.ret.types) != [t.type for t in targets]:  # type: ignore[union-attr]
+        if not isinstance(ov.ret, TupleT) or list(ov.ret.types) != [t.type for t in targets]:
             return False
         items = self.unpack_tuple_value(self.call_builtin(b, ins, node), node).items
         loc = self.src.loc(node)
         for local, v in zip(targets, items):
             self.emit(ir.StoreLocal(loc, local, v))
-            self.assigned.add(local.name)  # type: ignore[union-attr]
+            self.assigned.add(local.name)
         return True
 
     def lower_print(self, node: ast.Call) -> Any:
