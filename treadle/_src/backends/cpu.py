@@ -185,13 +185,21 @@ class CpuBackend:
         use = ["-include-pch", str(pch)] if tc.is_clang else ["-include", str(header)]
         return header, pch, use + (["-Winvalid-pch"] if not tc.is_clang else [])
 
-    def pch_flags(self, prelude: str, options: CompileOptions, header_hash: str) -> list[str] | None:
-        """Flags that include ``prelude`` precompiled, or ``None`` while it is not built (a build then starts)."""
+    def pch_flags(self, prelude: str, options: CompileOptions, header_hash: str, start: bool = True
+                  ) -> list[str] | None:
+        """Flags that include ``prelude`` precompiled, or ``None`` while it is not built.
+
+        With ``start``, a missing header starts building in the background. The pipeline asks with ``start=False``
+        before a batch and starts the build after it: a first build cannot use the header anyway, and on a 2-core
+        machine a header built alongside the batch's compilers only slows them down.
+        """
         if not config.use_precompiled_headers or options.mode == "debug":
             return None
         header, pch, use = self._pch_paths(prelude, options, header_hash)
         if pch.exists():
             return use
+        if not start:
+            return None
         key = str(pch)
         with self._pch_lock:
             if key not in self._pch_jobs:

@@ -267,7 +267,7 @@ def _build(items: list[Built], options: CompileOptions) -> None:
     t0 = time.perf_counter()
     prefetch_runtime()  # the thread pool library builds alongside the kernels the first time
     backend = get_cpu_backend()
-    pch = backend.pch_flags(PRELUDE, options, header_hash())
+    pch = backend.pch_flags(PRELUDE, options, header_hash(), start=False)
     groups = _split(items, max_parallel_builds())
     pending = [(g, _start(g, options, pch)) for g in groups]
     retry: list[list[Built]] = []
@@ -295,6 +295,8 @@ def _build(items: list[Built], options: CompileOptions) -> None:
                         _finish([it], *_start([it], options, None))
                     except CompileError as e1:
                         it.error = e1
+    if pch is None:  # later builds with these options use a precompiled header, built now in the background
+        backend.pch_flags(PRELUDE, options, header_hash())
     _log_build(items, time.perf_counter() - t0)
 
 
