@@ -248,3 +248,50 @@ def test_scope_end_without_begin():
     tape = wp.Tape()
     with pytest.raises(RuntimeError, match="scope not present"):
         tape.record_scope_end()
+
+
+@wp.kernel
+def bump(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+
+
+@wp.kernel
+def scale_by(x: wp.array(dtype=float), w: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] * w[i]
+
+
+@wp.kernel
+def weighted(x: wp.array(dtype=float), aux: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i] * aux[i]
+
+
+def test_in_place_update_of_an_array_without_gradient_is_allowed():
+    # bump's backward does not need aux's values and aux has no gradient: nothing can go wrong
+    x = _arr([1.0, 2.0])
+    aux = wp.array(np.array([2.0, 3.0], dtype=np.float32), dtype=float)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(bump, 2, inputs=[aux])
+        wp.launch(weighted, 2, inputs=[x, aux], outputs=[y])
+    tape.backward(grads={y: np.ones(2, dtype=np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.array([1.0, 2.0]) * np.array([3.0, 4.0]))
+
+
+def test_in_place_updates_that_matter_are_reported():
+    # scale_by's backward needs x's old values (w's gradient is x * adj): overwriting them is an error even though
+    # x has no gradient of its own
+    x = wp.array(np.array([1.0, 2.0], dtype=np.float32), dtype=float)
+    w = _arr([3.0, 4.0])
+    with wp.Tape() as tape:
+        wp.launch(scale_by, 2, inputs=[x, w])
+    with pytest.raises(wp.OverwriteError, match="scale_by"):
+        tape.backward(grads={x: np.ones(2, dtype=np.float32)})
+    # an array with a gradient updated in place is reported too (its gradient would be counted twice)
+    a = _arr([1.0, 2.0])
+    with wp.Tape() as tape:
+        wp.launch(bump, 2, inputs=[a])
+    with pytest.raises(wp.OverwriteError, match="bump"):
+        tape.backward(grads={a: np.ones(2, dtype=np.float32)})

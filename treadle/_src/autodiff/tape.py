@@ -161,16 +161,17 @@ class Tape:
                     self._arrays[id(x)] = x
         reads: list[tuple[Any, str, int]] = []
         if self._checking() and inst is not None:
-            from ..compiler.access import array_access
+            from ..compiler.access import array_access, value_reads
 
             acc = getattr(inst, "_array_access", None)
             if acc is None:
-                acc = inst._array_access = array_access(inst.ir)
-            r, w = acc
+                acc = inst._array_access = (*array_access(inst.ir), value_reads(inst.ir))
+            r, w, vr = acc
             names = kernel.param_names
             for i in sorted(r):
                 a = args[i] if i < len(args) else None
-                if isinstance(a, array):
+                # an array without a gradient whose values the backward pass does not need may change freely
+                if isinstance(a, array) and (i in vr or a.grad is not None):
                     reads.append((a, names[i], self._versions.get(id(a), 0)))
             for i in sorted(w):
                 a = args[i] if i < len(args) else None

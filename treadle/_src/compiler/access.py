@@ -64,3 +64,110 @@ def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | Non
                     reads.update(org(a))
     memo[key] = (reads, writes)
     return reads, writes
+
+
+#: Builtins whose adjoint does not look at its operands' values (only adds the incoming adjoint).
+_PASS_THROUGH = frozenset({"add", "sub", "neg", "pos"})
+
+
+def value_reads(f: ir.FuncIR) -> set[int]:
+    """Indices of the array parameters whose loaded *values* the backward pass needs.
+
+    A load whose value only flows (through variables, ``+``, ``-``, and vector construction or extraction) into
+    array stores or atomic adds does not need its value to be differentiated: ``x[i] = x[i] + 1.0`` differentiates
+    the same with any ``x``. Every other use (a product, a condition, an index, a function call, ...) needs it.
+    """
+    needed: set[int] = set()
+    needed_locals: set[int] = set()
+    stmts = list(ir.walk(f.body))
+
+    def need(op: Any) -> bool:
+        if isinstance(op, ir.Value) and op.id not in needed:
+            needed.add(op.id)
+            return True
+        if isinstance(op, ir.LocalRef) and op.local.id not in needed_locals:
+            needed_locals.add(op.local.id)
+            return True
+        return False
+
+    def need_all(ops: Any) -> bool:
+        changed = False
+        for op in ops or []:
+            changed = need(op) or changed
+        return changed
+
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, (ir.ArrayLoad, ir.ArrayView)):
+                changed = need_all(s.indices) or changed
+            elif isinstance(s, ir.ArrayStore):
+                changed = need_all(s.indices) or changed
+            elif isinstance(s, ir.ArrayAtomic):
+                changed = need_all(s.indices) or changed
+                if s.op not in ("add", "sub") or s.compare is not None:
+                    changed = need(s.value) or changed
+                if s.compare is not None:
+                    changed = need(s.compare) or changed
+            elif isinstance(s, ir.Call):
+                passes = s.overload.builtin.name in _PASS_THROUGH
+                if not passes or (s.result is not None and s.result.id in needed):
+                    changed = need_all(s.args) or changed
+            elif isinstance(s, (ir.CallFunc, ir.CallGrad)):
+                changed = need_all(s.args) or changed
+            elif isinstance(s, (ir.Construct,)):
+                if s.result.id in needed:
+                    changed = need_all(s.args) or changed
+            elif isinstance(s, ir.Extract):
+                changed = need_all(s.index) or changed
+                if s.result.id in needed:
+                    changed = need(s.src) or changed
+            elif isinstance(s, ir.Insert):
+                changed = need_all(s.index) or changed
+                if s.result.id in needed:
+                    changed = need(s.src) or changed
+                    changed = need(s.value) or changed
+            elif isinstance(s, ir.If):
+                changed = need(s.cond) or changed
+            elif isinstance(s, ir.While):
+                changed = need(s.cond) or changed
+            elif isinstance(s, ir.ForRange):
+                changed = need_all([s.start, s.stop, s.step]) or changed
+                if s.var.id not in needed_locals:
+                    needed_locals.add(s.var.id)
+                    changed = True
+            elif isinstance(s, ir.StoreLocal):
+                if s.local.id in needed_locals:
+                    changed = need(s.value) or changed
+            elif isinstance(s, ir.LoadLocal):
+                if s.result.id in needed and s.local.id not in needed_locals:
+                    needed_locals.add(s.local.id)
+                    changed = True
+            elif isinstance(s, ir.Return) and s.value is not None:
+                changed = need(s.value) or changed
+    if not f.is_kernel:
+        return set(range(len(f.params)))  # functions: their return value's uses are not visible here
+    origin: dict[int, set[int]] = {p.id: {i} for i, p in enumerate(f.params)}
+    val_origin: dict[int, set[int]] = {}
+    for _ in range(2):
+        for s in stmts:
+            if isinstance(s, ir.LoadLocal):
+                val_origin.setdefault(s.result.id, set()).update(origin.get(s.local.id, set()))
+            elif isinstance(s, ir.StoreLocal) and isinstance(s.value, ir.Value):
+                origin.setdefault(s.local.id, set()).update(val_origin.get(s.value.id, set()))
+            elif isinstance(s, ir.ArrayView) and isinstance(s.array, ir.Value):
+                val_origin.setdefault(s.result.id, set()).update(val_origin.get(s.array.id, set()))
+    out: set[int] = set()
+    for s in stmts:
+        if isinstance(s, ir.ArrayLoad) and s.result.id in needed and isinstance(s.array, ir.Value):
+            out |= val_origin.get(s.array.id, set())
+        elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
+            for a in s.args:  # builtins that take arrays read their values
+                if isinstance(a, ir.Value):
+                    out |= val_origin.get(a.id, set())
+        elif isinstance(s, (ir.CallFunc, ir.CallGrad)):
+            for a in s.args:
+                if isinstance(a, ir.Value):
+                    out |= val_origin.get(a.id, set())
+    return out
