@@ -57,6 +57,7 @@ def test_graph_capture_and_replay(dev):
     n = 1 << 16
     x = wp.full(n, 1.0, dtype=float, device=dev)
     y = wp.zeros(n, dtype=float, device=dev)
+    wp.launch(axpy, n, inputs=[0.0, x, y])  # load the module before capturing (no loading inside a capture)
     with wp.ScopedCapture(device=dev) as cap:
         wp.launch(axpy, n, inputs=[2.0, x, y])
         wp.launch(axpy, n, inputs=[1.0, y, x])
@@ -71,6 +72,7 @@ def test_mempool_allocation_inside_capture(dev):
         pytest.skip("device has no memory pool")
     wp.set_mempool_enabled(dev, True)
     x = wp.full(1024, 3.0, dtype=float, device=dev)
+    wp.launch(axpy, 1024, inputs=[0.0, x, x])  # load the module before capturing
     wp.capture_begin(dev)
     try:
         tmp = wp.zeros(1024, dtype=float, device=dev)  # stream-ordered allocation recorded in the graph
