@@ -279,7 +279,7 @@ TREADLE_FUNC bvh_query_t bvh_query_start(uint64 id, int32 kind, const vec_t<3, f
     q.cur = q.end = 0;
     q.top = 0;
     if (q.bvh != nullptr && q.bvh->num_nodes > 0) {
-        q.stack[0] = (root >= 0 && root < q.bvh->num_nodes) ? root : 0;
+        q.stack[0] = ~((root >= 0 && root < q.bvh->num_nodes) ? root : 0);  // untested: see bvh_query_next
         q.top = 1;
     }
     return q;
@@ -323,6 +323,9 @@ TREADLE_FUNC bvh_query_t bvh_query_capsule(uint64 id, const vec_t<3, float32>& s
     return detail::bvh_query_start(id, BVH_QUERY_CAPSULE, start, dir, float32(radius), (int32)root);
 }
 
+// Traversal: a node on the stack has already been found to reach the query (its parent tested both children
+// together, which reads the sibling pair from adjacent memory), except the start node, pushed as ~index and tested
+// when popped (its test needs max_dist, which only `next` knows).
 template <typename F = float32>
 TREADLE_FUNC bool bvh_query_next(bvh_query_t& q, int32& index, F max_dist_in = F(__builtin_inff())) {
     const bvh_t* t = q.bvh;
@@ -339,14 +342,22 @@ TREADLE_FUNC bool bvh_query_next(bvh_query_t& q, int32& index, F max_dist_in = F
             return true;
         }
         if (q.top == 0) return false;
-        const bvh_node_t& node = t->nodes[q.stack[--q.top]];
-        if (!detail::bvh_query_hits(q, node.lo, node.hi, max_dist)) continue;
+        int32 ni = q.stack[--q.top];
+        if (ni < 0) {
+            ni = ~ni;
+            if (!detail::bvh_query_hits(q, t->nodes[ni].lo, t->nodes[ni].hi, max_dist)) continue;
+        }
+        const bvh_node_t& node = t->nodes[ni];
         if (node.b < 0) {
             q.cur = node.a, q.end = node.a - node.b;
-        } else if (q.top <= 62) {
-            q.stack[q.top++] = node.b;
-            q.stack[q.top++] = node.a;
+            continue;
         }
+        const bvh_node_t& l = t->nodes[node.a];
+        const bvh_node_t& r = t->nodes[node.b];
+        const bool hit_l = detail::bvh_query_hits(q, l.lo, l.hi, max_dist);
+        const bool hit_r = detail::bvh_query_hits(q, r.lo, r.hi, max_dist);
+        if (hit_r && q.top < 64) q.stack[q.top++] = node.b;
+        if (hit_l && q.top < 64) q.stack[q.top++] = node.a;
     }
 }
 
