@@ -90,6 +90,15 @@ def test_marching_cubes_example(tmp_path):
     r = marching_cubes.run(str(tmp_path), frames=1, res=40, size=48, quiet=True)
     assert r["ok"] and r["closed"] and r["oriented"] and r["volume_error"] < 0.02
     _pngs(str(tmp_path), 1)
-    assert os.path.getsize(tmp_path / "torus.ply") > 0
     obj = (tmp_path / "torus.obj").read_text().splitlines()
-    assert sum(line.startswith("f ") for line in obj) == r["triangles"]
+    obj_v = np.array([[float(x) for x in line.split()[1:]] for line in obj if line.startswith("v ")])
+    obj_f = np.array([[int(x) - 1 for x in line.split()[1:]] for line in obj if line.startswith("f ")])
+    assert len(obj_f) == r["triangles"] and len(obj_v) == r["vertices"]
+    # the binary PLY holds the same mesh
+    data = (tmp_path / "torus.ply").read_bytes()
+    head, body = data.split(b"end_header\n", 1)
+    assert f"element vertex {len(obj_v)}".encode() in head and f"element face {len(obj_f)}".encode() in head
+    ply_v = np.frombuffer(body[: 12 * len(obj_v)], "<f4").reshape(-1, 3)
+    faces = np.frombuffer(body[12 * len(obj_v):], dtype=[("n", "u1"), ("i", "<i4", (3,))])
+    assert (faces["n"] == 3).all() and np.array_equal(faces["i"], obj_f)
+    np.testing.assert_allclose(ply_v, obj_v, rtol=0, atol=1e-5)
