@@ -69,6 +69,10 @@ class SignatureError(TreadleError, ValueError):
     """The arguments of ``jax_kernel`` / ``jax_callable`` / ``torch_op`` do not fit the function's parameters."""
 
 
+class DuplicateNameError(SignatureError, AssertionError):
+    """A name given twice in ``in_out_argnames`` (also an ``AssertionError``, as the reference raises)."""
+
+
 class Signature:
     """How the parameters of a kernel / annotated function split into inputs, in-out arrays and outputs."""
 
@@ -82,10 +86,10 @@ class Signature:
         if isinstance(in_out_argnames, str):
             in_out = [in_out_argnames]
         if len(set(in_out)) != len(in_out):
-            raise SignatureError(f"{what}: in_out_argnames {in_out} names a parameter twice")
+            raise DuplicateNameError(f"{what}: in_out_argnames must not contain duplicate names, got {in_out}")
         for nm in in_out:
             if nm not in self.names:
-                raise SignatureError(f"{what}: in_out_argnames names '{nm}', which is not a parameter "
+                raise SignatureError(f"{what}: in_out_argnames '{nm}' did not match any function argument names "
                                      f"({', '.join(self.names)})")
         n_pure = int(num_outputs) - len(in_out)
         if n_pure < 0:
