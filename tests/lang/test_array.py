@@ -598,8 +598,10 @@ def test_copy():
     col = C.zeros(3)
     C.copy(col, grid[:, 1])
     np.testing.assert_array_equal(col.numpy(), [1, 5, 9])
+    C.copy(col, grid[:, 1], 0, 1, 2)  # 1-d strided views: offsets and count are logical elements
+    np.testing.assert_array_equal(col.numpy(), [5, 9, 9])
     with pytest.raises(ValueError, match="contiguous"):
-        C.copy(col, grid[:, 1], 0, 1, 1)
+        C.copy(C.zeros(6), grid[:, 1:3], 0, 1, 1)
     flat = C.zeros((2, 3))
     C.copy(flat, array(np.arange(6, dtype=np.float32)))
     np.testing.assert_array_equal(flat.numpy(), np.arange(6).reshape(2, 3))
