@@ -241,9 +241,6 @@ TREADLE_ATOMIC_SCALAR T atomic_max(T* addr, TREADLE_SCALAR(T) v) {
 #endif
     return detail::cas_update(addr, detail::op_max<T>{v});
 }
-// atomic_min / atomic_max are not differentiable: their adjoints contribute nothing.
-template <typename T> TREADLE_FUNC void adj_atomic_min(T*, T, T*, T&, const T&) {}
-template <typename T> TREADLE_FUNC void adj_atomic_max(T*, T, T*, T&, const T&) {}
 
 // ------------------------------------------------------------------------------------------------ cas / exch
 // Compare-and-swap: stores `value` if *addr equals `compare` bit for bit; returns the old value.
@@ -317,5 +314,35 @@ TREADLE_ATOMIC_COMPOSITE(atomic_min)
 TREADLE_ATOMIC_COMPOSITE(atomic_max)
 TREADLE_ATOMIC_COMPOSITE(atomic_exch)
 #undef TREADLE_ATOMIC_COMPOSITE
+
+// ------------------------------------------------------------------------------------------------ min / max adjoints
+// The gradient held at the element flows to every value equal to the element's final content (the value that won;
+// ties all receive it), componentwise for vectors and matrices, as in the reference.
+namespace detail {
+template <typename T> TREADLE_FUNC void adj_minmax(const T* addr, const T& v, const T* g, T& adj_v) {
+    if (g && *addr == v)
+        adj_v += *g;
+}
+template <unsigned N, typename T>
+TREADLE_FUNC void adj_minmax(const vec_t<N, T>* addr, const vec_t<N, T>& v, const vec_t<N, T>* g, vec_t<N, T>& adj_v) {
+    if (g)
+        for (unsigned i = 0; i < N; ++i)
+            adj_minmax(&addr->c[i], v.c[i], &g->c[i], adj_v.c[i]);
+}
+template <unsigned R, unsigned C, typename T>
+TREADLE_FUNC void adj_minmax(const mat_t<R, C, T>* addr, const mat_t<R, C, T>& v, const mat_t<R, C, T>* g,
+                             mat_t<R, C, T>& adj_v) {
+    if (g)
+        for (unsigned i = 0; i < R; ++i)
+            for (unsigned j = 0; j < C; ++j)
+                adj_minmax(&addr->data[i][j], v.data[i][j], &g->data[i][j], adj_v.data[i][j]);
+}
+}  // namespace detail
+template <typename T> TREADLE_FUNC void adj_atomic_min(T* addr, T v, T* adj_addr, T& adj_v, const T&) {
+    detail::adj_minmax(addr, v, adj_addr, adj_v);
+}
+template <typename T> TREADLE_FUNC void adj_atomic_max(T* addr, T v, T* adj_addr, T& adj_v, const T&) {
+    detail::adj_minmax(addr, v, adj_addr, adj_v);
+}
 
 }  // namespace treadle

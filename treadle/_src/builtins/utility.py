@@ -129,7 +129,8 @@ for _op, _doc in (
     ("xor", "Atomic bitwise xor; returns the old value."),
 ):
     builtin(f"atomic_{_op}", group="Utility", rule=_atomic_rule, kernel_only=True, lowering="atomic",
-            differentiable=_op in ("add", "sub"), signature=f"atomic_{_op}(arr, i[, j, k, l], value)", doc=_doc)
+            differentiable=_op in ("add", "sub", "min", "max"), signature=f"atomic_{_op}(arr, i[, j, k, l], value)",
+            doc=_doc)
 
 builtin("atomic_cas", group="Utility", rule=lambda t, c: _atomic_rule([t[0], *t[1:-1]], c), kernel_only=True,
         lowering="atomic", differentiable=False, signature="atomic_cas(arr, i[, j, k, l], compare, value)",

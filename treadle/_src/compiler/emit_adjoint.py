@@ -468,7 +468,7 @@ class AdjointEmitter(Emitter):
                 self.emit_adj(lines, ind, f"treadle::adj_store({', '.join(args)})", dummies)
         elif isinstance(s, ir.ArrayAtomic):
             tgt = self.adj(s.value)
-            if s.op in ("add", "sub") and differentiable(s.value.type):
+            if s.op in ("add", "sub", "min", "max") and differentiable(s.value.type):
                 idx_text = ", ".join(op(i) for i in s.indices)
                 dummies = []
                 if tgt is None:
