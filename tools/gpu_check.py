@@ -83,7 +83,10 @@ def compile_and_load(dev: Any, jobs: int, only: str) -> str:
 
     def one(name: str) -> dict[str, Any]:
         res = out / f"{name}.json"
-        left = max(10.0, deadline - time.monotonic())
+        left = deadline - time.monotonic()
+        if left < 5.0:  # out of time: report the module as not checked rather than overrun the budget
+            return {"failures": [f"{name}: not compiled (time limit)"], "import_errors": [], "binaries": [],
+                    "passes": 0, "cpu_too": []}
         p = subprocess.run([sys.executable, str(ROOT / "tests/cuda/compile_suite.py"), "--arch", str(dev.arch),
                             "--out", str(res), "--only", name], capture_output=True, text=True, timeout=left)
         if p.returncode != 0:
@@ -185,7 +188,8 @@ def main() -> int:
     if not (a.quick or a.skip_suite or a.dry_run):
         check("compile+load: every test-suite kernel for this device", compile_and_load, dev, a.jobs, a.suite)
     check("tests/gpu", gpu_tests, a.dry_run)
-    check("benchmarks (treadle vs warp-lang)", benchmarks, wp, a.quick, a.dry_run, a.no_warp)
+    quick = a.quick or time.perf_counter() - t_all > 300  # keep the whole run under 8 minutes
+    check("benchmarks (treadle vs warp-lang)", benchmarks, wp, quick, a.dry_run, a.no_warp)
     failed = [c["name"] for c in REPORT["checks"] if not c["ok"]]
     REPORT["seconds"] = round(time.perf_counter() - t_all, 1)
     print("\n=== summary ===")
