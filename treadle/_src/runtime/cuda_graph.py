@@ -71,8 +71,10 @@ def capture_begin(device: Any, stream: Any = None, external: bool = False, captu
     if s is not saved:
         dev.set_stream(s, sync=True)
     if not external:
-        mode = cd.enum("CUstreamCaptureMode", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL" if capture_mode is None
-                       else str(capture_mode))
+        if capture_mode is None or isinstance(capture_mode, str):
+            mode = cd.enum("CUstreamCaptureMode", capture_mode or "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL")
+        else:  # a CUstreamCaptureMode value (0 global, 1 thread-local, 2 relaxed)
+            mode = cd.require_driver().CUstreamCaptureMode(int(capture_mode))
         try:
             with dev.guard():
                 cd.call("cuStreamBeginCapture", s.cuda_stream, mode)
