@@ -120,3 +120,21 @@ def test_step_nonzero_are_scalar_only():
     with pytest.raises(Exception, match="step"):
         wp.launch(bad, dim=1, inputs=[wp.vec3()])
     assert wp.step(-1.0) == 1.0 and wp.nonzero(3) == 1
+
+
+@wp.kernel
+def constants_and_properties(a: wp.array(dtype=Any), out: wp.array(dtype=wp.float64)):
+    out[0] = wp.float64(2.0) * wp.pi  # weak literal: computed in float64
+    out[1] = wp.float64(wp.sin(wp.HALF_PI)) + wp.float64(wp.TAU)
+    v = wp.types.vector(length=2, dtype=type(a[0]))
+    m = wp.identity(n=v.length, dtype=v.dtype) * a[0]
+    out[2] = wp.float64(wp.trace(m))
+    out[3] = wp.float64(len(v) + wp.mat33().shape[1])
+
+
+def test_constants_and_composite_properties(device):
+    assert wp.pi == np.pi and wp.TAU == 2 * np.pi and wp.e == np.e and np.isinf(wp.inf) and np.isnan(wp.NAN)
+    out = wp.zeros(4, dtype=wp.float64, device=device)
+    wp.launch(constants_and_properties, dim=1, inputs=[wp.array([1.5], dtype=wp.float32, device=device), out],
+              device=device)
+    np.testing.assert_allclose(out.numpy(), [2 * np.pi, 1.0 + np.float32(2 * np.pi), 3.0, 5.0], rtol=1e-7)

@@ -222,10 +222,13 @@ class ExprMixin:
     def resolve_global(self, name: str, node: ast.AST) -> Any:
         obj = self.src.lookup(name)
         if obj is MISSING:
-            # As in the reference, bare builtin and type names (`expect_eq`, `vec3`) resolve without an import.
+            # As in the reference, bare builtin and type names (`expect_eq`, `vec3`) resolve without an import (not
+            # other module attributes: a misspelt `e` must not become Euler's number).
             import treadle
 
             obj = getattr(treadle, name, MISSING) if not name.startswith("_") else MISSING
+            if obj is not MISSING and name not in REGISTRY.builtins and not isinstance(obj, type):
+                obj = MISSING
         if obj is MISSING:
             raise self.err(f"name '{name}' is not defined", node,
                            "define it before the kernel is first launched (as a module global, a @wp.func or "
@@ -242,6 +245,8 @@ class ExprMixin:
         base = self.expr(node.value)
         if isinstance(base, PyObj):
             obj = base.obj
+            if is_composite(obj) and node.attr in ("length", "dtype", "shape"):  # vector/matrix type properties
+                return self.composite_property(obj, node.attr)
             if isinstance(obj, pytypes.ModuleType) or isinstance(obj, type) or hasattr(obj, node.attr):
                 try:
                     attr = getattr(obj, node.attr)
@@ -268,6 +273,8 @@ class ExprMixin:
             return TupleVal([self.call_builtin(dim, [val, ir.Const(d, scalars.int32)], node) for d in range(t.ndim)])
         if isinstance(t, ArrayT) and name == "dtype":  # the element type, usable as a constructor (a.dtype(x))
             return PyObj(t.dtype)
+        if is_composite(t) and name in ("length", "dtype", "shape"):
+            return self.composite_property(t, name)
         if is_struct(t):
             if name not in t.vars:
                 raise self.err(f"struct '{type_str(t)}' has no field '{name}'", node,
@@ -282,6 +289,14 @@ class ExprMixin:
         r = self.new_value(scalar_of(t), name)
         self.emit(ir.Extract(self.src.loc(node), r, val, [ir.Const(idx, scalars.int32)]))
         return r
+
+    def composite_property(self, t: Any, name: str) -> Any:
+        """``v.length`` / ``v.dtype`` / ``m.shape`` of a vector or matrix type (or value): compile-time values."""
+        if name == "dtype":
+            return PyObj(t._wp_scalar_type_)
+        if name == "length":
+            return ir.Const(int(t._length_), scalars.int32)
+        return TupleVal([ir.Const(int(d), scalars.int32) for d in t._shape_])
 
     def component_index(self, t: Any, name: str, node: ast.AST) -> Any:
         if isinstance(t, ArrayT):
