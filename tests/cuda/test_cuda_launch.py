@@ -383,3 +383,23 @@ def test_repeated_launches_repack_only_what_changed(fake):
     t.start()
     t.join()
     assert sent[-1][0] != sent[0][0]  # another thread packs a struct of its own
+
+
+def test_launch_without_nvrtc_says_how_to_install_it(monkeypatch):
+    drv = FakeDriver(ndev=1)
+    cd.use_driver(drv)
+    try:
+        broken = cb.Nvrtc()
+        broken._error = "ModuleNotFoundError: No module named 'cuda.bindings.nvrtc'"
+        monkeypatch.setattr(cb, "_nvrtc", broken)
+
+        @wp.kernel(module="unique")
+        def fresh(x: wp.array(dtype=float)):
+            x[wp.tid()] = 1.0
+
+        x = wp.zeros(3, dtype=float, device="cuda:0")  # the driver side works without NVRTC
+        with pytest.raises(cb.NvrtcUnavailableError, match=r"pip install 'treadle\[cuda\]'"):
+            wp.launch(fresh, 3, inputs=[x], device="cuda:0")
+        assert "cuLaunchKernel" not in drv.names()
+    finally:
+        cd.use_driver(None)
