@@ -447,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     only = {s for s in args.only.split(",") if s}
     use_peers = [p for p in PEERS if not args.peers or p in args.peers.split(",")]
     t_start = time.perf_counter()
+    load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     L = L_GLOBAL = Libs()
     results: dict[str, dict[str, float | None]] = {}
     for key, _label, fn, unit, scale, _target, _check in WORKLOADS:
@@ -465,7 +466,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key}: " + ", ".join(f"{p} {fmt(v, unit, scale)}" for p, v in row.items()), file=sys.stderr)
     import treadle
 
-    meta = {"threads": L.threads, "compiler": treadle._src.backends.cpu.get_cpu_backend().toolchain().version,
+    backend = treadle._src.backends.cpu.get_cpu_backend()
+    compiler = backend.toolchain().version
+    loop_cxx = backend.loop_compiler()
+    if loop_cxx:
+        compiler += "; kernels with loops: " + backend.toolchain(treadle._src.backends.cpu.CompileOptions(
+            cxx=loop_cxx)).version
+    load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    meta = {"threads": L.threads, "compiler": compiler, "load": f"{load_start:.1f} at the start, {load_end:.1f} at the end",
             "machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version()}
     seconds = time.perf_counter() - t_start
     date = datetime.date.today().isoformat()
@@ -500,8 +508,8 @@ def table(results: dict[str, dict[str, float | None]], meta: dict[str, Any], sec
                                         met]) + " |")
     lines.append("")
     lines.append(f"{date}, {meta['machine']}, Treadle on {meta['threads']} threads ({meta['compiler']}), Python "
-                 f"{meta['python']}; medians; {seconds:.0f} s in all. Warp/Treadle > 1: Treadle is faster (for GB/s: "
-                 "Treadle / Warp).")
+                 f"{meta['python']}; medians; {seconds:.0f} s in all; 1-minute load average "
+                 f"{meta.get('load', 'not recorded')}. Warp/Treadle > 1: Treadle is faster (for GB/s: Treadle / Warp).")
     return "\n".join(lines)
 
 
