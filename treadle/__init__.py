@@ -126,6 +126,7 @@ from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import static as static
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
+from ._src.lang.map import map as map  # noqa: A004 - the reference API name
 from ._src.lang.matrix import mat22 as mat22
 from ._src.lang.matrix import mat22d as mat22d
 from ._src.lang.matrix import mat22f as mat22f

@@ -213,7 +213,7 @@ class _Fingerprinter:
             self.add(f"ST:{v.native_name}:{v.hash}")
             return
         if isinstance(v, ArrayT):
-            self.add(f"AT:{v.ndim}")
+            self.add(f"AT:{v.ndim}:{int(getattr(v, 'indexed', False))}")  # indexed arrays are another C++ type
             self.value(v.dtype, names, depth + 1)
             return
         if isinstance(v, TupleT):
