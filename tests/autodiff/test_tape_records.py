@@ -295,3 +295,13 @@ def test_in_place_updates_that_matter_are_reported():
         wp.launch(bump, 2, inputs=[a])
     with pytest.raises(wp.OverwriteError, match="bump"):
         tape.backward(grads={a: np.ones(2, dtype=np.float32)})
+
+
+def test_kernel_overwriting_a_copy_is_reported():
+    # out = clone(q), then a kernel writes out: the clone's adjoint would pass on the kernel's gradient as well
+    q = _arr([1.0, 2.0])
+    with wp.Tape() as tape:
+        out = wp.clone(q)
+        wp.launch(scale2, 2, inputs=[q, out])
+    with pytest.raises(wp.OverwriteError, match="copy"):
+        tape.backward(grads={out: np.ones(2, dtype=np.float32)})

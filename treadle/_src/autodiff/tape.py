@@ -129,6 +129,7 @@ class Tape:
         self._writer: dict[int, str] = {}
         self._arrays: dict[int, Any] = {}
         self._structs: dict[int, Any] = {}
+        self._copy_waw: tuple[str, str] | None = None
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -176,6 +177,9 @@ class Tape:
             for i in sorted(w):
                 a = args[i] if i < len(args) else None
                 if isinstance(a, array):
+                    if self._writer.get(id(a)) == "copy" and a.grad is not None and not self._copy_waw:
+                        # the copy's adjoint would pass on the gradient of the kernel's values too
+                        self._copy_waw = (names[i], kernel.key)
                     self._versions[id(a)] = self._versions.get(id(a), 0) + 1
                     self._writer[id(a)] = kernel.key
         self.launches.append(_Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst))
@@ -235,6 +239,13 @@ class Tape:
 
     # Backward ---------------------------------------------------------------------------------------------------
     def _verify(self) -> None:
+        if self._copy_waw is not None:
+            name, key = self._copy_waw
+            raise OverwriteError(
+                f"array '{name}' was written by a recorded copy (wp.copy/clone/assign) and then by kernel '{key}': "
+                "the copy's adjoint would also pass on the gradient of the values the kernel wrote.\n"
+                "fix: let the kernel write a different array than the copy's destination (or copy after the "
+                "kernel); or opt out with wp.Tape(check_overwrites=False)")
         for rec in self.launches:
             if not isinstance(rec, _Recorded):
                 continue
@@ -314,6 +325,7 @@ class Tape:
         self.scopes = []
         self._versions.clear()
         self._writer.clear()
+        self._copy_waw = None
         self._open_scopes = 0  # the recorded arrays stay known: ``gradients`` and ``zero()`` still reach them
 
     def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays: bool = False,
