@@ -154,9 +154,6 @@ def test_unsupported_source_device_is_refused_before_export() -> None:
         wp.from_dlpack(OnVulkan())
 
 
-@pytest.mark.xfail(reason="wp.array(float data, dtype=wp.bfloat16) stores zeros when NumPy's bfloat16 comes from "
-                          "ml_dtypes: the host view is built from a '|V2' typestr, not the bfloat16 dtype "
-                          "(lang/array.py: _host_numpy)")
 def test_bf16_array_from_float_data_reaches_torch() -> None:
     torch = pytest.importorskip("torch")
     a = wp.array(VALUES, dtype=wp.bfloat16)

@@ -382,9 +382,6 @@ def test_autograd_function_with_explicit_adjoint_arrays() -> None:
     torch.testing.assert_close(g, -3.0 * w)
 
 
-@pytest.mark.xfail(reason="wp.launch(adjoint=True) points each array's .grad at the adjoint array's data but keeps "
-                          "the primal's strides: a non-contiguous or expanded (stride-0) adjoint, such as the "
-                          "gradient of y.sum(), is read at the wrong addresses (lang/launch.py: _launch_adjoint)")
 def test_autograd_function_with_expanded_and_strided_adjoints() -> None:
     x = torch.ones(16, requires_grad=True)
     _AffineFn.apply(x).sum().backward()  # the incoming gradient is an expanded tensor with stride 0
@@ -394,3 +391,9 @@ def test_autograd_function_with_expanded_and_strided_adjoints() -> None:
     (g,) = torch.autograd.grad(_AffineFn.apply(x2), (x2,), grad_outputs=grad_out)
     torch.testing.assert_close(g, -3.0 * grad_out)
     torch.testing.assert_close(grad_out, torch.arange(32, dtype=torch.float32)[::2])  # left untouched
+
+
+def test_vector_and_matrix_values_from_tensors() -> None:
+    assert wp.vec3(torch.tensor([1.0, 2.0, 3.0])) == wp.vec3(1.0, 2.0, 3.0)
+    assert wp.mat22(torch.eye(2)) == wp.mat22(1.0, 0.0, 0.0, 1.0)
+    assert wp.vec2(torch.tensor(4.0), torch.tensor(5.0)) == wp.vec2(4.0, 5.0)

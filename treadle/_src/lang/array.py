@@ -689,7 +689,8 @@ class array:
         cached = self._host_iface
         if cached is None:  # the layout never changes: build the interface once (no reference back to self)
             npdt = numpy_scalar_dtype(self.dtype)
-            cached = self._host_iface = (self._interface(void=bool(npdt.names)), npdt if npdt.names else None)
+            void = bool(npdt.names) or npdt.kind == "V"  # structs, and extension dtypes such as ml_dtypes' bfloat16
+            cached = self._host_iface = (self._interface(void=void), npdt if void else None)
         view = np.asarray(_HostView(self, cached[0]))
         return view if cached[1] is None else view.view(cached[1])
 

@@ -29,11 +29,13 @@ from ..autodiff.state import active_tape
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
 from ..compiler import pipeline as _pipeline  # noqa: F401
 from ..errors import LaunchError
+from ..interop.common import coerce_foreign_array
 from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
 from ..runtime.device import get_device
 from . import scalars
-from .abi import MAX_DIMS, LaunchBounds
+from .abi import MAX_DIMS, ArrayDesc, LaunchBounds
+from .array import array
 from .kernel import Kernel, KernelInstance
 from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 
@@ -75,8 +77,6 @@ def launch_bounds(dim: Any) -> LaunchBounds:
 
 def value_type(v: Any, declared: Any) -> Any:
     """The kernel type of a launch argument (for generic kernels)."""
-    from .array import array
-
     if isinstance(declared, ArrayT):
         if isinstance(v, array):
             return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
@@ -115,12 +115,8 @@ def value_type(v: Any, declared: Any) -> Any:
 
 def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
     """Convert one Python argument to its ctypes value, with a clear error if it does not fit."""
-    from .array import array
-
     if isinstance(t, ArrayT):
         if v is None:
-            from .abi import ArrayDesc
-
             return ArrayDesc()
         if not isinstance(v, array):
             if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
@@ -128,8 +124,6 @@ def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
             else:
                 # Interop hook (slow path only): torch tensors and from_torch(..., return_ctype=True) descriptors
                 # come back as a packed ArrayDesc, other __dlpack__ objects as a zero-copy Treadle array view.
-                from ..interop.common import coerce_foreign_array
-
                 foreign = coerce_foreign_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
                 if foreign is None:
                     raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
@@ -183,7 +177,6 @@ def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
 
 
 def _wrap_numpy(v: Any, t: ArrayT, name: str, kernel: Kernel) -> Any:
-    from .array import array
 
     try:
         return array(v, dtype=t.dtype if not contains_any(t.dtype) else None, copy=False)
@@ -194,8 +187,6 @@ def _wrap_numpy(v: Any, t: ArrayT, name: str, kernel: Kernel) -> Any:
 
 def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
     """A function ``(value, device) -> ctypes value`` specialised for one parameter type (chosen once)."""
-    from .array import array
-
     if isinstance(t, ArrayT):
         want_dtype = None if contains_any(t.dtype) else t.dtype
         ndim = t.ndim
@@ -498,10 +489,9 @@ def _plan_for(kernel: Kernel, args: list[Any]) -> LaunchPlan:
 def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, args: list[Any], dev: Any, adj: list[Any],
                     record_cmd: bool) -> Launch | None:
     """Run the backward pass; array gradients go to ``adj`` arrays where given, else to each array's ``.grad``."""
-    from .array import array
-
     plan.inst.ensure_backward()
     rec = Launch(plan, bounds, args, dev, adjoint=True)
+    staged: list[tuple[Any, Any]] = []
     for i, (name, t) in enumerate(zip(plan.names, plan.inst.types)):
         if isinstance(t, ArrayT) and i < len(adj) and adj[i] is not None:
             g = adj[i]
@@ -511,6 +501,16 @@ def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, args: list[Any], dev
             if tuple(g.shape) != tuple(desc.shape[: desc.ndim]):
                 raise LaunchError(f"adjoint array for '{name}' has shape {g.shape}, expected "
                                   f"{tuple(desc.shape[: desc.ndim])}")
+            primal = tuple(desc.strides[: desc.ndim])
+            if tuple(g.strides) != primal and g.size > 0:
+                # Native code indexes data and gradient with the primal's strides: stage the adjoint in that layout.
+                if record_cmd or _graph.capturing():
+                    raise LaunchError(f"adjoint array for '{name}' has strides {g.strides}, the array has "
+                                      f"{primal}: pass an adjoint with the array's layout to record or capture "
+                                      "this launch")
+                stage = _staged_grad(g, primal)
+                staged.append((g, stage))
+                g = stage
             desc.grad = g.ptr
             rec._keep.append(g)
     if record_cmd:
@@ -520,7 +520,22 @@ def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, args: list[Any], dev
         return None
     if bounds.size > 0:
         rec.launch()
+    for g, stage in staged:
+        if 0 not in g.strides:  # an expanded (stride-0) adjoint is read-only input, as torch hands them out
+            g.assign(stage)
     return None
+
+
+def _staged_grad(g: Any, strides: tuple[int, ...]) -> Any:
+    """A copy of adjoint array ``g`` laid out with the primal's byte ``strides`` (backed by a fresh allocation)."""
+    from .creation import zeros
+    from .typesys import type_size
+
+    itemsize = type_size(g.dtype)
+    span = 1 + sum((n - 1) * abs(st) for n, st in zip(g.shape, strides)) // itemsize
+    view = zeros((span,), dtype=g.dtype, device=g.device)._make_view(0, tuple(g.shape), strides)
+    view.assign(g)
+    return view
 
 
 def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),

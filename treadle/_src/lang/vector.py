@@ -112,6 +112,10 @@ def flatten_values(x: Any) -> list[Any]:
         return [x]
     if isinstance(x, (str, bytes)):
         raise TypeError(f"must be real number, not {type(x).__name__}")
+    ndim = getattr(x, "ndim", None)
+    if isinstance(ndim, builtins.int) and callable(getattr(x, "tolist", None)):  # torch/JAX/Paddle tensors
+        v = x.tolist()
+        return [v] if ndim == 0 else flatten_values(v)
     out: list[Any] = []
     for item in x:
         if is_number(item):
