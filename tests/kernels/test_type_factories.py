@@ -138,3 +138,44 @@ def test_constants_and_composite_properties(device):
     wp.launch(constants_and_properties, dim=1, inputs=[wp.array([1.5], dtype=wp.float32, device=device), out],
               device=device)
     np.testing.assert_allclose(out.numpy(), [2 * np.pi, 1.0 + np.float32(2 * np.pi), 3.0, 5.0], rtol=1e-7)
+
+
+@wp.kernel
+def dtype_keyword_ctors(out: wp.array(dtype=wp.transformd), q_out: wp.array(dtype=wp.quatd)):
+    q_out[0] = wp.quat(1.0, 2.0, 3.0, 4.0, dtype=wp.float64)
+    out[0] = wp.transform(wp.vec3(1.0, 2.0, 3.0), wp.quat_identity(), dtype=wp.float64)
+
+
+def test_dtype_keyword_in_constructors(device):
+    out = wp.zeros(1, dtype=wp.transformd, device=device)
+    q_out = wp.zeros(1, dtype=wp.quatd, device=device)
+    wp.launch(dtype_keyword_ctors, dim=1, inputs=[out, q_out], device=device)
+    np.testing.assert_array_equal(out.numpy()[0], [1, 2, 3, 0, 0, 0, 1])
+    np.testing.assert_array_equal(q_out.numpy()[0], [1, 2, 3, 4])
+    # Python scope: the same forms, and keywords by parameter name for builtins
+    q = wp.quat(1.0, 2.0, 3.0, 4.0, dtype=wp.float64)
+    assert type(q) is wp.quatd and list(q) == [1.0, 2.0, 3.0, 4.0]
+    t = wp.transform(wp.vec3(1.0, 2.0, 3.0), wp.quat_identity(), dtype=wp.float64)
+    assert type(t) is wp.transformd and list(t) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+    assert type(wp.quat_identity(dtype=wp.float64)) is wp.quatd
+    assert type(wp.quaternion(1.0, 2.0, 3.0, 4.0, dtype=wp.float64)) is wp.quatd
+    assert wp.lerp(a=1.0, b=3.0, t=0.5) == 2.0
+
+
+@wp.struct
+class _Point:
+    x: float
+    y: float
+
+    def norm2(self) -> float:
+        return self.x * self.x + self.y * self.y
+
+    @property
+    def total(self) -> float:
+        return self.x + self.y
+
+
+def test_struct_methods_on_the_host():
+    p = _Point()
+    p.x, p.y = 3.0, 4.0
+    assert p.norm2() == 25.0 and p.total == 7.0

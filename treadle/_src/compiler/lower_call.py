@@ -386,10 +386,12 @@ class CallMixin(ExprMixin):
                        f"convert it explicitly, e.g. {type_str(t)}(...)", CodegenTypeError)
 
     def construct(self, t: Any, node: ast.Call) -> Any:
-        raw = self.call_args(node)
+        raw = [self._tid_value(self.expr(a)) for a in node.args] if node.keywords else self.call_args(node)
         loc = self.src.loc(node)
         args = [self.as_operand(a, node) for a in raw]
-        if node.keywords:
+        if node.keywords and is_composite(t) and [k.arg for k in node.keywords] == ["dtype"]:
+            t = self.with_dtype(t, self.expr(node.keywords[0].value), node)  # wp.quat(x, y, z, w, dtype=...)
+        elif node.keywords:
             raise self.err("keyword arguments are not supported in constructors", node, cls=CodegenTypeError)
         if scalars.is_scalar_type(t):
             if len(args) != 1:
@@ -408,6 +410,24 @@ class CallMixin(ExprMixin):
             self.emit(ir.Construct(loc, r, [a]))
             return r
         return self.construct_composite(t, args, node)
+
+    def with_dtype(self, t: Any, dtype: Any, node: ast.AST) -> Any:
+        """The composite type of the same kind and shape as ``t`` with scalar type ``dtype`` (a type operand)."""
+        from ..lang import matrix as matrix_mod
+        from ..lang import quat as quat_mod
+        from ..lang import vector as vector_mod
+
+        if not isinstance(dtype, PyObj):
+            raise self.err("dtype= must be a type such as wp.float64", node, cls=CodegenTypeError)
+        dt = normalize_annotation(dtype.obj)
+        kind = t._wp_generic_type_str_
+        if kind == "quat_t":
+            return quat_mod.quaternion(dt)
+        if kind == "transform_t":
+            return quat_mod.transformation(dt)
+        if kind == "mat_t":
+            return matrix_mod.matrix(t._shape_, dt)
+        return vector_mod.vector(t._length_, dt)
 
     def construct_composite(self, t: Any, args: list[Any], node: ast.AST) -> Any:
         loc = self.src.loc(node)

@@ -55,7 +55,15 @@ class quat_base(vec_base):
     _length_ = 0
     _wp_generic_type_str_ = "quat_t"
 
-    def __init__(self, *args: Any) -> None:
+    def __new__(cls, *args: Any, dtype: Any = None) -> Any:
+        # quat(x, y, z, w, dtype=wp.float64): an instance of the quaternion type of that precision.
+        if dtype is not None:
+            target = quaternion(dtype)
+            if target is not cls:
+                return target(*args)
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, dtype: Any = None) -> None:
         # Host convenience beyond the reference: quat(vec3, w) as in kernels.
         if len(args) == 2 and not is_number(args[0]) and is_number(args[1]):
             args = (*flatten_values(args[0]), args[1])
@@ -77,7 +85,15 @@ class transform_base(vec_base):
     _wp_generic_type_str_ = "transform_t"
     _xyzw_ = False  # no .x/.y/.z/.w on transforms (as in the reference)
 
-    def __init__(self, *args: Any, p: Any = None, q: Any = None) -> None:
+    def __new__(cls, *args: Any, p: Any = None, q: Any = None, dtype: Any = None) -> Any:
+        # transform(p, q, dtype=wp.float64): an instance of the transform type of that precision.
+        if dtype is not None:
+            target = transformation(dtype)
+            if target is not cls:
+                return target(*args, p=p, q=q)
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, p: Any = None, q: Any = None, dtype: Any = None) -> None:
         if p is not None or q is not None:
             if args:
                 raise TypeError("transform() takes either positional components or p=/q= keywords, not both")
