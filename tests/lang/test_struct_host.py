@@ -358,7 +358,7 @@ def test_struct_with_array_fields() -> None:
     assert desc.data == pts.__ctype__().data and desc.ndim == 1 and desc.shape[0] == 2
     with pytest.raises(TypeError, match="Mesh.points"):
         m.points = np.zeros((2, 3))
-    with pytest.raises(TypeError, match="ndim"):
+    with pytest.raises(TypeError, match="dimension"):
         m.ids = A.array(np.zeros(4, dtype=np.int32))
     with pytest.raises(TypeError, match="dtype"):
         m.ids = A.array(np.zeros((2, 2), dtype=np.float32))

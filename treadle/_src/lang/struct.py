@@ -93,7 +93,8 @@ def _type_name(t: Any) -> str:
         return t.key
     if is_array_like(t):
         dt = scalars.scalar_from_python(t.dtype)
-        return f"array(ndim={t.ndim}, dtype={_type_name(dt)})"
+        kind = "indexedarray" if getattr(t, "_indexed_", False) else "array"
+        return f"{kind}(ndim={t.ndim}, dtype={_type_name(dt)})"
     return str(getattr(t, "__name__", t))
 
 
@@ -315,6 +316,7 @@ def _field_property(st: Struct, name: str) -> property:
     t = st.vars[name]
     kind = st._kinds[name]
     where = f"Struct field '{st.key}.{name}'"
+    st_key = st.key
 
     if kind == "scalar":
         half = t is scalars.float16
@@ -372,17 +374,18 @@ def _field_property(st: Struct, name: str) -> property:
                 self._refs.pop(name, None)
                 setattr(self._ctype, name, _array_desc_type(t)())
                 return
-            if not is_array_like(value):
-                raise TypeError(f"{where} expects an array ({_type_name(t)}), got {type(value).__name__}")
-            if bool(getattr(value, "_indexed_", False)) != bool(getattr(t, "_indexed_", False)):
-                want = "an indexedarray" if getattr(t, "_indexed_", False) else "an array (not an indexedarray)"
-                raise TypeError(f"{where} expects {want}, got {type(value).__name__}")
+            indexed = bool(getattr(t, "_indexed_", False))
+            if not is_array_like(value) or bool(getattr(value, "_indexed_", False)) != indexed:
+                want = "a Warp indexed array" if indexed else "a Warp array"
+                raise TypeError(f"Struct field '{name}' expects {want}, got {type(value).__name__} "
+                                f"({st_key}.{name}: {_type_name(t)})")
             if int(value.ndim) != int(t.ndim):
-                raise TypeError(f"{where} expects an array with ndim={t.ndim}, got ndim={value.ndim}")
+                raise TypeError(f"Struct field '{name}' expects an array with {t.ndim} dimension(s), got "
+                                f"{value.ndim} dimension(s) ({st_key}.{name})")
             if not _dtypes_match(t.dtype, value.dtype):
                 raise TypeError(
-                    f"{where} expects an array of dtype {_type_name(scalars.scalar_from_python(t.dtype))}, "
-                    f"got dtype {_type_name(scalars.scalar_from_python(value.dtype))}"
+                    f"Struct field '{name}' expects dtype {_type_name(scalars.scalar_from_python(t.dtype))}, "
+                    f"got {_type_name(scalars.scalar_from_python(value.dtype))} ({st_key}.{name})"
                 )
             setattr(self._ctype, name, value.__ctype__())
             self._refs[name] = value
