@@ -102,6 +102,7 @@ class CpuBackend:
         self._identities: dict[Any, str] = {}
         self._toolchains: dict[str, Toolchain] = {}
         self._loop_cxx: str | None = None
+        self._loop_sig: dict[str, str] = {}
         self._pch_lock = threading.Lock()
 
     def toolchain(self, options: CompileOptions | None = None) -> Toolchain:
@@ -140,6 +141,22 @@ class CpuBackend:
                 default_is_clang = False
             self._loop_cxx = "g++" if default_is_clang and shutil.which("g++") else ""
         return self._loop_cxx or None
+
+    def loop_compiler_signature(self) -> str:
+        """The loop compiler's path, size and modification time (no subprocess; ``-`` when there is none)."""
+        name = self.loop_compiler()
+        if name is None:
+            return "-"
+        sig = self._loop_sig.get(name)
+        if sig is None:
+            path = shutil.which(name) or name
+            try:
+                st = os.stat(path)
+                sig = f"{path}:{st.st_mtime_ns}:{st.st_size}"
+            except OSError:
+                sig = path
+            self._loop_sig[name] = sig
+        return sig
 
     def identity(self, options: CompileOptions) -> str:
         """What identifies binaries of this backend: compiler, CPU, flags."""

@@ -350,8 +350,7 @@ def fingerprint(inst: Any) -> str | None:
         fp.add(header_hash())
         backend = get_cpu_backend()
         fp.add(backend.identity(inst.options))
-        loop_cxx = backend.loop_compiler()  # kernels with loops may be built by another compiler
-        fp.add(backend.identity(inst.options.with_cxx(loop_cxx)) if loop_cxx else "-")
+        fp.add(backend.loop_compiler_signature())  # kernels with loops may be built by another compiler
         fp.add(_config_state())
         fp.add(f"K:{kernel.module.name}:{kernel.key}:{sorted(kernel.options.items())!r}")
         fp.add(repr(sorted((k, repr(v)) for k, v in kernel.module.options.items())))
