@@ -179,3 +179,53 @@ def test_struct_methods_on_the_host():
     p = _Point()
     p.x, p.y = 3.0, 4.0
     assert p.norm2() == 25.0 and p.total == 7.0
+
+
+vec1f = wp.types.vector(1, float)
+vec2f = wp.types.vector(2, float)
+vec3f = wp.types.vector(3, float)
+
+
+@wp.kernel
+def vector_slices(out: wp.array(dtype=wp.vec4), parts: wp.array(dtype=wp.vec3)):
+    v = wp.vec4(1.0, 2.0, 3.0, 4.0)
+    parts[0] = v[1:]
+    parts[1] = wp.vec3(v[::-2][0], v[::-2][1], v[1::-2][0])
+    v[1:] = vec3f(5.0, 6.0, 7.0)
+    v[::-2] = vec2f(23.0, 24.0)
+    v[1:] += vec3f(26.0, 27.0, 28.0)
+    v[:] %= wp.vec4(32.0, 33.0, 34.0, 35.0)
+    out[0] = v
+
+
+@wp.kernel
+def vector_slice_grad(arr_x: wp.array(dtype=wp.vec2), arr_y: wp.array(dtype=wp.vec4)):
+    i = wp.tid()
+    y = arr_y[i]
+    y[:2] = arr_x[i]
+    y[1:-1] += arr_x[i][:2]
+    y[3:1:-1] -= arr_x[i][0:]
+    arr_y[i] = y
+
+
+def test_vector_slices(device):
+    out = wp.zeros(1, dtype=wp.vec4, device=device)
+    parts = wp.zeros(2, dtype=wp.vec3, device=device)
+    wp.launch(vector_slices, dim=1, inputs=[out, parts], device=device)
+    v = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(parts.numpy(), [v[1:], [v[::-2][0], v[::-2][1], v[1::-2][0]]])
+    v[1:] = [5.0, 6.0, 7.0]
+    v[::-2] = [23.0, 24.0]
+    v[1:] += [26.0, 27.0, 28.0]
+    v = np.fmod(v, [32.0, 33.0, 34.0, 35.0])
+    np.testing.assert_array_equal(out.numpy()[0], v)
+
+    x = wp.ones(1, dtype=wp.vec2, requires_grad=True, device=device)
+    y = wp.zeros(1, dtype=wp.vec4, requires_grad=True, device=device)
+    tape = wp.Tape(check_overwrites=False)  # y is read and written by the same launch, element by element
+    with tape:
+        wp.launch(vector_slice_grad, 1, inputs=(x,), outputs=(y,), device=device)
+    y.grad = wp.ones_like(y)
+    tape.backward()
+    np.testing.assert_array_equal(y.numpy()[0], [1.0, 2.0, 0.0, -1.0])
+    np.testing.assert_array_equal(x.grad.numpy()[0], [1.0, 1.0])

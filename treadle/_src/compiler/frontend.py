@@ -23,6 +23,7 @@ from ..lang.typesys import (
     is_composite,
     is_int,
     is_struct,
+    is_vector_like,
     normalize_annotation,
     scalar_of,
     type_str,
@@ -395,6 +396,11 @@ class Lowerer(CallMixin):
             if not is_composite(t):
                 raise self.err(f"a value of type {type_str(t)} has no components to assign", target,
                                cls=CodegenTypeError)
+            if is_vector_like(t) and isinstance(target.slice, ast.Slice):  # v[a:b:c] = w (constant slice)
+                from ..lang.vector import vector
+
+                pos = self.slice_positions(self.slice_spec(target.slice), t._length_, target)
+                return lv.then(("slice", pos), vector(len(pos), scalar_of(t)))
             idx = self.index_operands(target.slice)
             for i, n in zip(idx, t._shape_):
                 self.check_const_index(i, n, target)
@@ -424,6 +430,9 @@ class Lowerer(CallMixin):
                 getter = "transform_get_translation" if what == "p" else "transform_get_rotation"
                 cur = self.call_builtin(REGISTRY.builtins[getter], [cur], node)
                 continue
+            if kind == "slice":
+                cur = self.gather_components(cur, what, node)
+                continue
             nxt = self.new_value(t)
             if kind == "field":
                 self.emit(ir.Extract(loc, nxt, cur, [], field=what))
@@ -442,6 +451,15 @@ class Lowerer(CallMixin):
             if kind == "tf":
                 setter = "transform_set_translation_copy" if what == "p" else "transform_set_rotation_copy"
                 v = self.call_builtin(REGISTRY.builtins[setter], [container, v], node)
+                continue
+            if kind == "slice":  # insert the components of v one by one
+                for j, pos in enumerate(what):
+                    comp = self.new_value(scalar_of(v.type))
+                    self.emit(ir.Extract(loc, comp, v, [ir.Const(j, scalars.int32)]))
+                    nxt = self.new_value(container.type)
+                    self.emit(ir.Insert(loc, nxt, container, [ir.Const(pos, scalars.int32)], comp))
+                    container = nxt
+                v = container
                 continue
             r = self.new_value(container.type)
             if kind == "field":

@@ -462,8 +462,35 @@ class ExprMixin:
                 raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
             return base.items[idx[0].value]
         val = self.as_operand(base, node)
-        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT))
+        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT) or is_vector_like(val.type))
+        if is_vector_like(val.type) and len(idx) == 1 and isinstance(idx[0], ir.SliceSpec):
+            return self.gather_components(val, self.slice_positions(idx[0], val.type._length_, node), node)
         return self.subscript_value(val, idx, node)
+
+    def slice_positions(self, spec: ir.SliceSpec, n: int, node: ast.AST) -> list[int]:
+        """The component positions selected by a constant slice of a vector-like value of length ``n``."""
+        parts = []
+        for p in (spec.start, spec.stop, spec.step):
+            if p is not None and not isinstance(p, ir.Const):
+                raise self.err("vector slices need constant bounds", node, "use integer literals or wp.static()",
+                               CodegenIndexError)
+            parts.append(None if p is None else int(getattr(p.value, "value", p.value)))
+        return list(range(*slice(*parts).indices(n)))
+
+    def gather_components(self, val: Any, positions: list[int], node: ast.AST) -> Any:
+        """``v[a:b:c]``: a new vector of the selected components (same scalar type)."""
+        from ..lang.vector import vector
+
+        loc = self.src.loc(node)
+        st = scalar_of(val.type)
+        items = []
+        for k in positions:
+            e = self.new_value(st)
+            self.emit(ir.Extract(loc, e, val, [ir.Const(k, scalars.int32)]))
+            items.append(e)
+        r = self.new_value(vector(len(positions), st), "slice")
+        self.emit(ir.Construct(loc, r, items))
+        return r
 
     def subscript_python(self, base: PyObj, node: ast.Subscript) -> Any:
         obj = base.obj
