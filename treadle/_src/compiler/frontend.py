@@ -108,6 +108,8 @@ class Lowerer(CallMixin):
         self.return_seen = False
         self.params: list[ir.Local] = []
         self.const_bindings: dict[str, Any] = {}
+        #: locals last assigned a literal (``n = 3``), visible to later wp.static() expressions
+        self.static_locals: dict[str, Any] = {}
         args = src.tree.args
         names = [a.arg for a in args.args]
         for name, t in zip(names, param_types):
@@ -301,6 +303,10 @@ class Lowerer(CallMixin):
 
     def assign_name(self, target: ast.Name, value: Any, node: ast.AST) -> None:
         name = target.id
+        if isinstance(value, ir.Const) and self.loop_depth == 0:
+            self.static_locals[name] = getattr(value.value, "value", value.value)
+        else:
+            self.static_locals.pop(name, None)
         if isinstance(value, TupleVal):
             value = self.as_operand(value, node)
         if isinstance(value, PyObj) and name not in self.locals and (is_callable_object(value.obj)

@@ -163,6 +163,7 @@ class CallMixin(ExprMixin):
         for name, local in self.locals.items():  # vectors/matrices: a zero value of their type (len(v), v.dtype)
             if is_composite(local.type):
                 scope[name] = local.type()
+        scope.update(self.static_locals)  # type: ignore[attr-defined]
         for k, c in self.const_bindings.items():  # type: ignore[attr-defined]
             scope[k] = c.obj if isinstance(c, PyObj) else c.value
         code = compile(ast.Expression(body=node.args[0]), self.src.file, "eval")

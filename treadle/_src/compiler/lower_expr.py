@@ -239,7 +239,27 @@ class ExprMixin:
         c = self.py_constant(obj, node)
         if c is not None and not isinstance(obj, type):
             return c
+        st = getattr(obj, "_struct_type_", None)
+        if st is not None and not isinstance(obj, type):  # a struct instance (wp.static(make_struct(...)))
+            return self.struct_constant(obj, st, node)
         return PyObj(obj)
+
+    def struct_constant(self, obj: Any, st: Any, node: ast.AST) -> Any:
+        """A struct value built from a host struct instance's field values (array fields stay null)."""
+        loc = self.src.loc(node)
+        cur: Any = self.new_value(st, "s")
+        self.emit(ir.Construct(loc, cur, []))
+        for name, ft in st.vars.items():
+            val = getattr(obj, name)
+            if val is None or getattr(val, "_struct_type_", None) is None and self.py_constant(val, node) is None:
+                continue  # arrays and unset fields keep their zero value
+            v = self.wrap_python(val, node)
+            if isinstance(v, ir.Const) and v.type != normalize_annotation(ft):
+                v = convert_const(v, normalize_annotation(ft))
+            nxt = self.new_value(st, "s")
+            self.emit(ir.Insert(loc, nxt, cur, [], v, field=name))
+            cur = nxt
+        return cur
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
