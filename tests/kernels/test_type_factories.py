@@ -229,3 +229,9 @@ def test_vector_slices(device):
     tape.backward()
     np.testing.assert_array_equal(y.numpy()[0], [1.0, 2.0, 0.0, -1.0])
     np.testing.assert_array_equal(x.grad.numpy()[0], [1.0, 1.0])
+
+
+def test_transform_positional_p_with_keyword_q():
+    assert list(wp.transform((1.0, 2.0, 3.0), q=(4.0, 5.0, 6.0, 7.0))) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    assert list(wp.transform(q=(4.0, 5.0, 6.0, 7.0))) == [0.0, 0.0, 0.0, 4.0, 5.0, 6.0, 7.0]
+    assert list(wp.transform(p=(1.0, 2.0, 3.0))) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]

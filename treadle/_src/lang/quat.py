@@ -95,8 +95,10 @@ class transform_base(vec_base):
 
     def __init__(self, *args: Any, p: Any = None, q: Any = None, dtype: Any = None) -> None:
         if p is not None or q is not None:
+            if len(args) == 1 and p is None:  # transform((x, y, z), q=...)
+                p, args = args[0], ()
             if args:
-                raise TypeError("transform() takes either positional components or p=/q= keywords, not both")
+                raise TypeError("transform() takes positional components, or p (positionally or by keyword) and q")
             args = (p if p is not None else (0, 0, 0), q if q is not None else (0, 0, 0, 1))
         if not args:
             args = (0, 0, 0, 0, 0, 0, 1)
