@@ -156,6 +156,13 @@ def test_partial_index_is_not_own():
     np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
 
 
+@wp.kernel
+def guarded(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    if i < x.shape[0] and i < len(y):
+        y[i] = x[i] * 2.0
+
+
 def test_analysis_finds_own_index_arrays():
     def own(kernel, dim, *args) -> list[str]:
         wp.launch(kernel, dim, inputs=list(args))
@@ -169,3 +176,4 @@ def test_analysis_finds_own_index_arrays():
     assert own(neighbour, 4, v[0], v[1]) == ["out"]  # x[j] with j != i
     assert own(transpose_scale, (4, 4), *m) == ["out", "s", "x"]
     assert own(row_sum, (4, 4), m[0], v[0]) == []
+    assert own(guarded, 4, v[0], v[1]) == ["x", "y"]  # shape queries do not count as element accesses

@@ -21,6 +21,7 @@ from typing import Any
 from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
+from .access import _METADATA_ONLY
 from .emit_cpp import Emitter, cpp_field, cpp_type
 
 
@@ -182,6 +183,8 @@ def own_index_arrays(f: ir.FuncIR) -> dict[int, ir.Local]:
                 if not isinstance(op, ir.Value) or op.id not in ref:
                     continue
                 pid = ref[op.id]
+                if isinstance(s, ir.Call) and s.overload.builtin.name in _METADATA_ONLY:
+                    continue  # shape queries do not touch elements
                 if name != "array" or not isinstance(s, (ir.ArrayLoad, ir.ArrayStore)):
                     ok.discard(pid)
                     continue
