@@ -153,3 +153,39 @@ def test_function_argument_type_errors():
     with pytest.raises(wp.WarpCodegenTypeError if hasattr(wp, "WarpCodegenTypeError") else Exception,
                        match="fa_takes_float"):
         wp.launch(fa_bad_kernel, dim=1, inputs=[wp.zeros(1, dtype=float)])
+
+
+@wp.struct
+class Cplx:
+    real: float
+    imag: float
+
+
+@wp.func
+def add(a: Cplx, b: Cplx) -> Cplx:  # operators on structs resolve to @func's named like the operator
+    return Cplx(a.real + b.real, a.imag + b.imag)
+
+
+@wp.func
+def mul(a: Cplx, b: Cplx) -> Cplx:
+    return Cplx(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real)
+
+
+@wp.kernel
+def struct_operators(out: wp.array(dtype=float)):
+    a = Cplx(1.0, 2.0)
+    b = Cplx(3.0, 4.0)
+    c = a + b
+    d = a * b
+    out[0] = c.real
+    out[1] = c.imag
+    out[2] = d.real
+    out[3] = d.imag
+    out[4] = 2.0 * 3.0 + 1.0  # plain numbers still use the builtins
+
+
+def test_operators_on_structs(device):
+    out = wp.zeros(5, dtype=float, device=device)
+    wp.launch(struct_operators, dim=1, inputs=[out], device=device)
+    z = (1 + 2j) * (3 + 4j)
+    np.testing.assert_array_equal(out.numpy(), [4.0, 6.0, z.real, z.imag, 7.0])

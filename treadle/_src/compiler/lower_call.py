@@ -531,8 +531,12 @@ class CallMixin(ExprMixin):
     # User functions ------------------------------------------------------------------------------------------
     def call_user(self, fn: Any, node: ast.Call) -> Any:
         raw = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        inst, ordered = fn.resolve_call(raw, kwargs, self, node)
+        kwargs = {str(k.arg): self.expr(k.value) for k in node.keywords}
+        return self.call_user_values(fn, raw, node, kwargs)
+
+    def call_user_values(self, fn: Any, raw: list[Any], node: ast.AST, kwargs: dict[str, Any] | None = None) -> Any:
+        """Call a ``@func`` with already lowered operands (also used for operators on structs)."""
+        inst, ordered = fn.resolve_call(raw, kwargs or {}, self, node)
         loc = self.src.loc(node)
         ret = inst.return_type
         r = self.new_value(ret, fn.name) if ret is not None else None

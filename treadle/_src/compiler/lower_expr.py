@@ -346,6 +346,10 @@ class ExprMixin:
             raise self.err(f"operator {type(node.op).__name__} is not supported", node)
         a = self.value(node.left)
         b = self.value(node.right)
+        if is_struct(a.type) or is_struct(b.type):  # operators on structs: a @func named like the operator
+            fn = self.src.lookup(name)
+            if getattr(fn, "_treadle_function_", False):
+                return self.call_user_values(fn, [a, b], node)  # type: ignore[attr-defined]
         return self.call_builtin(REGISTRY.builtins[name], [a, b], node)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
