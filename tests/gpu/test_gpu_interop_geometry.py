@@ -31,6 +31,17 @@ def neighbours(grid: wp.uint64, pts: wp.array(dtype=wp.vec3), r: float, counts: 
 
 
 @wp.kernel(module="gpu_interop_suite")
+def box_hits(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3), counts: wp.array(dtype=int)):
+    t = wp.tid()
+    q = wp.bvh_query_aabb(bvh, lo[t], hi[t])
+    item = 0
+    n = 0
+    while wp.bvh_query_next(q, item):
+        n += 1
+    counts[t] = n
+
+
+@wp.kernel(module="gpu_interop_suite")
 def closest(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), dist: wp.array(dtype=float)):
     t = wp.tid()
     r = wp.mesh_query_point_no_sign(mesh, q[t], 1.0e6)
@@ -83,7 +94,8 @@ def test_numba_device_array(dev):
     assert m.copy_to_host()[3] == -3.0
 
 
-@pytest.mark.needs_device  # the fake's device memory is host memory: host pointers would pass unnoticed
+# (in the dry run the fake's device memory is host memory: tests/cuda/test_geometry_cuda.py checks that the ids
+# are device allocations and that the host mirrors are not read)
 def test_hash_grid_against_brute_force(dev):
     rng = np.random.default_rng(0)
     pts = rng.random((5000, 3)).astype(np.float32)
@@ -97,7 +109,6 @@ def test_hash_grid_against_brute_force(dev):
     assert counts.numpy().tolist() == (d <= r).sum(axis=1).tolist()
 
 
-@pytest.mark.needs_device
 def test_mesh_closest_point_against_the_cpu(dev):
     verts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
     tris = np.array([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3], np.int32)
@@ -109,3 +120,37 @@ def test_mesh_closest_point_against_the_cpu(dev):
         wp.launch(closest, len(q), inputs=[mesh.id, wp.array(q, dtype=wp.vec3, device=d), dist], device=d)
         out.append(dist.numpy())
     np.testing.assert_allclose(out[1], out[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median", "lbvh"])
+def test_bvh_against_brute_force_and_the_cpu(dev, constructor):
+    rng = np.random.default_rng(2)
+    c = rng.random((3000, 3)).astype(np.float32)
+    lo, hi = c - 0.01, c + 0.01
+    q = rng.random((1000, 3)).astype(np.float32)
+    qlo, qhi = q - 0.05, q + 0.05
+    out = []
+    for d in ("cpu", dev):
+        bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=d), wp.array(hi, dtype=wp.vec3, device=d),
+                     constructor=constructor)
+        counts = wp.zeros(len(q), dtype=int, device=d)
+        wp.launch(box_hits, len(q), inputs=[bvh.id, wp.array(qlo, dtype=wp.vec3, device=d),
+                                            wp.array(qhi, dtype=wp.vec3, device=d), counts], device=d)
+        out.append(counts.numpy().copy())
+    overlap = np.all((lo[None] <= qhi[:, None]) & (hi[None] >= qlo[:, None]), axis=-1).sum(axis=1)
+    np.testing.assert_array_equal(out[1], overlap)
+    np.testing.assert_array_equal(out[1], out[0])
+
+
+def test_marching_cubes_against_the_cpu(dev):
+    n = 32
+    x = np.linspace(-1.0, 1.0, n)
+    field = (np.sqrt(x[:, None, None] ** 2 + x[None, :, None] ** 2 + x[None, None, :] ** 2) - 0.6).astype(np.float32)
+    out = []
+    for d in ("cpu", dev):
+        mc = wp.MarchingCubes(n, n, n, device=d)
+        mc.surface(wp.array(field, dtype=float, device=d), 0.0)
+        out.append((mc.verts.numpy().copy(), mc.indices.numpy().copy()))
+    assert len(out[0][1]) > 0
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out[1][1], out[0][1])

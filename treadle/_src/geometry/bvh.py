@@ -18,11 +18,12 @@ from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
 from ..lang import scalars
 from ..lang.array import array
-from ..lang.creation import empty, zeros
+from ..lang.creation import copy, empty, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3f
 from ..runtime.device import get_device
+from .descriptor import DescriptorMirror
 from .lbvh import LbvhState
 
 tid = exported_builtins()["tid"]
@@ -116,14 +117,19 @@ def as_groups(groups: Any, n: int, device: Any) -> np.ndarray | None:
 
 
 class BvhBuffers:
-    """The native tree of ``n`` items: descriptor plus the buffers it points to."""
+    """The native tree of ``n`` items: descriptor plus the buffers it points to.
 
-    def __init__(self, n: int, device: Any, leaf_size: int, constructor: int, groups: np.ndarray | None) -> None:
+    The descriptor is mirrored where the device's kernels read it (:class:`DescriptorMirror`): ``id`` is its
+    address there. With ``mirror=False`` the caller embeds ``desc`` in its own descriptor and calls :meth:`attach`.
+    """
+
+    def __init__(self, n: int, device: Any, leaf_size: int, constructor: int, groups: np.ndarray | None,
+                 mirror: bool = True) -> None:
         self.device = device
         self.n = n
         cap = max(n, 1)
         self.desc = BvhDesc()
-        self.id = ctypes.addressof(self.desc)
+        self.id = 0
         # uninitialised: the builder writes every entry it later reads
         self.nodes = empty((2 * cap, 8), dtype=scalars.float32, device=device)
         self.items = empty(cap, dtype=scalars.int32, device=device)
@@ -137,6 +143,19 @@ class BvhBuffers:
         d.item_bounds, d.scratch, d.centroids = self.item_bounds.ptr, self.scratch.ptr, self.centroids.ptr
         d.num_items, d.leaf_size, d.constructor = n, leaf_size, constructor
         self.set_groups(groups)
+        self._prefix = ""
+        if mirror:
+            # the node count is written by the native builder (bvh.h) and, for LBVH trees, pushed by the host
+            self.attach(DescriptorMirror(self.desc, device), self.desc, "")
+
+    def attach(self, mirror: DescriptorMirror, desc: Any, prefix: str) -> None:
+        """Use ``desc`` (the ``bvh_t`` at field ``prefix`` of ``mirror``'s descriptor) as this tree's descriptor."""
+        self.mirror, self.desc, self._prefix = mirror, desc, prefix
+        self.id = mirror.id + (getattr(type(mirror.host), prefix[:-1]).offset if prefix else 0)
+
+    def push(self, *fields: str) -> None:
+        """Write the named descriptor fields to the device copy (no-op on the CPU)."""
+        self.mirror.push(*(self._prefix + f for f in fields))
 
     def set_groups(self, groups: np.ndarray | None) -> None:
         """Initial slot order (grouped items sorted by group) and the group tables."""
@@ -156,6 +175,9 @@ class BvhBuffers:
             d.group_ids, d.group_starts = self.group_ids.ptr, self.group_starts.ptr
             d.group_roots = self.group_roots.ptr
         self.initial_order = order
+        # the initial slot order, on the device: builds copy it into ``items`` (a device-side copy; ``numpy()`` of
+        # device memory is a host copy, so writing through it would be lost)
+        self.order = array(order if self.n else np.zeros(1, np.int32), dtype=scalars.int32, device=self.device)
 
     def _lbvh(self) -> LbvhState | None:
         """The LBVH builder state when this tree is built by it (not with groups, nor for fewer than 2 items)."""
@@ -171,9 +193,13 @@ class BvhBuffers:
         if lbvh is not None:
             lbvh.build()
             return
-        if self.n:
-            self.items.numpy()[: self.n] = self.initial_order
+        self.reset_items()
         launch(_run_build, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
+
+    def reset_items(self) -> None:
+        """Copy the initial slot order into ``items`` (before a native build)."""
+        if self.n:
+            copy(self.items, self.order, count=self.n)
 
     def refit(self) -> None:
         """Refit from ``item_bounds`` (filled by the caller)."""
@@ -246,5 +272,6 @@ class Bvh:
         if constructor is not None:
             self._constructor = parse_constructor(constructor)
             self._tree.desc.constructor = self._constructor
+            self._tree.push("constructor")
         self._gather()
         self._tree.build()

@@ -28,12 +28,13 @@ from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
 from ..lang import scalars
 from ..lang.array import array
-from ..lang.creation import empty, zeros
+from ..lang.creation import copy, empty, zeros
 from ..lang.kernel import func, kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3d, vec3f, vec3h, vec3i
 from ..runtime.device import get_device
 from ..runtime.graph import capturing
+from .descriptor import DescriptorMirror
 
 _B = exported_builtins()
 tid, floor = _B["tid"], _B["floor"]
@@ -186,7 +187,9 @@ class HashGrid:
         self._desc = HashGridDesc()
         self._desc.dim[:] = dims
         self._desc.dtype = _DTYPE_CODE[dtype]
-        self.id = ctypes.addressof(self._desc)
+        # where the device's kernels read it (a device allocation on CUDA); the bounds are written by device code
+        self._mirror = DescriptorMirror(self._desc, self.device, device_fields=("lower", "upper"))
+        self.id = self._mirror.id
         self.reserved = False
         self.groups: array | None = None
         self._capacity = 0
@@ -208,6 +211,7 @@ class HashGrid:
 
     def _grow(self, n: int, with_groups: bool) -> None:
         # (a build under graph capture may allocate: the buffers exist before the graph first runs)
+        before = (self._cell_ranges is None, self._capacity)
         if self._cell_ranges is None:
             self._cell_ranges = zeros(2 * self._num_cells, dtype=scalars.int32, device=self.device)
             self._desc.cell_ranges = self._cell_ranges.ptr
@@ -218,7 +222,7 @@ class HashGrid:
             self._sorted_keys = zeros(n, dtype=scalars.int32, device=self.device)
             if old_keys is not None and self._prev_count:
                 # the previous build's cells must still be cleared by the next build
-                self._sorted_keys.numpy()[: self._prev_count] = old_keys.numpy()[: self._prev_count]
+                copy(self._sorted_keys, old_keys, count=self._prev_count)
             self._point_ids = zeros(n, dtype=scalars.int32, device=self.device)
             # padded: the native filter reads whole batches of 32 (see hashgrid.h)
             self._sorted_points = zeros((3, n + 32), dtype=self.dtype, device=self.device)
@@ -231,6 +235,8 @@ class HashGrid:
             self._group_capacity = n
         self.reserved = True
         self._desc.reserved = self._capacity
+        if before != (self._cell_ranges is None, self._capacity):
+            self._mirror.push("cell_ranges", "point_ids", "sorted_points", "stride", "reserved")
 
     # Build ------------------------------------------------------------------------------------------------------
     def build(self, points: Any, radius: float, groups: Any = None) -> None:
@@ -267,6 +273,7 @@ class HashGrid:
         desc.num_points = n
         desc.sorted_groups = self._sorted_groups.ptr if grp is not None else None
         self.groups = grp
+        self._mirror.push("cell_width", "inv_cell_width", "num_points", "sorted_groups")
         self._points_ref = pts
         self._prev_count = n
         if n == 0:

@@ -228,6 +228,7 @@ class LbvhState:
         self._launch(_lbvh_leaves, n, [self.keys, t.items, self.ints])
         self._launch(_lbvh_hierarchy, n - 1, [self.keys, self.ints, self.parent])
         t.desc.num_nodes = 2 * n - 1
+        t.push("num_nodes")
         self.refit()
 
     def refit(self) -> None:

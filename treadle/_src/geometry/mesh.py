@@ -24,6 +24,7 @@ from ..lang.launch import launch
 from ..lang.vector import vec3f
 from ..runtime.device import get_device
 from .bvh import LBVH, BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
+from .descriptor import DescriptorMirror
 from .types import MeshView
 
 _mesh_build = REGISTRY.builtins["_mesh_build"]
@@ -119,14 +120,9 @@ class Mesh:
         constructor = parse_constructor(bvh_constructor)
         constructor = 0 if constructor == LBVH else constructor  # the mesh tree is refitted natively: SAH
         self._tree = BvhBuffers(num_faces, self.device, leaf, constructor,
-                                as_groups(groups, num_faces, self.device))
-        self._desc = MeshDesc()
-        self._desc.bvh = self._tree.desc
-        self.id = ctypes.addressof(self._desc)
-        # the descriptor now holds the BVH fields: point the tree's helpers at the embedded copy
-        self._tree.desc = self._desc.bvh
-        self._tree.id = self.id
-        d = self._desc
+                                as_groups(groups, num_faces, self.device), mirror=False)
+        self._desc = d = MeshDesc()
+        d.bvh = self._tree.desc
         d.num_points = points.shape[0]
         d.num_faces = num_faces
         starts, corners = vertex_corners(tris, points.shape[0])
@@ -137,15 +133,24 @@ class Mesh:
         if self.support_winding_number:
             self._winding = zeros((2 * max(num_faces, 1), 8), dtype=scalars.float32, device=self.device)
             d.winding = self._winding.ptr
-        self._set_arrays()
-        if num_faces:
-            self._tree.items.numpy()[:num_faces] = self._tree.initial_order
+        self._write_arrays()
+        # where the device's kernels read it (a device allocation on CUDA); the mean edge length and the node count
+        # are written by the native builder (mesh.h)
+        self._mirror = DescriptorMirror(d, self.device, device_fields=("avg_edge",))
+        self.id = self._mirror.id
+        # the descriptor now holds the BVH fields: point the tree's helpers at the embedded copy
+        self._tree.attach(self._mirror, d.bvh, "bvh.")
+        self._tree.reset_items()
         launch(_run_mesh_build, dim=1, inputs=[self.id, self._tree.result], device=self.device, record_tape=False)
 
     def __del__(self) -> None:
         """Nothing native to release: the buffers are arrays owned by this object."""
 
     def _set_arrays(self) -> None:
+        self._write_arrays()
+        self._mirror.push("points", "velocities", "indices")
+
+    def _write_arrays(self) -> None:
         d = self._desc
         ctypes.memmove(ctypes.addressof(d.points), ctypes.addressof(self._points.__ctype__()),
                        ctypes.sizeof(abi.ArrayDesc))
