@@ -66,6 +66,8 @@ class _LValue:
         self.steps: list[tuple[str, Any]] = []
         self.types: list[Any] = []
         self.type = type
+        #: an array view (``c[i]`` of a 2-d ``c``): usable only as the base of another subscript
+        self.is_view = False
 
     def then(self, step: tuple[str, Any], t: Any) -> _LValue:
         lv = _LValue(self.local, self.array, self.indices, t)
@@ -394,6 +396,11 @@ class Lowerer(CallMixin):
             if isinstance(t, ArrayT):
                 arr = self.load_lvalue(lv, target)
                 idx = self.index_operands(target.slice)
+                if 0 < len(idx) < t.ndim:  # c[i][j] = ...: c[i] is a view, the base of the next subscript
+                    view = _LValue(array=self.subscript_value(arr, idx, target), type=None)
+                    view.type = view.array.type
+                    view.is_view = True
+                    return view
                 if len(idx) != t.ndim:
                     raise self.err(f"too many or too few indices ({len(idx)}) for a {t.ndim}-d array", target,
                                    f"index all {t.ndim} dimension(s): a[i{', j' * (t.ndim - 1)}] = ...",
@@ -424,6 +431,8 @@ class Lowerer(CallMixin):
     def load_lvalue(self, lv: _LValue, node: ast.AST, upto: int | None = None) -> Any:
         """The current value at ``lv`` (or at its first ``upto`` steps)."""
         loc = self.loc(node)
+        if lv.is_view:
+            return lv.array
         if lv.local is not None:
             cur: Any = self.new_value(lv.local.type, lv.local.name)
             self.emit(ir.LoadLocal(loc, cur, lv.local))
@@ -450,6 +459,9 @@ class Lowerer(CallMixin):
     def store_lvalue(self, lv: _LValue, v: Any, node: ast.AST) -> None:
         """Write ``v`` at ``lv``: components are inserted into their containers back up to the root."""
         loc = self.loc(node)
+        if lv.is_view:
+            raise self.err("cannot assign to a whole array view", node, "index every dimension: c[i, j] = ...",
+                           CodegenTypeError)
         v = self.coerce(v, lv.type, node, "the assigned value")
         for k in range(len(lv.steps) - 1, -1, -1):
             container = self.load_lvalue(lv, node, upto=k)
