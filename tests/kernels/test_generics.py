@@ -181,3 +181,35 @@ def test_type_of_value_in_kernels(device):
     out = wp.zeros(3, dtype=wp.float64, device=device)
     wp.launch(type_of_values, dim=3, inputs=[a, out], device=device)
     np.testing.assert_allclose(out.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_overload_decorator_finds_custom_named_kernels():
+    import pytest
+
+    @wp.kernel(name="custom_named_generic_kernel")
+    def custom_named(x: Any, out: wp.array(dtype=float)):
+        out[0] = float(x) * 2.0
+
+    @wp.overload
+    def custom_named(x: float, out: wp.array(dtype=float)): ...  # noqa: F811
+
+    assert custom_named.key == "custom_named_generic_kernel" and len(custom_named.overloads) == 1
+    out = wp.zeros(1, dtype=float)
+    wp.launch(custom_named, dim=1, inputs=[1.5, out])
+    assert out.numpy()[0] == 3.0
+
+    def twice(x: Any):
+        return
+
+    wp.kernel(name="twice_a")(twice)
+    wp.kernel(name="twice_b")(twice)
+    with pytest.raises(RuntimeError, match="Ambiguous"):
+
+        @wp.overload
+        def twice(x: float): ...
+
+    with pytest.raises(TypeError, match="Return annotations"):
+
+        def custom_named(x: float, out: wp.array(dtype=float)) -> float: ...  # noqa: F811
+
+        wp.overload(custom_named)

@@ -125,6 +125,12 @@ def load_instances(insts: list[KernelInstance]) -> None:
         if builts:
             compile_batch(builts, group[0].options)
         for inst in group:
+            if inst.built.error is not None and inst.options.cxx is not None:
+                # the loop compiler (see CpuBackend.loop_compiler) rejected it: build it with the default one
+                inst.options = inst.options.with_cxx(None)
+                inst.built, inst._warm_fp = None, None
+                inst.prepare(loop_compiler=False)
+                compile_batch([inst.built], inst.options)
             if inst.built.error is None:
                 inst.bind()
 
@@ -230,12 +236,15 @@ class KernelInstance:
         self._deps = ctx.deps
         self._launch_ndim = ndim
 
-    def prepare(self) -> None:
-        """Emit C++ and compute the cache key (once); a kernel found in the warm-start index skips both."""
+    def prepare(self, loop_compiler: bool = True) -> None:
+        """Emit C++ and compute the cache key (once); a kernel found in the warm-start index skips both.
+
+        ``loop_compiler=False`` keeps the default compiler for kernels with loops (and skips the index).
+        """
         if self.built is None:
             from ..runtime import warm_index
 
-            fp = warm_index.fingerprint(self)
+            fp = warm_index.fingerprint(self) if loop_compiler else None
             if fp is not None:
                 entry = warm_index.lookup(fp)
                 if entry is not None:
@@ -250,7 +259,8 @@ class KernelInstance:
                 self._warm_fp = fp
             from ..compiler.pipeline import kernel_options, prepare
 
-            self.options = kernel_options(self.ir, self.deps, self.options)
+            if loop_compiler:
+                self.options = kernel_options(self.ir, self.deps, self.options)
             self.built = prepare(self.ir, self.deps, self.options, self.kernel.key)
 
     def bind(self) -> None:
@@ -492,7 +502,15 @@ class Kernel:
 
     def add_overload(self, types: list[Any]) -> KernelInstance:
         """Instantiate a generic kernel for explicit types (``wp.overload``)."""
-        return self.get_instance(tuple(normalize_annotation(t) for t in types))
+        key = tuple(normalize_annotation(t) for t in types)
+        inst = self.get_instance(key)
+        self.__dict__.setdefault("_explicit_overloads", {})[key] = inst
+        return inst
+
+    @property
+    def overloads(self) -> dict[tuple[Any, ...], KernelInstance]:
+        """The instances added with ``wp.overload``, by argument types."""
+        return dict(self.__dict__.get("_explicit_overloads", {}))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"kernel '{self.key}' cannot be called directly; launch it with wp.launch({self.__name__}, "
@@ -585,9 +603,17 @@ def overload(kernel_or_fn: Any, arg_types: Any = None) -> Any:
         k.add_overload(types)
         return k
     fn = kernel_or_fn
+    if inspect.signature(fn).return_annotation is not inspect.Signature.empty:
+        raise TypeError("Return annotations are not allowed on @wp.overload stubs (kernels return nothing)")
     mod = get_module(_module_name(fn, None))
     key = getattr(fn, "__qualname__", fn.__name__)
-    generic = next((k for k in mod.kernels if k.key == key), None)
+    # The generic kernel of the same Python function name (its key may differ: @wp.kernel(name=...)).
+    found = [k for k in mod.kernels if k.key == key or getattr(k.func, "__qualname__", None) == key]
+    if len({id(k) for k in found}) > 1:
+        keys = ", ".join(sorted(k.key for k in found))
+        raise RuntimeError(f"Ambiguous kernel lookup for @wp.overload '{key}': several kernels ({keys}) were made "
+                           "from this function; use wp.overload(kernel, arg_types) instead")
+    generic = found[0] if found else None
     if generic is None:
         raise TypeError(f"@wp.overload: no generic kernel named '{key}' is defined before this overload")
     hints = [inspect.signature(fn).parameters[n].annotation for n in generic.param_names]
