@@ -50,3 +50,24 @@ def test_loop_kernel_compiler_and_results():
     assert pair_sum.get_instance(None).options.cxx == loop_cxx
     assert no_loop.get_instance(None).options.cxx is None
     assert "g++" in backend.toolchain(pair_sum.get_instance(None).options).path
+
+
+def test_loop_compiler_failure_falls_back_to_the_default(monkeypatch):
+    backend = get_cpu_backend()
+    if backend.loop_compiler() is None:
+        pytest.skip("no separate loop compiler here")
+    monkeypatch.setattr(backend, "_loop_cxx", "false")  # a "compiler" that always fails
+
+    @wp.kernel(module="unique")
+    def row_sums(m: wp.array2d(dtype=float), out: wp.array(dtype=float), n: int):
+        i = wp.tid()
+        s = 0.0
+        for j in range(n):
+            s += m[i, j] * float(j + 1)
+        out[i] = s
+
+    m = np.random.default_rng(2).random((7, 5)).astype(np.float32)
+    out = wp.zeros(7, dtype=float)
+    wp.launch(row_sums, 7, inputs=[wp.array(m, dtype=float), out, 5])
+    np.testing.assert_allclose(out.numpy(), m.astype(np.float64) @ np.arange(1, 6), rtol=1e-5)
+    assert row_sums.get_instance(None).options.cxx is None
