@@ -593,15 +593,22 @@ TREADLE_FUNC void adj_quat_twist(const vec_t<3, T>& axis, const quat_t<T>& q, ve
     adj_axis += g.xyz() * d + q.xyz() * gd;
     adj_q += quat_t<T>(axis * gd, g.c[3]);
 }
-// 2 acos(twist.w): in [0, pi] for q.w >= 0, in (pi, 2 pi] otherwise.
+// 2 atan2(|twist.xyz|, twist.w) (= 2 acos(twist.w), in [0, 2 pi]), accurate for small angles in float32.
 template <typename T> TREADLE_FUNC T quat_twist_angle(const vec_t<3, T>& axis, const quat_t<T>& q) {
-    return T(T(2) * acos(quat_twist(axis, q).c[3]));
+    const quat_t<T> tw = quat_twist(axis, q);
+    return T(T(2) * atan2(length(tw.xyz()), tw.c[3]));
 }
 template <typename T>
 TREADLE_FUNC void adj_quat_twist_angle(const vec_t<3, T>& axis, const quat_t<T>& q, vec_t<3, T>& adj_axis,
                                        quat_t<T>& adj_q, const T& adj_ret) {
+    const quat_t<T> tw = quat_twist(axis, q);
+    const vec_t<3, T> v = tw.xyz();
+    const T s = length(v);
+    T gs = T(0);
     quat_t<T> g;
-    adj_acos(quat_twist(axis, q).c[3], g.c[3], T(T(2) * adj_ret));
+    adj_atan2(s, tw.c[3], gs, g.c[3], T(T(2) * adj_ret));
+    const vec_t<3, T> gv = s > T(0) ? v * T(gs / s) : vec_t<3, T>();
+    g = quat_t<T>(gv, g.c[3]);
     adj_quat_twist(axis, q, adj_axis, adj_q, g);
 }
 // 2 atan2(twist.xyz . axis, twist.w).

@@ -118,9 +118,10 @@ builtin("quat_twist", group=_QG, rule=forms((("v3", "q"), "q")), host=np_twist,
         signature="quat_twist(axis: vec3, q: Quaternion) -> Quaternion",
         doc="The twist of ``q`` about the unit ``axis`` (swing-twist decomposition).")
 builtin("quat_twist_angle", group=_QG, rule=forms((("v3", "q"), "scalar")),
-        host=lambda axis, q: 2 * np.arccos(np.clip(np_twist(axis, q)[3], -1, 1)),
+        host=lambda axis, q: 2 * np.arctan2(np.linalg.norm(np_twist(axis, q)[:3]), np_twist(axis, q)[3]),
         signature="quat_twist_angle(axis: vec3, q: Quaternion) -> Float",
-        doc="Unsigned twist angle of ``q`` about ``axis``: ``2 acos(quat_twist(axis, q).w)``.")
+        doc="Unsigned twist angle of ``q`` about ``axis``: ``2 acos(quat_twist(axis, q).w)`` (computed with atan2, "
+            "accurate for small angles).")
 builtin("quat_twist_angle_signed", group=_QG, rule=forms((("v3", "q"), "scalar")),
         host=lambda axis, q: 2 * np.arctan2(np.dot(np_twist(axis, q)[:3], f64(axis)), np_twist(axis, q)[3]),
         signature="quat_twist_angle_signed(axis: vec3, q: Quaternion) -> Float",
