@@ -189,3 +189,15 @@ def test_operators_on_structs(device):
     wp.launch(struct_operators, dim=1, inputs=[out], device=device)
     z = (1 + 2j) * (3 + 4j)
     np.testing.assert_array_equal(out.numpy(), [4.0, 6.0, z.real, z.imag, 7.0])
+
+
+@wp.kernel(enable_backward=False)
+def grad_through_function_argument(out: wp.array(dtype=float)):
+    out[0] = wp.grad(fa_apply)(fa_cube, 2.0)
+    out[1] = wp.grad(fa_apply_any)(wp.sin, 0.5)
+
+
+def test_grad_of_function_taking_a_function(device):
+    out = wp.zeros(2, dtype=float, device=device)
+    wp.launch(grad_through_function_argument, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), [12.0, np.cos(0.5)], rtol=1e-6)

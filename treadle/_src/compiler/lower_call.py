@@ -13,6 +13,7 @@ from ..lang import scalars
 from ..lang.typesys import (
     ArrayT,
     TupleT,
+    is_callable_object,
     is_composite,
     is_float,
     is_int,
@@ -99,7 +100,10 @@ class CallMixin(ExprMixin):
         """``wp.grad(f)(x, y)``: gradients of the scalar result of ``f`` w.r.t. each argument (forward-only)."""
         from ..lang.typesys import is_float
 
-        raw = [self.as_operand(self._tid_value(self.expr(a)), node) for a in node.args]
+        vals = [self._tid_value(self.expr(a)) for a in node.args]
+        # functions passed to a function parameter stay compile-time arguments (wp.grad(apply)(f, x))
+        raw: list[Any] = [v if isinstance(v, PyObj) and is_callable_object(v.obj) else self.as_operand(v, node)
+                          for v in vals]
         b = target if isinstance(target, Builtin) else getattr(target, "_treadle_builtin_", None)
         if b is not None:
             try:
