@@ -251,8 +251,12 @@ class ExprMixin:
         self.emit(ir.Construct(loc, cur, []))
         for name, ft in st.vars.items():
             val = getattr(obj, name)
-            if val is None or getattr(val, "_struct_type_", None) is None and self.py_constant(val, node) is None:
-                continue  # arrays and unset fields keep their zero value
+            if val is None:
+                continue  # unset array fields stay null
+            if getattr(val, "_struct_type_", None) is None and self.py_constant(val, node) is None:
+                raise self.err(f"a struct value computed at build time cannot carry field '{name}' of type "
+                               f"{type(val).__name__} (arrays are only passed as kernel arguments)", node,
+                               "pass the struct as a kernel argument instead", CodegenTypeError)
             v = self.wrap_python(val, node)
             if isinstance(v, ir.Const) and v.type != normalize_annotation(ft):
                 v = convert_const(v, normalize_annotation(ft))
