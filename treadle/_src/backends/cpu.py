@@ -191,12 +191,11 @@ class CpuBackend:
 
     # Precompiled header -------------------------------------------------------------------------------------------
     def _pch_paths(self, prelude: str, options: CompileOptions, header_hash: str) -> tuple[Path, Path, list[str]]:
-        from ..runtime.cache import get_cache
 
         tc = self.toolchain(options)
         flags = [f for f in options.flags() if f != "-shared"]
         h = hashlib.sha256("\0".join([config.version, tc.identity, " ".join(flags), header_hash, prelude]).encode())
-        d = get_cache().root / "pch" / h.hexdigest()[:32]
+        d = shared_cache().root / "pch" / h.hexdigest()[:32]
         header = d / "treadle_prelude.h"
         pch = d / ("treadle_prelude.h.pch" if tc.is_clang else "treadle_prelude.h.gch")
         use = ["-include-pch", str(pch)] if tc.is_clang else ["-include", str(header)]
@@ -214,7 +213,9 @@ class CpuBackend:
             return None
         header, pch, use = self._pch_paths(prelude, options, header_hash)
         if pch.exists():
-            return use
+            cache = shared_cache()
+            # a header another user could have replaced is never used (nor rebuilt over: that is theirs)
+            return use if cache.trusted(pch) and cache.trusted(header) else None
         if not start:
             return None
         key = str(pch)
@@ -241,14 +242,15 @@ class CpuBackend:
             self._pch_jobs.pop(str(pch), None)
 
     def _build_pch(self, prelude: str, options: CompileOptions, header: Path, pch: Path) -> None:
-        from ..runtime.cache import get_cache
 
         try:
-            header.parent.mkdir(parents=True, exist_ok=True)
-            with get_cache().lock(f"pch_{header.parent.name}"):
+            from ..runtime.cache import _make_private_dir
+
+            _make_private_dir(header.parent)
+            with shared_cache().lock(f"pch_{header.parent.name}"):
                 if pch.exists():
                     return
-                if not header.exists():
+                if not header.exists() or not shared_cache().trusted(header):
                     tmp_h = header.with_name(f"{header.name}.{os.getpid()}.tmp")
                     tmp_h.write_text(prelude)
                     os.replace(tmp_h, header)
@@ -285,6 +287,39 @@ def compile_error_from_output(output: str, src: Path) -> CompileError:
             loc,
         )
     return CompileError(f"the C++ compiler failed on generated code (source: {src})", output)
+
+
+_shared: tuple[str | None, Any] | None = None
+
+
+def shared_cache() -> Any:
+    """Where Treadle's own build products live (thread-pool runtime library, precompiled headers).
+
+    They depend only on the compiler, flags and Treadle's headers, never on user code, so every kernel cache
+    directory a user configures shares the ones in the per-user default cache directory (``~/.cache/treadle/...``):
+    they are built once per installation, as warp-lang ships its runtime prebuilt. When that directory cannot be
+    used privately, the configured kernel cache holds them.
+    """
+    global _shared
+    from ..runtime.cache import KernelCache, get_cache, unsafe_reason
+
+    cache = get_cache()
+    if not config.kernel_cache_dir:
+        return cache
+    if _shared is None or _shared[0] != config.kernel_cache_dir:
+        chosen = cache
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = Path(base) / "treadle" / config.version
+        try:
+            from ..runtime.cache import _make_private_dir
+
+            _make_private_dir(root)
+            if unsafe_reason(root) is None and os.access(root, os.W_OK):
+                chosen = KernelCache(root)
+        except (OSError, ImportError):
+            pass
+        _shared = (config.kernel_cache_dir, chosen)
+    return _shared[1]
 
 
 _backend: CpuBackend | None = None

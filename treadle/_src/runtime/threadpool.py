@@ -128,9 +128,12 @@ def _source() -> str:
 
 
 def build_runtime_library() -> Path:
-    """Compile the runtime library into the kernel cache (once per toolchain and header version)."""
-    from ..backends.cpu import NATIVE_DIR, get_cpu_backend
-    from .cache import get_cache
+    """Compile the runtime library (once per toolchain and header version, shared by kernel caches).
+
+    It lives in ``backends.cpu.shared_cache()``; a library there that another user could have replaced is rebuilt.
+    """
+    from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
+    from .cache import _make_private_dir
 
     backend = get_cpu_backend()
     tc = backend.toolchain()
@@ -140,18 +143,18 @@ def build_runtime_library() -> Path:
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()
-    cache = get_cache()
+    cache = shared_cache()
     final = cache.root / "rt" / f"treadle_rt_{key[:32]}.so"
-    if final.exists():
+    if final.exists() and cache.trusted(final):
         return final
     with cache.lock(f"rt_{key}"):
-        if final.exists():
+        if final.exists() and cache.trusted(final):
             return final
         tmp = cache.tmp_dir()
         try:
             out = tmp / "treadle_rt.so"
             backend.compile_raw(_source(), out, flags)
-            final.parent.mkdir(parents=True, exist_ok=True)
+            _make_private_dir(final.parent)
             os.replace(out, final)
         finally:
             import shutil
