@@ -1,6 +1,8 @@
 """Cold and warm compile times of a module of small kernels, each measured in a fresh process.
 
-Cold: empty kernel cache. Warm: the same program again with the cache kept. The time is from after ``import`` of
+Cold: empty kernel cache. Warm: the same program again with the cache kept. Treadle's runtime library and
+precompiled header are not kernels: they live in the per-user default cache directory, shared by every kernel cache,
+and are built once per installation (here by the priming run below, as warp-lang ships its runtime prebuilt). The time is from after ``import`` of
 the library to every kernel being ready to launch (defining the kernels + ``load_module``); imports are excluded
 for every peer. Child processes write Python bytecode caches to a private directory, so Treadle's own lazily
 imported modules do not get recompiled from source on every start (a normal installation caches bytecode too).
