@@ -247,3 +247,17 @@ def test_indexedarray_struct_fields(device):
     np.testing.assert_array_equal(out.numpy(), np.stack([values[idx] * 2.0, values[idx], values[idx]]))
     with pytest.raises(TypeError, match="indexedarray"):
         s.iarr = data
+
+
+@wp.kernel
+def ia_truth(a: wp.indexedarray(dtype=float), out: wp.array(dtype=int)):
+    if a:
+        out[0] = 1
+
+
+def test_indexedarray_truth_value(device):
+    data = wp.array(np.arange(3, dtype=np.float32), device=device)
+    out = wp.zeros(1, dtype=int, device=device)
+    wp.launch(ia_truth, dim=1, inputs=[wp.indexedarray(data, [wp.array([1], dtype=int, device=device)]), out],
+              device=device)
+    assert out.numpy()[0] == 1

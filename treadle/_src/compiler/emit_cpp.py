@@ -501,7 +501,8 @@ class Emitter:
             return f"({args[0]} {sym} {args[1]})"
         if cpp.startswith("op1:"):
             if cpp == "op1:(bool)":
-                return f"({args[0]}.data != nullptr)"
+                indexed = getattr(s.args[0].type, "indexed", False)  # indexed arrays: the underlying array's data
+                return f"({args[0]}{'.arr' if indexed else ''}.data != nullptr)"
             return f"({cpp[4:]}{args[0]})"
         tmpl = ""
         if ov.template:
