@@ -244,8 +244,8 @@ def test_composite_fields() -> None:
         p.pos = 5
     with pytest.raises(TypeError):
         p.pos = "abc"
-    with pytest.raises(TypeError):
-        p.pos = None
+    p.pos = None  # as in the reference: zero-initialises the field
+    assert list(p.pos) == [0.0, 0.0, 0.0]
 
 
 def test_nested_struct_fields_are_live() -> None:

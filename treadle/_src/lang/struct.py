@@ -334,10 +334,14 @@ def _field_property(st: Struct, name: str) -> property:
             return getattr(self._ctype, name)  # a live view into the struct's memory
 
         def fset(self: Any, value: Any) -> None:
-            if is_number(value) or value is None:
+            if value is None:  # zero-initialise, as for a new struct
+                setattr(self._ctype, name, t())
+                return
+            if is_number(value):
                 raise TypeError(
-                    f"{where} expects {t.__name__} but got a single value of type {type(value).__name__}; "
-                    f"construct the value explicitly, e.g. {t.__name__}(...)"
+                    f"Struct field '{name}' expects {t.__name__} but got a single value of type "
+                    f"{type(value).__name__} ({st_key}.{name}); construct the value explicitly, e.g. "
+                    f"{t.__name__}(...)"
                 )
             if type(value) is not t:
                 try:
