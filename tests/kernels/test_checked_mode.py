@@ -219,7 +219,7 @@ def test_verify_fp_checks_float_fields_of_struct_elements(verify_fp):
 @wp.kernel(module="unique")
 def oob_after_branch(a: wp.array(dtype=float), n: int):
     i = wp.tid()
-    s = float(0.0)
+    s = 0.0
     for j in range(n):
         if j % 2 == 0:
             s += a[j]
