@@ -235,3 +235,24 @@ def test_transform_positional_p_with_keyword_q():
     assert list(wp.transform((1.0, 2.0, 3.0), q=(4.0, 5.0, 6.0, 7.0))) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     assert list(wp.transform(q=(4.0, 5.0, 6.0, 7.0))) == [0.0, 0.0, 0.0, 4.0, 5.0, 6.0, 7.0]
     assert list(wp.transform(p=(1.0, 2.0, 3.0))) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+
+
+vec7f = wp.types.vector(7, float)
+
+
+@wp.kernel
+def transform_keywords(out: wp.array(dtype=wp.transform), out_d: wp.array(dtype=wp.transformd)):
+    out[0] = wp.transform(p=wp.vec3(1.0, 2.0, 3.0), q=wp.quat(4.0, 5.0, 6.0, 7.0))
+    out[1] = wp.transform(p=wp.vec3(1.0, 2.0, 3.0))
+    out[2] = wp.transform(wp.vec3(1.0, 2.0, 3.0), q=wp.quat(4.0, 5.0, 6.0, 7.0))
+    t = wp.transform(1.5)
+    wp.expect_eq(t[:] == vec7f(1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5), True)
+    out_d[0] = wp.transform(q=wp.quatd(0.0, 0.0, 1.0, 0.0), dtype=wp.float64)
+
+
+def test_transform_keywords_in_kernels(device):
+    out = wp.zeros(3, dtype=wp.transform, device=device)
+    out_d = wp.zeros(1, dtype=wp.transformd, device=device)
+    wp.launch(transform_keywords, dim=1, inputs=[out, out_d], device=device)
+    np.testing.assert_array_equal(out.numpy(), [[1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 0, 0, 0, 1], [1, 2, 3, 4, 5, 6, 7]])
+    np.testing.assert_array_equal(out_d.numpy()[0], [0, 0, 0, 0, 0, 1, 0])

@@ -394,9 +394,20 @@ class CallMixin(ExprMixin):
         raw = [self._tid_value(self.expr(a)) for a in node.args] if node.keywords else self.call_args(node)
         loc = self.src.loc(node)
         args = [self.as_operand(a, node) for a in raw]
-        if node.keywords and is_composite(t) and [k.arg for k in node.keywords] == ["dtype"]:
-            t = self.with_dtype(t, self.expr(node.keywords[0].value), node)  # wp.quat(x, y, z, w, dtype=...)
-        elif node.keywords:
+        kw = {k.arg: k.value for k in node.keywords}
+        if "dtype" in kw and is_composite(t):
+            t = self.with_dtype(t, self.expr(kw.pop("dtype")), node)  # wp.quat(x, y, z, w, dtype=...)
+        if kw and getattr(t, "_wp_generic_type_str_", None) == "transform_t" and set(kw) <= {"p", "q"}:
+            # wp.transform(p=..., q=...) / wp.transform(p, q=...): a missing q is the identity rotation
+            p = args[0] if args else (self.as_operand(self.expr(kw.pop("p")), node) if "p" in kw else None)
+            q = self.as_operand(self.expr(kw.pop("q")), node) if "q" in kw else None
+            st = scalar_of(t)
+            if p is None:
+                p = self.construct_composite(REGISTRY.builtins["transform_get_translation"].resolve([t]).ret, [], node)
+            if q is None:
+                q = self.call_builtin(REGISTRY.builtins["quat_identity"], [ir.Const(st, None)], node, [st])
+            args = [p, q]
+        if kw:
             raise self.err("keyword arguments are not supported in constructors", node, cls=CodegenTypeError)
         if scalars.is_scalar_type(t):
             if len(args) != 1:
