@@ -256,3 +256,10 @@ def test_transform_keywords_in_kernels(device):
     wp.launch(transform_keywords, dim=1, inputs=[out, out_d], device=device)
     np.testing.assert_array_equal(out.numpy(), [[1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 0, 0, 0, 1], [1, 2, 3, 4, 5, 6, 7]])
     np.testing.assert_array_equal(out_d.numpy()[0], [0, 0, 0, 0, 0, 1, 0])
+
+
+def test_transform_setters_update_in_place_on_the_host():
+    t = wp.types.transformation(dtype=wp.float32)()
+    wp.transform_set_translation(t, wp.vec3f(1.0, 2.0, 3.0))
+    wp.transform_set_rotation(t, wp.quatf(0.0, 0.0, 0.0, 1.0))
+    assert list(t) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]

@@ -57,6 +57,8 @@ def _make(b: Builtin) -> Callable[..., Any]:
             if kwargs:
                 raise TypeError(f"{b.name}() got unexpected keyword argument(s) in Python scope: {', '.join(kwargs)}")
             args = tuple(full)
+        if b.host is not None and getattr(b.host, "_treadle_inplace_", False):  # updates its first argument itself
+            return b.host(*args)
         result = b.host_call(*args)
         return result if dtype is None else _with_dtype(result, dtype)
 

@@ -6,7 +6,7 @@ A transform is 7 scalars, the translation ``p`` then the rotation quaternion ``q
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,9 +75,22 @@ def _transformation_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return forms((("s",), "t"), (("v3",), "t"), (("v3", "q"), "t"), (("s",) * 7, "t"))(types, consts)
 
 
-def _in_place_only(*args: Any) -> Any:
-    raise TypeError("transform_set_translation/rotation update a kernel variable in place; on the host, assign "
-                    "t.p = ... or t.q = ... instead")
+def _set_part(lo: int, hi: int) -> Callable[..., None]:
+    """Python scope: update components [lo, hi) of the transform object itself.
+
+    The exported call passes the caller's objects (not NumPy copies) to hosts marked ``_treadle_inplace_``.
+    """
+
+    def set_part(t: Any, v: Any) -> None:
+        if getattr(type(t), "_wp_generic_type_str_", None) != "transform_t":
+            raise TypeError(f"expected a transform to update in place, got {type(t).__name__}")
+        values = list(v)
+        if len(values) != hi - lo:
+            raise ValueError(f"expected {hi - lo} components, got {len(values)}")
+        t[lo:hi] = values
+
+    set_part._treadle_inplace_ = True  # type: ignore[attr-defined]
+    return set_part
 
 
 builtin("transformation", group=GROUP, rule=_transformation_rule, template=scalar_template, host=_transformation_host,
@@ -96,10 +109,10 @@ builtin("transform_get_rotation", group=GROUP, rule=forms((("t",), "q")), host=l
         signature="transform_get_rotation(xform: Transformation) -> Quaternion",
         doc="The rotation ``xform.q``, as stored (not normalized).")
 builtin("transform_set_translation", group=GROUP, rule=forms((("t", "v3"), None)), ref_args=(0,),
-        host=_in_place_only, signature="transform_set_translation(xform: Transformation, p: vec3)",
+        host=_set_part(0, 3), signature="transform_set_translation(xform: Transformation, p: vec3)",
         doc="Set the translation of the transform variable ``xform`` in place (``xform.p = p``).")
 builtin("transform_set_rotation", group=GROUP, rule=forms((("t", "q"), None)), ref_args=(0,),
-        host=_in_place_only, signature="transform_set_rotation(xform: Transformation, q: Quaternion)",
+        host=_set_part(3, 7), signature="transform_set_rotation(xform: Transformation, q: Quaternion)",
         doc="Set the rotation of the transform variable ``xform`` in place (``xform.q = q``).")
 builtin("transform_set_translation_copy", group=GROUP, rule=forms((("t", "v3"), "t")),
         host=lambda t, p: np.concatenate([p, t[3:]]),
