@@ -130,6 +130,7 @@ class Tape:
         self._arrays: dict[int, Any] = {}
         self._structs: dict[int, Any] = {}
         self._copy_waw: tuple[str, str] | None = None
+        self._kernel_waw: tuple[str, str, str] | None = None
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -162,12 +163,12 @@ class Tape:
                     self._arrays[id(x)] = x
         reads: list[tuple[Any, str, int]] = []
         if self._checking() and inst is not None:
-            from ..compiler.access import array_access, value_reads
+            from ..compiler.access import array_access, array_stores, value_reads
 
             acc = getattr(inst, "_array_access", None)
             if acc is None:
-                acc = inst._array_access = (*array_access(inst.ir), value_reads(inst.ir))
-            r, w, vr = acc
+                acc = inst._array_access = (*array_access(inst.ir), value_reads(inst.ir), array_stores(inst.ir))
+            r, w, vr, st = acc
             names = kernel.param_names
             for i in sorted(r):
                 a = args[i] if i < len(args) else None
@@ -177,9 +178,13 @@ class Tape:
             for i in sorted(w):
                 a = args[i] if i < len(args) else None
                 if isinstance(a, array):
-                    if self._writer.get(id(a)) == "copy" and a.grad is not None and not self._copy_waw:
+                    earlier = self._writer.get(id(a))
+                    if earlier == "copy" and a.grad is not None and not self._copy_waw:
                         # the copy's adjoint would pass on the gradient of the kernel's values too
                         self._copy_waw = (names[i], kernel.key)
+                    elif earlier is not None and i in st and a.grad is not None and not self._kernel_waw:
+                        # both stores' adjoints would read the same gradient: the overwritten values get it too
+                        self._kernel_waw = (names[i], earlier, kernel.key)
                     self._versions[id(a)] = self._versions.get(id(a), 0) + 1
                     self._writer[id(a)] = kernel.key
         self.launches.append(_Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst))
@@ -246,6 +251,14 @@ class Tape:
                 "the copy's adjoint would also pass on the gradient of the values the kernel wrote.\n"
                 "fix: let the kernel write a different array than the copy's destination (or copy after the "
                 "kernel); or opt out with wp.Tape(check_overwrites=False)")
+        if self._kernel_waw is not None:
+            name, first, second = self._kernel_waw
+            raise OverwriteError(
+                f"array '{name}' written by kernel '{first}' was assigned again by kernel '{second}' later in the "
+                "recorded sequence: the gradient of the overwritten values would be passed back as well, and be "
+                "wrong.\n"
+                "fix: write each result to its own array (e.g. double-buffer state per time step, or apply boundary "
+                "conditions while computing the values); or opt out with wp.Tape(check_overwrites=False)")
         for rec in self.launches:
             if not isinstance(rec, _Recorded):
                 continue
@@ -326,6 +339,7 @@ class Tape:
         self._versions.clear()
         self._writer.clear()
         self._copy_waw = None
+        self._kernel_waw = None
         self._open_scopes = 0  # the recorded arrays stay known: ``gradients`` and ``zero()`` still reach them
 
     def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays: bool = False,

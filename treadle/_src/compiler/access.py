@@ -14,22 +14,32 @@ from . import ir
 _METADATA_ONLY = frozenset({"_array_dim", "len", "_array_valid"})
 
 
-def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | None = None) -> tuple[set[int], set[int]]:
+def array_access(f: ir.FuncIR) -> tuple[set[int], set[int]]:
     """``(reads, writes)``: indices of the parameters whose arrays are loaded from / stored or atomically updated.
 
     A load counts as a read only if no store to the same array comes before it in program order: a kernel that
     writes an element and reads it back (``y[i] = x[i]; z[i] = y[i]``) does not consume ``y`` as an input.
     """
-    memo = _memo if _memo is not None else {}
+    reads, writes, _ = _access(f, {})
+    return reads, writes
+
+
+def array_stores(f: ir.FuncIR) -> set[int]:
+    """Indices of the array parameters that are assigned to (``a[i] = v``), as opposed to updated atomically."""
+    return _access(f, {})[2]
+
+
+def _access(f: ir.FuncIR, memo: dict[int, tuple[set[int], set[int], set[int]]]) -> tuple[set[int], set[int], set[int]]:
     key = id(f)
     if key in memo:
         return memo[key]
-    memo[key] = (set(), set())  # recursion guard (recursion is rejected by the frontend anyway)
+    memo[key] = (set(), set(), set())  # recursion guard (recursion is rejected by the frontend anyway)
     origin: dict[int, set[int]] = {}
     for i, p in enumerate(f.params):
         origin[p.id] = {i}
     reads: set[int] = set()
     writes: set[int] = set()
+    stores: set[int] = set()
 
     def org(x: Any) -> set[int]:
         if isinstance(x, ir.Value):
@@ -52,18 +62,22 @@ def array_access(f: ir.FuncIR, _memo: dict[int, tuple[set[int], set[int]]] | Non
                 reads.update(org(s.array) - writes)
             elif isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)):
                 writes.update(org(s.array))  # the old value an atomic returns carries no gradient
+                if isinstance(s, ir.ArrayStore):
+                    stores.update(org(s.array))
             elif isinstance(s, ir.CallFunc):
-                r, w = array_access(s.func.ir, memo)
+                r, w, st = _access(s.func.ir, memo)
                 for i, a in enumerate(s.args):
                     if i in r:
                         reads.update(org(a))
                     if i in w:
                         writes.update(org(a))
+                    if i in st:
+                        stores.update(org(a))
             elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
                 for a in s.args:  # builtins taking arrays (e.g. sample_cdf, lower_bound) read them
                     reads.update(org(a))
-    memo[key] = (reads, writes)
-    return reads, writes
+    memo[key] = (reads, writes, stores)
+    return reads, writes, stores
 
 
 #: Builtins whose adjoint does not look at its operands' values (only adds the incoming adjoint).

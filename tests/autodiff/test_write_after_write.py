@@ -1,0 +1,73 @@
+"""The tape's check for a kernel assigning an array that an earlier recorded kernel wrote."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import treadle as wp
+
+
+@wp.kernel
+def _square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+@wp.kernel
+def _boundary(y: wp.array(dtype=float)):
+    y[0] = 0.0
+
+
+@wp.kernel
+def _accumulate(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(y, i, 2.0 * x[i])
+
+
+@wp.kernel
+def _total(y: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, y[i])
+
+
+def _arrays(n: int = 4) -> tuple[wp.array, wp.array, wp.array]:
+    x = wp.array(np.arange(1, n + 1, dtype=np.float32), requires_grad=True)
+    return x, wp.zeros(n, dtype=float, requires_grad=True), wp.zeros(1, dtype=float, requires_grad=True)
+
+
+def test_assigning_values_an_earlier_kernel_wrote_raises() -> None:
+    x, y, loss = _arrays()
+    with wp.Tape() as tape:
+        wp.launch(_square, dim=4, inputs=[x], outputs=[y])
+        wp.launch(_boundary, dim=1, outputs=[y])  # overwrites y[0]: d loss / d x[0] must be 0, not 2
+        wp.launch(_total, dim=4, inputs=[y], outputs=[loss])
+    with pytest.raises(wp.OverwriteError, match=r"'y' written by kernel '.*_square' was assigned again by kernel "
+                                                r"'.*_boundary'"):
+        tape.backward(loss)
+
+
+def test_opt_out_and_accumulation_after_a_store_are_allowed() -> None:
+    x, y, loss = _arrays()
+    with wp.Tape() as tape:  # atomic updates after a store add to it: both gradients are right
+        wp.launch(_square, dim=4, inputs=[x], outputs=[y])
+        wp.launch(_accumulate, dim=4, inputs=[x], outputs=[y])
+        wp.launch(_total, dim=4, inputs=[y], outputs=[loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.arange(1, 5) + 2.0)
+
+    x, y, loss = _arrays()
+    with wp.Tape(check_overwrites=False) as tape:
+        wp.launch(_square, dim=4, inputs=[x], outputs=[y])
+        wp.launch(_boundary, dim=1, outputs=[y])
+        wp.launch(_total, dim=4, inputs=[y], outputs=[loss])
+    tape.backward(loss)  # the user opted out: no error
+
+
+def test_arrays_without_gradients_may_be_assigned_again() -> None:
+    x, _, loss = _arrays()
+    y = wp.zeros(4, dtype=float)
+    with wp.Tape() as tape:
+        wp.launch(_square, dim=4, inputs=[x], outputs=[y])
+        wp.launch(_boundary, dim=1, outputs=[y])
+    tape.backward(grads={y: wp.ones(4, dtype=float)})
