@@ -213,7 +213,9 @@ def test_stale_library_is_not_loaded(project):
     assert entry is not None
     lib = entry["lib_path"]
     data = lib.read_bytes()
-    lib.write_bytes(data + b"\0")  # any change of the library's size or time: the entry is ignored
+    tmp = lib.with_name(lib.name + ".new")  # replaced, not rewritten in place: this process has the library mapped
+    tmp.write_bytes(data + b"\0")
+    os.replace(tmp, lib)  # any change of the library's size or time: the entry is ignored
     assert warm_index.lookup(fp) is None
     (lib.parent.parent / "ref" / f"k_{entry['key']}.ref").unlink()
     assert project.run()[0] is False  # rebuilt through the normal path
