@@ -14,6 +14,7 @@ tell host pointers from device ones, two further checks stand in for a GPU:
 from __future__ import annotations
 
 import ctypes
+import gc
 
 import numpy as np
 import pytest
@@ -84,12 +85,17 @@ def fake(tmp_path, monkeypatch):
             it.binary_path = p
 
     monkeypatch.setattr(cb, "compile_cuda_batch", stub_compile)
+    # Device arrays of an earlier fake must not be freed through this one: a freed fake's buffers are host memory
+    # that this fake may hand out again, and the late cuMemFree would release a live buffer. Collect them first
+    # (with no driver installed their release does nothing), and this test's own before uninstalling this fake.
+    gc.collect()
     drv = FakeDriver(ndev=1)
     drv.executor = cpu_executor()
     cd.use_driver(drv)
     try:
         yield drv
     finally:
+        gc.collect()
         cd.use_driver(None)
 
 

@@ -2,9 +2,9 @@
 
 The item bounds are gathered by a parallel Treadle kernel; the tree is built and refitted by the serial native
 builder in ``treadle/native/bvh.h`` (binned SAH or median splits), run by one-thread kernels, or, with
-``constructor="lbvh"``, by the parallel Treadle kernels of ``lbvh.py`` (Morton codes, sort, Karras hierarchy). The object owns the
-``bvh_t`` descriptor (its address is :attr:`Bvh.id`) and every buffer it points to. ``Mesh`` reuses
-:class:`BvhBuffers` for its triangle tree.
+``constructor="lbvh"``, by the parallel Treadle kernels of ``lbvh.py`` (Morton codes, sort, Karras hierarchy).
+The object owns the ``bvh_t`` descriptor (its address is :attr:`Bvh.id`; a device copy on CUDA, ``descriptor.py``)
+and every buffer it points to. ``Mesh`` reuses :class:`BvhBuffers` for its triangle tree.
 """
 
 from __future__ import annotations

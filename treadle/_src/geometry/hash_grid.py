@@ -13,8 +13,9 @@ Build (all on the grid's device, in Treadle kernels except the sort):
 
 Every step is a kernel launch, so a build can be recorded in a graph and replayed.
 
-The native side (``treadle/native/hashgrid.h``) reads a ``hash_grid_t`` descriptor whose address is :attr:`id`;
-the descriptor and every buffer it points to are owned by this object.
+The native side (``treadle/native/hashgrid.h``) reads a ``hash_grid_t`` descriptor whose address is :attr:`id`
+(on a CUDA device, a device copy: ``descriptor.py``); the descriptor and every buffer it points to are owned by
+this object.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """``Mesh``: a triangle mesh with a BVH over its faces, queried in kernels with ``mesh_query_*``.
 
-The object owns the native ``mesh_t`` descriptor (its address is :attr:`Mesh.id`; its first member is the face BVH,
-so the same id works with the ``bvh_query_*`` builtins) and the buffers it points to; the point, velocity and index
-arrays are the user's, referenced, not copied. Face bounds, vertex pseudo-normals, the tree and the winding-number
-dipoles are computed by the serial native builder in ``treadle/native/mesh.h``, run by one-thread kernels; the face
-corners around each point (topology, fixed for the mesh's life; edge neighbours and vertex pseudo-normals are derived
-from it on demand) are computed once with NumPy.
+The object owns the native ``mesh_t`` descriptor (its address is :attr:`Mesh.id`, a device copy on CUDA:
+``descriptor.py``; its first member is the face BVH, so the same id works with the ``bvh_query_*`` builtins) and
+the buffers it points to; the point, velocity and index arrays are the user's, referenced, not copied. Face bounds,
+vertex pseudo-normals, the tree and the winding-number dipoles are computed by the serial native builder in
+``treadle/native/mesh.h``, run by one-thread kernels; the face corners around each point (topology, fixed for the
+mesh's life; edge neighbours and vertex pseudo-normals are derived from it on demand) are computed once with NumPy.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime import device as _device
+from ..runtime import graph as _graph
 from . import abi, scalars
 
 MAX_DIMS = abi.MAX_DIMS
@@ -567,11 +568,11 @@ class array:
         g._reset_fields()
         if self.is_contiguous:
             g._init_alloc(self.shape, self.dtype, self.device, self.pinned)
-            g.zero_()
+            g._zero()
         else:
             span = -(-_extent(self.shape, self.strides, itemsize) // itemsize)
             g._init_alloc((span,), self.dtype, self.device, self.pinned)
-            g.zero_()
+            g._zero()
             g = g._make_view(0, self.shape, self.strides)
         self._grad = g
         self._requires_grad = True
@@ -834,8 +835,13 @@ class array:
     # -- filling and copying ------------------------------------------------------------------------------------
 
     def zero_(self) -> None:
-        """Set all elements to zero."""
+        """Set all elements to zero (recorded, not run, inside a CPU graph capture)."""
         self._check_concrete("zero_()")
+        if _graph.STATE.count and _graph.record_op(self._zero, self):
+            return
+        self._zero()
+
+    def _zero(self) -> None:
         if self.size == 0:
             return
         if self.is_contiguous:
@@ -844,9 +850,20 @@ class array:
             self._fill_raw(np.zeros(elem_size(self.dtype), dtype=np.uint8))
 
     def fill_(self, value: Any) -> None:
-        """Set every element to ``value`` (a number, a vector/matrix or sequence, or a struct instance)."""
+        """Set every element to ``value`` (a number, a vector/matrix or sequence, or a struct instance).
+
+        Inside a CPU graph capture the fill is recorded (with ``value`` as of now) and runs on each replay.
+        """
         self._check_concrete("fill_()")
         elem = value_bytes(value, self.dtype)
+        if _graph.STATE.count and _graph.record_op(lambda: self._fill_elem(elem), self):
+            return
+        self._fill_elem(elem)
+
+    def _fill(self, value: Any) -> None:
+        self._fill_elem(value_bytes(value, self.dtype))
+
+    def _fill_elem(self, elem: Any) -> None:
         if self.size == 0:
             return
         if self.device.allocator.host_accessible:

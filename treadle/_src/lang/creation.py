@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime import graph as _graph
 from . import scalars
 from .array import (
     array,
@@ -21,6 +22,8 @@ from .array import (
     is_struct_type,
     normalize_dtype,
     to_numpy,
+    type_name,
+    types_equal,
 )
 
 __all__ = [
@@ -76,7 +79,7 @@ def zeros(
 ) -> array:
     """A new array of ``shape`` filled with zeros."""
     a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
-    a.zero_()
+    a._zero()  # (not recorded in a graph capture: a new array is initialised at once)
     return a
 
 
@@ -91,7 +94,7 @@ def ones(
 ) -> array:
     """A new array of ``shape`` filled with ones (every component of vector/matrix elements is 1)."""
     a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
-    a.fill_(1)
+    a._fill(1)
     return a
 
 
@@ -148,7 +151,7 @@ def full(
     if dtype is Any:
         dtype = _dtype_of_value(value)
     a = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kwargs)
-    a.fill_(value)
+    a._fill(value)
     return a
 
 
@@ -252,11 +255,33 @@ def copy(
             dest.is_contiguous and src.is_contiguous):  # 1-d strided views: offsets count logical elements
         n = count if count else src.size - src_offset
         if min(n, dest_offset, src_offset) >= 0 and src_offset + n <= src.size and dest_offset + n <= dest.size:
-            copy_array(dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n])
+            d, s = dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n]
+            if not (_graph.STATE.count and _graph.record_op(lambda: copy_array(d, s), dest, src)):
+                copy_array(d, s)
             _record_copy(dest, src, dest_offset, src_offset, n)
             return
-    copy_array(dest, src, dest_offset, src_offset, count)
+    if _graph.STATE.count and is_array(dest) and is_array(src) and _graph.record_op(
+            lambda: copy_array(dest, src, dest_offset, src_offset, count), dest, src):
+        _check_copy(dest, src, dest_offset, src_offset, count)  # errors at capture time, as when run
+    else:
+        copy_array(dest, src, dest_offset, src_offset, count)
     _record_copy(dest, src, dest_offset, src_offset, count)
+
+
+def _check_copy(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
+    """The argument errors ``copy_array`` would raise (for a copy recorded in a graph capture, not run yet)."""
+    if not types_equal(dest.dtype, src.dtype):
+        raise TypeError(f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source dtype="
+                        f"{type_name(src.dtype)}")
+    if count == 0 and dest_offset == 0 and src_offset == 0 and dest.shape == src.shape:
+        return
+    if not (dest.is_contiguous and src.is_contiguous):
+        raise ValueError(f"copy(): arrays of different shapes ({src.shape} -> {dest.shape}) or copies with "
+                         "offsets/count need contiguous arrays; call .contiguous() first")
+    n = count if count else src.size - src_offset
+    if min(n, dest_offset, src_offset) < 0 or src_offset + n > src.size or dest_offset + n > dest.size:
+        raise ValueError(f"copy(): {n} elements from offset {src_offset} of {src.size} to offset {dest_offset} of "
+                         f"{dest.size} are out of bounds")
 
 
 def from_numpy(

@@ -7,14 +7,18 @@ then runs the commands in order through the runtime library in a single ctypes c
 launch parallel as usual.
 
 As on the GPU, arguments are frozen at capture time: replays read and write the same arrays, with the same scalar
-values. Differences from CUDA graphs: only kernel launches are recorded -- array operations such as ``zero_()``,
-``fill_()`` or ``wp.copy`` run immediately while capturing and are not replayed (do them in kernels to include them).
+values. The array operations ``wp.copy``, ``array.zero_()`` and ``array.fill_()`` (also those made by
+``Tape.zero()``/``Tape.backward()``) on host memory are recorded too, as the memcpy/memset nodes of a CUDA graph:
+they do not run while capturing, and each replay runs them in order between the launches (a replay is then one
+native call per run of consecutive launches). Arrays created inside a capture are initialised at once (``wp.zeros``
+and friends are not recorded).
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .device import get_device
@@ -37,6 +41,19 @@ def capturing() -> bool:
     return STATE.count > 0 and getattr(STATE.local, "graph", None) is not None
 
 
+def record_op(fn: Callable[[], None], *arrays: Any) -> bool:
+    """Record ``fn`` (an array operation) in the calling thread's CPU capture; whether it was recorded.
+
+    Recorded only while the thread captures on the CPU and every array in ``arrays`` is host memory; otherwise the
+    caller runs the operation now.
+    """
+    g = getattr(STATE.local, "graph", None) if STATE.count else None
+    if g is None or not all(a.device.allocator.host_accessible for a in arrays):
+        return False
+    g._add_op(fn)
+    return True
+
+
 def record(launch: Any) -> None:
     """Add a launch (a ``Launch``) to the calling thread's capture."""
     g = STATE.local.graph
@@ -44,20 +61,26 @@ def record(launch: Any) -> None:
 
 
 class Graph:
-    """A captured sequence of CPU kernel launches (see :func:`capture_launch`)."""
+    """A captured sequence of CPU kernel launches and array operations (see :func:`capture_launch`)."""
 
     def __init__(self, device: Any = None) -> None:
         self.device = device
         self.launches: list[Any] = []
+        #: recorded array operations: (number of launches recorded before it, operation)
+        self.ops: list[tuple[int, Callable[[], None]]] = []
         self._cmds: Any = None
         self._addr = 0
         self._run: Any = None
+        self._cmd_size = 0
 
     def __len__(self) -> int:
-        return len(self.launches)
+        return len(self.launches) + len(self.ops)
 
     def _add(self, launch: Any) -> None:
         self.launches.append(launch.frozen_copy())
+
+    def _add_op(self, fn: Callable[[], None]) -> None:
+        self.ops.append((len(self.launches), fn))
 
     def _finish(self) -> None:
         from .threadpool import Cmd, get_cpu_runtime
@@ -67,15 +90,22 @@ class Graph:
         for i, ln in enumerate(self.launches):
             ctypes.memmove(ctypes.addressof(cmds) + i * ctypes.sizeof(Cmd), ln.cmd_address, ctypes.sizeof(Cmd))
         self._cmds = cmds
+        self._cmd_size = ctypes.sizeof(Cmd)
         self._addr = ctypes.addressof(cmds)
         self._run = get_cpu_runtime().run
 
     def launch(self) -> None:
-        """Run every captured launch, in order."""
+        """Run every captured launch and array operation, in order."""
         if self._run is None:
             self._finish()
-        if self.launches:
-            self._run(self._addr, len(self.launches))
+        start = 0
+        for pos, fn in self.ops:
+            if pos > start:
+                self._run(self._addr + start * self._cmd_size, pos - start)
+                start = pos
+            fn()
+        if len(self.launches) > start:
+            self._run(self._addr + start * self._cmd_size, len(self.launches) - start)
 
 
 def _check_device(device: Any) -> Any:
