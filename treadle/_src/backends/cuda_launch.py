@@ -24,6 +24,7 @@ from ... import config
 from ..autodiff.state import active_tape
 from ..errors import LaunchError
 from ..lang.launch import _bounds, launch_bounds, make_packer, value_type
+from ..lang.launch_params import ParamSetters
 
 
 class CudaPlan:
@@ -147,7 +148,7 @@ def _stream_of(stream: Any, device: Any) -> Any:
     return stream
 
 
-class CudaLaunch:
+class CudaLaunch(ParamSetters):
     """A recorded CUDA launch (``launch(..., record_cmd=True)`` on a CUDA device), replayed with :meth:`launch`."""
 
     def __init__(self, plan: CudaPlan, bounds: Any, args: Sequence[Any], packed: Any, stream: Any = None,
@@ -167,21 +168,6 @@ class CudaLaunch:
     def set_dim(self, dim: Any) -> None:
         """Change the launch grid."""
         self.bounds = launch_bounds(dim)
-
-    def set_param_at_index(self, index: int, value: Any) -> None:
-        """Replace one argument by position."""
-        name = self.kernel.param_names[index]
-        setattr(self.args, name, self.plan.packers[index](value, self.device))
-        self._keep[index] = value
-
-    def set_param_by_name(self, name: str, value: Any) -> None:
-        """Replace one argument by name."""
-        self.set_param_at_index(self.kernel.param_names.index(name), value)
-
-    def set_params(self, values: Sequence[Any]) -> None:
-        """Replace all arguments."""
-        for i, v in enumerate(values):
-            self.set_param_at_index(i, v)
 
     def launch(self, stream: Any = None) -> None:
         """Launch again (on ``stream``, else the recorded stream, else the device's current stream)."""

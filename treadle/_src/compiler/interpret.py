@@ -34,6 +34,7 @@ import numpy as np
 from ... import config
 from ..errors import SourceLoc
 from ..lang import scalars
+from ..lang.launch_params import ParamSetters
 from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, scalar_of
 from . import ir
 from .interpret_builtins import HANDLERS, call_with_refs, host_call, unsupported
@@ -506,7 +507,7 @@ def _argument_values(inst: Any, args: Sequence[Any], device: Any) -> list[Any]:
     return values
 
 
-class InterpretedLaunch:
+class InterpretedLaunch(ParamSetters):
     """What ``wp.launch(..., record_cmd=True)`` returns in interpret mode: replays the launch in the interpreter."""
 
     def __init__(self, inst: Any, shape: tuple[int, ...], args: list[Any], device: Any) -> None:
@@ -523,15 +524,6 @@ class InterpretedLaunch:
     def set_param_at_index(self, index: int, value: Any) -> None:
         """Replace one argument by position."""
         self.args[index] = value
-
-    def set_param_by_name(self, name: str, value: Any) -> None:
-        """Replace one argument by name."""
-        self.set_param_at_index(self.kernel.param_names.index(name), value)
-
-    def set_params(self, values: Sequence[Any]) -> None:
-        """Replace all arguments."""
-        for i, v in enumerate(values):
-            self.set_param_at_index(i, v)
 
     def launch(self, stream: Any = None) -> None:
         """Run the recorded launch again (interpreted)."""

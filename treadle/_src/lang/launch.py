@@ -37,6 +37,7 @@ from . import scalars
 from .abi import MAX_DIMS, ArrayDesc, LaunchBounds
 from .array import array
 from .kernel import Kernel, KernelInstance
+from .launch_params import ParamSetters
 from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region); see ``threadpool``.
@@ -390,7 +391,7 @@ def _runtime() -> Any:
     return _rt
 
 
-class Launch:
+class Launch(ParamSetters):
     """A recorded launch (``launch(..., record_cmd=True)``) that can be replayed cheaply."""
 
     def __init__(self, plan: LaunchPlan, bounds: LaunchBounds, args: Sequence[Any], device: Any,
@@ -419,21 +420,6 @@ class Launch:
         """Change the launch grid."""
         self.bounds = launch_bounds(dim)
         self._frame.set_bounds(self.bounds)
-
-    def set_param_at_index(self, index: int, value: Any) -> None:
-        """Replace one argument by position."""
-        name = self.kernel.param_names[index]
-        setattr(self.args, name, self.plan.packers[index](value, self.device))
-        self._keep[index] = value
-
-    def set_param_by_name(self, name: str, value: Any) -> None:
-        """Replace one argument by name."""
-        self.set_param_at_index(self.kernel.param_names.index(name), value)
-
-    def set_params(self, values: Sequence[Any]) -> None:
-        """Replace all arguments."""
-        for i, v in enumerate(values):
-            self.set_param_at_index(i, v)
 
     def launch(self, stream: Any = None) -> None:
         """Run the recorded launch again (recorded into the active graph capture, if any)."""
