@@ -43,3 +43,20 @@ def test_half_vector_gradient(device):
     xd = x.astype(np.float64)[0]
     np.testing.assert_allclose(out.numpy()[0], 2.0 * np.linalg.norm(xd), rtol=5e-3)
     np.testing.assert_allclose(v.grad.numpy()[0], 2.0 * xd / np.linalg.norm(xd), rtol=1e-2)
+
+
+HALF_VEC = wp.constant(wp.types.vector(2, wp.float16)(1.0, 2.5))
+HALF_MAT = wp.constant(wp.mat22h(1.0, 2.0, 3.0, 4.0))
+
+
+@wp.kernel
+def half_constants(out: wp.array(dtype=float)):
+    out[0] = float(HALF_VEC[1])
+    out[1] = float(HALF_MAT[1, 0])
+
+
+def test_half_composite_constants(device):
+    # Regression: float16 composites were emitted from their raw storage bits (1.0 became 15360).
+    out = wp.zeros(2, dtype=float, device=device)
+    wp.launch(half_constants, dim=1, inputs=[out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [2.5, 3.0])

@@ -113,7 +113,8 @@ def cpp_const(c: ir.Const) -> str:
 def _flatten(v: Any) -> list[Any]:
     import numpy as np
 
-    return list(np.asarray(v).reshape(-1).tolist())
+    to_numpy = getattr(v, "_to_numpy", None)  # composites: decoded values (float16 storage holds raw bits)
+    return list(np.asarray(to_numpy() if to_numpy is not None else v).reshape(-1).tolist())
 
 
 def _scalar_literal(v: Any, t: Any) -> str:
