@@ -201,3 +201,17 @@ def test_grad_of_function_taking_a_function(device):
     out = wp.zeros(2, dtype=float, device=device)
     wp.launch(grad_through_function_argument, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy(), [12.0, np.cos(0.5)], rtol=1e-6)
+
+
+@wp.kernel(enable_backward=False)
+def grad_alias(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    g = wp.grad(fa_cube)  # a compile-time alias of the gradient function
+    out[i] = g(x[i])
+
+
+def test_grad_function_alias(device):
+    x = np.array([0.5, -2.0], dtype=np.float32)
+    out = wp.zeros(2, dtype=float, device=device)
+    wp.launch(grad_alias, dim=2, inputs=[wp.array(x, device=device), out], device=device)
+    np.testing.assert_allclose(out.numpy(), 3 * x.astype(np.float64) ** 2, rtol=1e-6)

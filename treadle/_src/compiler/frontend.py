@@ -311,8 +311,9 @@ class Lowerer(CallMixin):
             self.static_locals.pop(name, None)
         if isinstance(value, TupleVal):
             value = self.as_operand(value, node)
-        if isinstance(value, PyObj) and name not in self.locals and (is_callable_object(value.obj)
-                                                                    or isinstance(value.obj, type)):
+        if isinstance(value, PyObj) and name not in self.locals and (
+                is_callable_object(value.obj) or isinstance(value.obj, type)
+                or getattr(value.obj, "_treadle_grad_of_", None) is not None):
             self.const_bindings[name] = value  # `f = some_func` / `T = a.dtype`: a compile-time alias
             return
         if isinstance(value, PyObj) and (getattr(value.obj, "__array_interface__", None) is not None
