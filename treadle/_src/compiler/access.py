@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir
+from .dataflow import Marks
 
 #: Builtins that look at an array's shape or pointer only, not at its contents.
 _METADATA_ONLY = frozenset({"_array_dim", "len", "_array_valid"})
@@ -91,24 +92,10 @@ def value_reads(f: ir.FuncIR) -> set[int]:
     array stores or atomic adds does not need its value to be differentiated: ``x[i] = x[i] + 1.0`` differentiates
     the same with any ``x``. Every other use (a product, a condition, an index, a function call, ...) needs it.
     """
-    needed: set[int] = set()
-    needed_locals: set[int] = set()
+    marks = Marks()
+    needed, needed_locals = marks.values, marks.locals
+    need, need_all = marks.add, marks.add_all
     stmts = list(ir.walk(f.body))
-
-    def need(op: Any) -> bool:
-        if isinstance(op, ir.Value) and op.id not in needed:
-            needed.add(op.id)
-            return True
-        if isinstance(op, ir.LocalRef) and op.local.id not in needed_locals:
-            needed_locals.add(op.local.id)
-            return True
-        return False
-
-    def need_all(ops: Any) -> bool:
-        changed = False
-        for op in ops or []:
-            changed = need(op) or changed
-        return changed
 
     changed = True
     while changed:
@@ -148,16 +135,13 @@ def value_reads(f: ir.FuncIR) -> set[int]:
                 changed = need(s.cond) or changed
             elif isinstance(s, ir.ForRange):
                 changed = need_all([s.start, s.stop, s.step]) or changed
-                if s.var.id not in needed_locals:
-                    needed_locals.add(s.var.id)
-                    changed = True
+                changed = marks.add_local(s.var.id) or changed
             elif isinstance(s, ir.StoreLocal):
                 if s.local.id in needed_locals:
                     changed = need(s.value) or changed
             elif isinstance(s, ir.LoadLocal):
-                if s.result.id in needed and s.local.id not in needed_locals:
-                    needed_locals.add(s.local.id)
-                    changed = True
+                if s.result.id in needed:
+                    changed = marks.add_local(s.local.id) or changed
             elif isinstance(s, ir.Return) and s.value is not None:
                 changed = need(s.value) or changed
     if not f.is_kernel:

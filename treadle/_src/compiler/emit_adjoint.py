@@ -22,6 +22,7 @@ from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
 from .access import _METADATA_ONLY
+from .dataflow import Marks
 from .emit_cpp import Emitter, cpp_field, cpp_type
 
 
@@ -70,28 +71,18 @@ def adjoint_live(f: ir.FuncIR) -> set[int]:
     call, or the function's return value. The reverse sweep skips the adjoints of all other values: a value that is unused, or only compared, then never
     adds ``0 * inf`` or ``0 * NaN`` (from its own partial derivatives) to the gradients of its inputs.
     """
-    vals: set[int] = set()
-    locs: set[int] = set()
+    marks = Marks()
+    vals, locs, mark = marks.values, marks.locals, marks.add
     retval = getattr(f, "retval", None)
     if retval is not None:
         locs.add(retval.id)
     stmts = list(ir.walk(f.body))
 
-    def mark(op: Any) -> bool:
-        if isinstance(op, ir.Value) and op.id not in vals:
-            vals.add(op.id)
-            return True
-        if isinstance(op, ir.LocalRef) and op.local.id not in locs:
-            locs.add(op.local.id)
-            return True
-        return False
-
     def mark_all(s: Any) -> bool:
         changed = False
         for name in ("args", "src", "value", "index"):
             v = getattr(s, name, None)
-            for op in (v if isinstance(v, list) else [v]):
-                changed = mark(op) or changed
+            changed = marks.add_all(v if isinstance(v, list) else [v]) or changed
         return changed
 
     changed = True
@@ -106,9 +97,8 @@ def adjoint_live(f: ir.FuncIR) -> set[int]:
                 if s.local.id in locs:
                     changed = mark(s.value) or changed
             elif isinstance(s, ir.LoadLocal):
-                if s.result.id in vals and s.local.id not in locs:
-                    locs.add(s.local.id)
-                    changed = True
+                if s.result.id in vals:
+                    changed = marks.add_local(s.local.id) or changed
             elif isinstance(s, ir.Call):
                 refs = any(isinstance(a, ir.LocalRef) and a.local.id in locs for a in s.args)
                 if s.result is None or s.result.id in vals or refs:
