@@ -215,3 +215,9 @@ def test_grad_function_alias(device):
     out = wp.zeros(2, dtype=float, device=device)
     wp.launch(grad_alias, dim=2, inputs=[wp.array(x, device=device), out], device=device)
     np.testing.assert_allclose(out.numpy(), 3 * x.astype(np.float64) ** 2, rtol=1e-6)
+
+
+def test_func_signature_introspection():
+    import inspect
+
+    assert list(inspect.signature(fa_apply_default).parameters) == ["g", "x"]

@@ -219,6 +219,7 @@ class Function:
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
         self.__module__ = module
+        self.__wrapped__ = fn  # inspect.signature() shows the user's parameters
         self.overloads: list[FuncDef] = []
         self._pending: list[Callable[..., Any]] = [fn]
         self.custom_grad: Any = None
