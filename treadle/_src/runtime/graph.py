@@ -41,6 +41,12 @@ def capturing() -> bool:
     return STATE.count > 0 and getattr(STATE.local, "graph", None) is not None
 
 
+def capturing_saveable() -> bool:
+    """Whether the calling thread is capturing a saveable (``apic=True``) CPU graph."""
+    g = getattr(STATE.local, "graph", None) if STATE.count else None
+    return g is not None and g.apic
+
+
 def record_op(fn: Callable[[], None], *arrays: Any) -> bool:
     """Record ``fn`` (an array operation) in the calling thread's CPU capture; whether it was recorded.
 
@@ -63,8 +69,10 @@ def record(launch: Any) -> None:
 class Graph:
     """A captured sequence of CPU kernel launches and array operations (see :func:`capture_launch`)."""
 
-    def __init__(self, device: Any = None) -> None:
+    def __init__(self, device: Any = None, apic: bool = False) -> None:
         self.device = device
+        #: a saveable capture (``apic=True``): structures that cannot be serialised refuse to be recorded
+        self.apic = apic
         self.launches: list[Any] = []
         #: recorded array operations: (number of launches recorded before it, operation)
         self.ops: list[tuple[int, Callable[[], None]]] = []
@@ -129,7 +137,7 @@ def capture_begin(device: Any = None, stream: Any = None, force_module_load: Any
         return
     if getattr(STATE.local, "graph", None) is not None:
         raise RuntimeError("a graph capture is already active on this thread; call wp.capture_end() first")
-    STATE.local.graph = Graph(dev)
+    STATE.local.graph = Graph(dev, apic=bool(apic))
     with STATE.lock:
         STATE.count += 1
 
@@ -168,11 +176,12 @@ class ScopedCapture:
                  apic: bool = False, capture_mode: Any = None) -> None:
         self.device = device
         self.stream = stream
+        self.apic = apic
         self.graph: Graph | None = None
         self.active = False
 
     def __enter__(self) -> ScopedCapture:
-        capture_begin(self.device, self.stream)
+        capture_begin(self.device, self.stream, apic=self.apic)
         self.active = True
         return self
 
