@@ -65,3 +65,51 @@ def test_requires_grad() -> None:
     assert a.requires_grad and a.grad is not None
     b = wp.zeros(3, requires_grad=True, device="cpu")
     assert not wp.to_paddle(b).stop_gradient
+
+
+def test_attached_gradient_is_the_one_paddle_accumulates_into() -> None:
+    t = paddle.zeros([4], dtype="float32").cpu()
+    t.stop_gradient = False
+    a = wp.from_paddle(t)
+    a.grad.fill_(3.0)  # written through the mapped gradient ...
+    (t * 2.0).sum().backward()  # ... and Paddle adds its own gradient to the same buffer
+    np.testing.assert_array_equal(t.grad.numpy(), np.full(4, 5.0, dtype=np.float32))
+
+
+@wp.kernel
+def _loss(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(out, 0, x[i] * x[i])
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64", "bool"])
+def test_every_dtype_family_round_trips_without_copies(name: str) -> None:
+    host = (np.arange(12) % 2).astype(name) if name == "bool" else np.arange(12).astype(name)
+    t = paddle.to_tensor(host).cpu()
+    a = wp.from_paddle(t)
+    assert a.dtype is wp.dtype_from_paddle(getattr(paddle, name)) and a.shape == (12,)
+    assert a.ptr == t.data_ptr()  # same memory
+    np.testing.assert_array_equal(a.numpy(), host)
+    back = wp.to_paddle(a)
+    assert back.data_ptr() == a.ptr
+    np.testing.assert_array_equal(back.numpy(), host)
+
+
+def test_matrix_elements_consume_trailing_dimensions() -> None:
+    host = np.arange(2 * 3 * 3, dtype=np.float32).reshape(2, 3, 3)
+    m = wp.from_paddle(paddle.to_tensor(host).cpu(), dtype=wp.mat33)
+    assert m.shape == (2,) and m.dtype is wp.mat33
+    np.testing.assert_array_equal(m.numpy(), host)
+    assert tuple(wp.to_paddle(m).shape) == (2, 3, 3)
+
+
+def test_tape_gradient_lands_in_the_paddle_tensor() -> None:
+    t = paddle.to_tensor(np.array([1.0, -2.0, 3.0], dtype=np.float32)).cpu()
+    t.stop_gradient = False
+    x = wp.from_paddle(t)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(_loss, dim=3, inputs=[x], outputs=[out])
+    tape.backward(out)
+    np.testing.assert_allclose(t.grad.numpy(), [2.0, -4.0, 6.0])  # d(sum x^2)/dx, seen by Paddle without a copy
+    assert float(out.numpy()[0]) == pytest.approx(14.0)

@@ -130,13 +130,24 @@ def stream_from_paddle(stream_or_device: Any = None) -> Any:
     return external_stream(dev, int(s.cuda_stream))
 
 
-def _set_paddle_grad(t: Any, g: Any) -> bool:
-    """Attach gradient tensor ``g`` to ``t`` if this Paddle version lets us (``True`` on success)."""
+def _set_paddle_grad(t: Any, g: Any) -> Any:
+    """Attach gradient tensor ``g`` to ``t``; returns the tensor Paddle now holds as ``t.grad`` (``None``: refused).
+
+    Paddle 2.x offers ``_set_grad_ivar`` (in 3.x for parameters only); 3.x accepts ``t.grad = g`` and keeps its own
+    buffer, which stays the same between reads and is where backward passes accumulate.
+    """
     setter = getattr(t, "_set_grad_ivar", None)
-    if setter is None:
-        return False
-    setter(g)
-    return True
+    if setter is not None:
+        try:
+            setter(g)
+            return g
+        except TypeError:
+            pass
+    try:
+        t.grad = g
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return t.grad
 
 
 def from_paddle(
@@ -170,9 +181,7 @@ def from_paddle(
     elif requires_grad:
         g = t.grad
         if g is None:
-            g = paddle.zeros_like(t)
-            if not _set_paddle_grad(t, g):
-                g = None
+            g = _set_paddle_grad(t, paddle.zeros_like(t))
         if g is not None:
             result.grad = from_paddle(g, dtype=dtype, requires_grad=False)
         else:
