@@ -261,3 +261,26 @@ def test_indexedarray_truth_value(device):
     wp.launch(ia_truth, dim=1, inputs=[wp.indexedarray(data, [wp.array([1], dtype=int, device=device)]), out],
               device=device)
     assert out.numpy()[0] == 1
+
+
+def test_clone_and_copy_with_gradients(device):
+    values = np.arange(6, dtype=np.float32)
+    data = wp.array(values, device=device, requires_grad=True)
+    ia = wp.indexedarray(data, [wp.array([5, 1, 3], dtype=int, device=device)])
+    tape = wp.Tape()
+    with tape:
+        c = wp.clone(ia, requires_grad=True)
+    assert type(c) is wp.array
+    np.testing.assert_array_equal(c.numpy(), values[[5, 1, 3]])
+    c.grad = wp.array([1.0, 2.0, 3.0], dtype=float, device=device)
+    tape.backward()
+    np.testing.assert_array_equal(data.grad.numpy(), [0.0, 2.0, 0.0, 3.0, 0.0, 1.0])
+
+    dest = wp.indexedarray(wp.zeros(6, dtype=float, device=device), [wp.array([0, 2, 4], dtype=int, device=device)])
+    wp.copy(dest, c)
+    np.testing.assert_array_equal(dest.data.numpy(), [5.0, 0.0, 1.0, 0.0, 3.0, 0.0])
+    plain = wp.zeros(3, dtype=float, device=device)
+    wp.copy(plain, ia)
+    np.testing.assert_array_equal(plain.numpy(), values[[5, 1, 3]])
+    with pytest.raises(ValueError):
+        wp.copy(wp.zeros(4, dtype=float, device=device), ia)

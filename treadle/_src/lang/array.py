@@ -1102,6 +1102,15 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
             f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source dtype="
             f"{type_name(src.dtype)}; convert first (wp.array(src.numpy(), dtype=...)) or reinterpret with src.view()"
         )
+    if getattr(dest, "_indexed_", False) or getattr(src, "_indexed_", False):
+        # Indexed arrays: gathered/scattered through their index tables (host round trip).
+        if count or dest_offset or src_offset:
+            raise ValueError("copy(): offsets and counts are not supported with indexed arrays")
+        if dest.shape != src.shape:
+            raise ValueError(f"copy(): shape mismatch: destination {dest.shape}, source {src.shape}")
+        if dest.size:
+            dest.assign(src.numpy())
+        return
     itemsize = elem_size(dest.dtype)
     if count == 0 and dest_offset == 0 and src_offset == 0 and dest.shape == src.shape:
         if dest.size == 0:

@@ -221,11 +221,38 @@ def clone(
 ) -> array:
     """A contiguous copy of ``src`` (its gradient is copied too when both have one)."""
     out = empty_like(src, device, requires_grad, pinned, retain_grad)
+    if _copy_indexed(out, src):
+        return out
     copy_array(out, src if src.device.allocator.host_accessible else src.contiguous())
     if out.grad is not None and src.grad is not None:
         copy_array(out.grad, src.grad)
     _record_copy(out, src)
     return out
+
+
+def _copy_indexed(dest: array, src: array) -> bool:
+    """Copy whole arrays from or to indexed arrays as a kernel (``wp.map`` of unary plus).
+
+    A recording tape then differentiates the copy through the index tables like any launch. Returns False when
+    neither array is indexed.
+    """
+    if not (getattr(dest, "_indexed_", False) or getattr(src, "_indexed_", False)):
+        return False
+    from ..builtins import REGISTRY
+    from ..builtins.registry import NoMatch
+    from .map import map as map_
+
+    if dest.shape != src.shape or dest.device != src.device:
+        copy_array(dest, src)  # raises the usual shape error, or copies through the host
+        return True
+    try:
+        REGISTRY.builtins["pos"].resolve([src.dtype])
+    except NoMatch:  # structs and other non-numeric elements: a plain (non-differentiable) copy
+        copy_array(dest, src)
+        return True
+    if src.size:
+        map_(REGISTRY.builtins["pos"], src, out=dest)  # type: ignore[arg-type]
+    return True
 
 
 def _record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
@@ -251,6 +278,8 @@ def copy(
         TypeError: the dtypes differ.
         ValueError: the ranges are out of bounds, or strided arrays would need a flat copy.
     """
+    if not (count or dest_offset or src_offset) and _copy_indexed(dest, src):
+        return
     if (count or dest_offset or src_offset) and dest.ndim == 1 and src.ndim == 1 and not (
             dest.is_contiguous and src.is_contiguous):  # 1-d strided views: offsets count logical elements
         n = count if count else src.size - src_offset
