@@ -3,13 +3,19 @@
 One C handler (``treadle/native/ffi/treadle_ffi.c``) serves every ``jax_kernel`` and ``jax_callable``. It is
 compiled on first use with the system C++ compiler against the XLA FFI C API header shipped in jaxlib, cached in the
 Treadle kernel cache directory (``ffi/treadle_ffi_<hash>.so``, keyed by the source, the header and the compiler),
-and registered with JAX as the CPU target ``"treadle_ffi"``.
+and registered with JAX as the target ``"treadle_ffi"`` for the ``cpu`` platform (``treadle_ffi_handler``) and the
+``CUDA`` platform (``treadle_ffi_cuda_handler``).
 
 A :class:`Plan` is the C ``treadle_ffi_plan``: everything about one launch that is fixed at trace time (entry
 point, ``Args`` byte template with static scalars and array shapes filled in, which XLA buffer feeds each array's
 data / grad pointer, launch bounds, thread count). Its address travels to the handler as the ``plan`` attribute of
 the FFI call, together with a per-process ``token`` (so an executable restored in another process fails cleanly).
 Plans are kept alive for the whole process: compiled executables may outlive the Python objects that traced them.
+
+CUDA plans (kind 2) carry no CPU entry point: the CUDA handler takes XLA's stream and device ordinal from the call's
+execution context, fills the same ``Args`` bytes with device pointers and calls :data:`CUDA_FN` (one process-wide
+ctypes trampoline) with the plan's :class:`CudaTarget` id; the target launches through Treadle's CUDA launch path
+(``backends/cuda_launch.py``: the kernel's module loaded for ``cuda:<ordinal>``, ``cuLaunchKernel`` on XLA's stream).
 """
 
 from __future__ import annotations
@@ -35,6 +41,15 @@ _entry_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_in
 #: ``int32 callback(int64 ctx, int64 nbufs, void** data, char* err, int64 errlen)``
 CALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
                                ctypes.c_void_p, ctypes.c_int64)
+#: ``int32 cuda(int64 ctx, int64 stream, int64 ordinal, int64 phase, void* data, int64* sizes, int64 nbufs,
+#: char* err, int64 errlen)``: phase 0 zeroes ``sizes[i]`` bytes at ``((void**)data)[i]``; phase 1 launches with
+#: ``data`` = the filled ``Args`` struct.
+CUDA_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                           ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.c_void_p,
+                           ctypes.c_int64)
+
+#: Plan kinds (``treadle_ffi_plan.kind``).
+KIND_CPU, KIND_CALLBACK, KIND_CUDA = 0, 1, 2
 
 
 class _Slot(ctypes.Structure):
@@ -63,6 +78,8 @@ class _Plan(ctypes.Structure):
         ("entry", ctypes.c_void_p),
         ("callback", ctypes.c_void_p),
         ("callback_ctx", ctypes.c_int64),
+        ("cuda_launch", ctypes.c_void_p),
+        ("cuda_ctx", ctypes.c_int64),
     ]
 
 
@@ -82,7 +99,8 @@ class Plan:
 
     def __init__(self, kind: int, buffers: list[BufferSpec], nargs: int, *, entry: Any = None,
                  template: bytes = b"", slots: Sequence[tuple[int, int, int]] = (), bounds: Any = None,
-                 nthreads: int = 1, callback: Any = None, callback_ctx: int = 0) -> None:
+                 nthreads: int = 1, callback: Any = None, callback_ctx: int = 0,
+                 cuda_target: CudaTarget | None = None) -> None:
         nbufs = len(buffers)
         if nbufs > 256:
             raise TreadleError(f"an FFI call has at most 256 array arguments and results, got {nbufs}")
@@ -116,12 +134,97 @@ class Plan:
         p.entry = ctypes.cast(entry, ctypes.c_void_p).value if entry is not None else None
         p.callback = ctypes.cast(callback, ctypes.c_void_p).value if callback is not None else None
         p.callback_ctx = int(callback_ctx)
+        self.cuda_target = cuda_target
+        if cuda_target is not None:
+            p.cuda_launch = ctypes.cast(_cuda_trampoline, ctypes.c_void_p).value
+            p.cuda_ctx = cuda_target.ident
         self._plan = p
         self.address = ctypes.addressof(p)
         _live_plans.append(self)
 
 
 _live_plans: list[Plan] = []
+
+
+# ------------------------------------------------------------------ CUDA: launches on XLA's stream
+
+
+class XlaStream:
+    """XLA's ``CUstream`` in the shape the CUDA launch path expects of a stream (``cuda_stream``)."""
+
+    __slots__ = ("cuda_stream",)
+    #: The handler is not command-buffer compatible (its traits are 0), so XLA never captures the call.
+    is_capturing = False
+
+    def __init__(self, handle: int) -> None:
+        self.cuda_stream = int(handle)
+
+
+class CudaTarget:
+    """One kernel pass (forward or adjoint) launched by the CUDA handler: instance, bounds, block size."""
+
+    _next = 1
+
+    def __init__(self, inst: Any, bounds: Any, adjoint: bool = False, block_dim: int | None = None) -> None:
+        self.inst = inst
+        self.bounds = bounds
+        self.adjoint = bool(adjoint)
+        self.block_dim = int(block_dim) if block_dim else None
+        with _lock:
+            self.ident = CudaTarget._next
+            CudaTarget._next += 1
+            _cuda_targets[self.ident] = self
+
+    @staticmethod
+    def device(ordinal: int) -> Any:
+        """The Treadle device of XLA's device ordinal (``cuda:N``; the current CUDA device when XLA gave none)."""
+        from ..runtime.device import get_device
+
+        return get_device(f"cuda:{ordinal}" if ordinal >= 0 else "cuda")
+
+    def preload(self, ordinal: int = -1) -> None:
+        """Load the kernel's module on the device now (at trace time) rather than inside the XLA call."""
+        from ..backends.cuda_launch import plan_for
+
+        plan_for(self.inst, self.device(ordinal), adjoint=self.adjoint)
+
+    def zero(self, ordinal: int, stream: int, ptrs: Sequence[int], sizes: Sequence[int]) -> None:
+        from ..runtime.cuda_driver import call
+
+        dev = self.device(ordinal)
+        with dev.guard():
+            for p, n in zip(ptrs, sizes):
+                if n > 0 and p:
+                    call("cuMemsetD8Async", int(p), 0, int(n), int(stream))
+
+    def launch(self, ordinal: int, stream: int, args_addr: int) -> None:
+        from ..backends.cuda_launch import plan_for
+
+        plan = plan_for(self.inst, self.device(ordinal), adjoint=self.adjoint)
+        packed = self.inst.args_type.from_address(args_addr)
+        plan.run(self.bounds, packed, XlaStream(stream), self.block_dim)
+
+
+_cuda_targets: dict[int, CudaTarget] = {}
+
+
+def _cuda_entry(ctx: int, stream: int, ordinal: int, phase: int, data: int, sizes: Any, nbufs: int, err: int,
+                errlen: int) -> int:
+    try:
+        target = _cuda_targets[int(ctx)]
+        if phase == 0:
+            ptrs = (ctypes.c_void_p * nbufs).from_address(data)
+            target.zero(ordinal, stream, [p or 0 for p in ptrs], [sizes[i] for i in range(nbufs)])
+        else:
+            target.launch(ordinal, stream, data)
+        return 0
+    except BaseException as e:  # noqa: BLE001 - reported to XLA as the call's error
+        msg = f"{type(e).__name__}: {e}".encode()[: max(int(errlen) - 1, 0)]
+        ctypes.memmove(err, msg + b"\0", len(msg) + 1)
+        return 1
+
+
+_cuda_trampoline = CUDA_FN(_cuda_entry)
 
 
 class _Dispatcher:
@@ -140,7 +243,20 @@ class _Dispatcher:
         import jax
 
         self.handler = lib.treadle_ffi_handler
+        self.cuda_handler = lib.treadle_ffi_cuda_handler
         jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(self.handler), platform="cpu")
+        # Registering for CUDA works on CPU-only jaxlib builds too (the target is only looked up when a CUDA
+        # computation is compiled); a jaxlib that refuses it simply cannot run CUDA plans.
+        try:
+            jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(self.cuda_handler), platform="CUDA")
+            self.cuda_registered = True
+        except Exception:  # noqa: BLE001
+            self.cuda_registered = False
+        lib.treadle_ffi_selftest.restype = ctypes.c_int32
+        lib.treadle_ffi_selftest.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                             ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p,
+                                             ctypes.c_int64]
 
 
 _dispatcher: _Dispatcher | None = None
@@ -207,6 +323,60 @@ def get_dispatcher() -> _Dispatcher:
             lib = ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_LOCAL", 0))
             _dispatcher = _Dispatcher(lib, path)
         return _dispatcher
+
+
+def jax_platform(arrays: Sequence[Any]) -> tuple[str, int]:
+    """``("cuda", ordinal)`` or ``("cpu", 0)``: where a call on ``arrays`` runs.
+
+    Concrete inputs name their device; traced ones (inside ``jit``) run on JAX's default device, which is what
+    ``jit`` compiles for unless told otherwise.
+    """
+    import jax
+
+    for a in arrays:
+        devs = getattr(a, "devices", None)
+        if devs is None or isinstance(a, jax.core.Tracer):
+            continue
+        try:
+            found = list(devs())
+        except Exception:  # noqa: BLE001 - e.g. a deleted array
+            continue
+        if found:
+            return _platform_of(found[0])
+    return _platform_of(getattr(jax.config, "jax_default_device", None) or jax.devices()[0])
+
+
+def _platform_of(dev: Any) -> tuple[str, int]:
+    if isinstance(dev, str):  # jax_default_device given as a platform name
+        import jax
+
+        dev = jax.devices(dev)[0]
+    plat = str(getattr(dev, "platform", "cpu")).lower()
+    if plat in ("gpu", "cuda"):
+        hw = getattr(dev, "local_hardware_id", None)
+        return "cuda", int(hw if hw is not None else getattr(dev, "id", 0))
+    return "cpu", 0
+
+
+def selftest_call(plan: Plan, buffers: Sequence[tuple[int, Sequence[int]]], nargs: int, *, cuda: bool,
+                  stream: int = 0, ordinal: int = 0, with_ordinal: bool = True) -> tuple[int, str]:
+    """Run the dispatcher's handler on a call frame built in C (tests): ``buffers`` are ``(data pointer, dims)``.
+
+    The stand-in XLA API returns ``stream`` and ``ordinal`` (or has no ordinal query when ``with_ordinal`` is false).
+    Returns ``(error code, message)``; ``(0, "")`` on success.
+    """
+    d = get_dispatcher()
+    n = len(buffers)
+    data = (ctypes.c_void_p * max(n, 1))(*[p for p, _ in buffers])
+    ranks = (ctypes.c_int64 * max(n, 1))(*[len(dims) for _, dims in buffers])
+    dims = (ctypes.c_int64 * (8 * max(n, 1)))()
+    for i, (_, ds) in enumerate(buffers):
+        for k, v in enumerate(ds):
+            dims[8 * i + k] = int(v)
+    err = ctypes.create_string_buffer(2048)
+    code = d.lib.treadle_ffi_selftest(int(cuda), plan.address, d.token, nargs, n - nargs, data, ranks, dims,
+                                      int(stream), int(ordinal), int(with_ordinal), err, len(err))
+    return int(code), err.value.decode(errors="replace")
 
 
 # ------------------------------------------------------------------ shard_map: varying manual axes
@@ -290,5 +460,6 @@ def ffi_call(plan: Plan, args: list[Any], results: list[Any], *, aliases: dict[i
     return list(out)
 
 
-__all__ = ["CALLBACK_FN", "TARGET", "BufferSpec", "Plan", "ffi_call", "get_dispatcher", "match_varying",
+__all__ = ["CALLBACK_FN", "CUDA_FN", "KIND_CALLBACK", "KIND_CPU", "KIND_CUDA", "TARGET", "CudaTarget", "XlaStream",
+           "jax_platform", "selftest_call", "BufferSpec", "Plan", "ffi_call", "get_dispatcher", "match_varying",
            "varying_axes"]

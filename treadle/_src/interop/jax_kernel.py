@@ -261,7 +261,8 @@ class _Launch:
     """Everything fixed for one traced call: kernel instance, shapes, launch dims, statics (forward + backward)."""
 
     def __init__(self, sig: Signature, inst: Any, in_shapes: list[tuple[int, ...]], out_shapes: list[tuple[int, ...]],
-                 statics: dict[int, Any], launch: tuple[int, ...]) -> None:
+                 statics: dict[int, Any], launch: tuple[int, ...], platform: str = "cpu",
+                 block_dim: int | None = None) -> None:
         from ..lang.abi import ArrayDesc
         from ..lang.launch import launch_bounds, pack_arg
         from ..runtime.device import get_device
@@ -269,6 +270,8 @@ class _Launch:
         self.sig = sig
         self.inst = inst
         self.launch = launch
+        self.platform = platform  # "cpu": the kernel's CPU entry points; "cuda": launches on XLA's CUDA stream
+        self.block_dim = block_dim
         self.bounds = launch_bounds(launch)
         self.nthreads = thread_count(int(self.bounds.size))
         shapes: dict[int, tuple[int, ...]] = dict(zip(sig.array_inputs, in_shapes))
@@ -302,7 +305,7 @@ class _Launch:
         return math.prod(shape) * esize, len(shape) + len(inner)
 
     def forward_plan(self) -> Any:
-        from .jax_ffi import BufferSpec, Plan
+        from .jax_ffi import BufferSpec
 
         if self._fwd is None:
             sig = self.sig
@@ -316,17 +319,27 @@ class _Launch:
             for i, off in self.offsets.items():
                 src = ret_pos[i] if i in ret_pos else arg_pos[i]
                 slots.append((off, src, -1))
-            self._fwd = Plan(0, bufs, nargs, entry=self.inst.entry, template=self.template, slots=slots,
-                             bounds=self.bounds, nthreads=self.nthreads)
+            self._fwd = self._plan(bufs, nargs, slots, adjoint=False)
         return self._fwd
+
+    def _plan(self, bufs: list[Any], nargs: int, slots: list[tuple[int, int, int]], adjoint: bool) -> Any:
+        """A CPU plan (the kernel's entry point) or a CUDA plan (a :class:`CudaTarget` on XLA's stream)."""
+        from .jax_ffi import KIND_CPU, KIND_CUDA, CudaTarget, Plan
+
+        if self.platform == "cuda":
+            target = CudaTarget(self.inst, self.bounds, adjoint=adjoint, block_dim=self.block_dim)
+            return Plan(KIND_CUDA, bufs, nargs, template=self.template, slots=slots, bounds=self.bounds,
+                        cuda_target=target)
+        entry = self.inst.ensure_backward() if adjoint else self.inst.entry
+        return Plan(KIND_CPU, bufs, nargs, entry=entry, template=self.template, slots=slots, bounds=self.bounds,
+                    nthreads=self.nthreads)
 
     def backward_plan(self, grad_inputs: list[int]) -> Any:
         """Args: array inputs, primal outputs, output cotangents. Results: input gradients, cotangent copies."""
-        from .jax_ffi import BufferSpec, Plan
+        from .jax_ffi import BufferSpec
 
         if self._bwd is None:
             sig = self.sig
-            entry = self.inst.ensure_backward()
             n_in, n_out = len(sig.array_inputs), len(sig.output_idx)
             nargs = n_in + 2 * n_out
             bufs = [BufferSpec(*self.nbytes(i)) for i in sig.array_inputs]
@@ -340,9 +353,21 @@ class _Launch:
                 slots.append((self.offsets[i], k, grad_pos.get(i, -1)))
             for q, i in enumerate(sig.output_idx):
                 slots.append((self.offsets[i], n_in + q, nargs + len(grad_inputs) + q))
-            self._bwd = Plan(0, bufs, nargs, entry=entry, template=self.template, slots=slots, bounds=self.bounds,
-                             nthreads=self.nthreads)
+            self._bwd = self._plan(bufs, nargs, slots, adjoint=True)
         return self._bwd
+
+
+def _preload_cuda(lp: _Launch, ordinal: int, backward: bool) -> None:
+    """Compile and load the kernel for ``cuda:<ordinal>`` at trace time (errors surface here, not inside XLA)."""
+    from ..runtime.device import is_cuda_available
+    from .jax_ffi import CudaTarget
+
+    if not is_cuda_available():
+        raise TreadleError(f"jax_kernel('{lp.inst.kernel.key}'): JAX runs this call on CUDA device {ordinal} but "
+                           "Treadle cannot use CUDA here (see wp.is_cuda_available())")
+    CudaTarget(lp.inst, lp.bounds).preload(ordinal)
+    if backward:
+        CudaTarget(lp.inst, lp.bounds, adjoint=True).preload(ordinal)
 
 
 class FfiKernel:
@@ -370,7 +395,7 @@ class FfiKernel:
         self.module_preload_mode = JaxModulePreloadMode(module_preload_mode)
         self.enable_backward = bool(enable_backward)
         self.has_side_effect = bool(has_side_effect)
-        self.block_dim = block_dim  # accepted for compatibility: CPU launches have no blocks
+        self.block_dim = block_dim  # threads per block of CUDA launches (CPU launches have no blocks)
         if self.enable_backward and self.sig.in_out_idx:
             raise TreadleError(f"{self.what}: in_out_argnames is not supported with enable_backward=True (the "
                                "kernel overwrites its input, so the backward pass cannot see the original values)")
@@ -386,10 +411,12 @@ class FfiKernel:
         import numpy as np
 
         from .jax import dtype_from_jax
+        from .jax_ffi import jax_platform
 
         sig = self.sig
         _check_static(sig, statics)
-        key = (tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays),
+        platform, ordinal = jax_platform(arrays)
+        key = (platform, tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays),
                tuple(static_key(statics[i]) for i in sig.static_inputs),
                as_dims(launch_dims, "launch_dims") if launch_dims is not None else None, dims_key(output_dims))
         lp = self._launches.get(key)
@@ -403,7 +430,8 @@ class FfiKernel:
             inst = k.get_instance(types)
         else:
             inst = k.get_instance(None)
-        inst.ensure_loaded()
+        if platform == "cpu":
+            inst.ensure_loaded()
         in_shapes = [_jax_array_info(sig, i, inst.types[i], a)[0] for i, a in zip(sig.array_inputs, arrays)]
         if launch_dims is not None:
             launch = as_dims(launch_dims, "launch_dims")
@@ -420,7 +448,9 @@ class FfiKernel:
                 raise TreadleError(f"{self.what}: output '{sig.names[i]}' is a {inst.types[i].ndim}-d array but "
                                    f"its dims are {shape}; pass output_dims={{'{sig.names[i]}': (...)}}")
             out_shapes.append(shape)
-        lp = _Launch(sig, inst, in_shapes, out_shapes, statics, launch)
+        lp = _Launch(sig, inst, in_shapes, out_shapes, statics, launch, platform=platform, block_dim=self.block_dim)
+        if platform == "cuda":
+            _preload_cuda(lp, ordinal, self.enable_backward)
         self._launches[key] = lp
         return lp
 
@@ -711,9 +741,13 @@ class FfiCallable:
         import numpy as np
 
         from .jax import dtype_from_jax
+        from .jax_ffi import jax_platform
 
         sig = self.sig
         _check_static(sig, statics)
+        if jax_platform(arrays)[0] == "cuda":
+            raise TreadleError(f"{self.what}: jax_callable runs on the CPU only so far (JAX would run this call on a "
+                               "CUDA device); jax_kernel supports CUDA devices")
         key = (tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays),
                tuple(static_key(statics[i]) for i in sig.static_inputs), dims_key(output_dims))
         c = self._calls.get(key)

@@ -1,4 +1,4 @@
-/* Treadle's generic XLA FFI dispatcher (CPU): one handler for every kernel and Python callable.
+/* Treadle's generic XLA FFI dispatcher: one handler per platform for every kernel and Python callable.
  *
  * Built once on first use (treadle/_src/interop/jax_ffi.py) with the system compiler against the XLA FFI C API
  * header that ships in jaxlib (jax.ffi.include_dir()), cached next to compiled kernels, and registered with
@@ -25,7 +25,16 @@
  *
  * Callable plans (jax_callable) call back into Python through a ctypes function pointer with the per-batch-element
  * data pointers of all buffers; the callback wraps them as Treadle arrays and runs the user's function.
+ *
+ * CUDA (treadle_ffi_cuda_handler, registered for platform "CUDA"): the buffers are device pointers and the work
+ * must be queued on XLA's stream, taken from the call's execution context with XLA_FFI_Stream_Get (a CUstream; only
+ * ever passed along, so no CUDA header is needed), and the device ordinal with XLA_FFI_DeviceOrdinal_Get (-1 when
+ * the running XLA is too old to have it). CUDA kernel plans (kind 2) fill the same Args bytes per batch element and
+ * hand them to plan->cuda_launch, a ctypes callback into Treadle's CUDA launch path (cuLaunchKernel on that stream;
+ * the driver copies the parameters during the call). Zero-filled buffers are cleared through the same callback
+ * (phase 0: cuMemsetD8Async on the stream) instead of memset, which cannot touch device memory.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +60,10 @@ extern "C" {
 typedef void (*treadle_entry_fn)(const void* bounds, const void* args, int32_t nthreads);
 /* Returns 0 on success; otherwise writes a message into err (errlen bytes, NUL-terminated). */
 typedef int32_t (*treadle_callback_fn)(int64_t ctx, int64_t nbufs, void** data, char* err, int64_t errlen);
+/* CUDA: phase 0 zeroes sizes[i] bytes at ((void**)data)[i] for each of the nbufs buffers (0: leave it); phase 1
+ * launches the kernel with data = the filled Args struct (sizes unused). stream: the CUstream; ordinal: the device. */
+typedef int32_t (*treadle_cuda_fn)(int64_t ctx, int64_t stream, int64_t ordinal, int64_t phase, void* data,
+                                   const int64_t* sizes, int64_t nbufs, char* err, int64_t errlen);
 
 /* One array parameter of the kernel: where its ArrayDesc lives in Args and which buffers feed it. */
 typedef struct treadle_ffi_slot {
@@ -69,7 +82,7 @@ typedef struct treadle_ffi_buffer {
 /* Must match _Plan in treadle/_src/interop/jax_ffi.py field for field. */
 typedef struct treadle_ffi_plan {
     int64_t magic;
-    int32_t kind; /* 0: kernel launch, 1: Python callback */
+    int32_t kind; /* 0: CPU kernel launch, 1: Python callback (CPU), 2: CUDA kernel launch */
     int32_t nargs;
     int32_t nrets;
     int32_t nslots;
@@ -84,6 +97,8 @@ typedef struct treadle_ffi_plan {
     treadle_entry_fn entry;
     treadle_callback_fn callback;
     int64_t callback_ctx;
+    treadle_cuda_fn cuda_launch; /* kind 2 */
+    int64_t cuda_ctx;
 } treadle_ffi_plan;
 
 /* ArrayDesc (treadle::array_t): data and grad are the first two fields. */
@@ -128,17 +143,7 @@ static int find_i64_attr(const XLA_FFI_CallFrame* frame, const char* key, int64_
     return 0;
 }
 
-TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_handler(XLA_FFI_CallFrame* frame) {
-    /* Registration-time query: report the FFI API version this handler was built against. */
-    if (frame->extension_start != NULL && frame->extension_start->type == XLA_FFI_Extension_Metadata) {
-        XLA_FFI_Metadata_Extension* ext = (XLA_FFI_Metadata_Extension*)frame->extension_start;
-        ext->metadata->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
-        ext->metadata->api_version.extension_start = NULL;
-        ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
-        ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
-        ext->metadata->traits = 0;
-        return NULL;
-    }
+static XLA_FFI_Error* dispatch(XLA_FFI_CallFrame* frame, int cuda) {
     const XLA_FFI_Api* api = frame->api;
     if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
 
@@ -153,6 +158,32 @@ TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_handler(XLA_FFI_CallFrame* frame) 
     const treadle_ffi_plan* plan = (const treadle_ffi_plan*)(intptr_t)plan_addr;
     if (plan->magic != TREADLE_FFI_PLAN_MAGIC)
         return make_error(api, XLA_FFI_Error_Code_INTERNAL, "treadle_ffi: corrupted launch plan");
+    if (cuda && plan->kind != 2)
+        return make_error(api, XLA_FFI_Error_Code_FAILED_PRECONDITION,
+                          "treadle_ffi: this call was traced for the CPU but runs on a CUDA device (trace it with "
+                          "the CUDA device as JAX's default device, or put its inputs on that device)");
+    if (!cuda && plan->kind == 2)
+        return make_error(api, XLA_FFI_Error_Code_FAILED_PRECONDITION,
+                          "treadle_ffi: this call was traced for a CUDA device but runs on the CPU");
+    int64_t stream = 0, ordinal = -1;
+    if (cuda) {
+        XLA_FFI_Stream_Get_Args sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+        sa.ctx = frame->ctx;
+        XLA_FFI_Error* e = api->XLA_FFI_Stream_Get(&sa);
+        if (e != NULL) return e;
+        stream = (int64_t)(intptr_t)sa.stream;
+        if (api->struct_size >= XLA_FFI_Api_STRUCT_SIZE && api->XLA_FFI_DeviceOrdinal_Get != NULL) {
+            XLA_FFI_DeviceOrdinal_Get_Args oa;
+            memset(&oa, 0, sizeof(oa));
+            oa.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
+            oa.ctx = frame->ctx;
+            e = api->XLA_FFI_DeviceOrdinal_Get(&oa);
+            if (e != NULL) return e;
+            ordinal = oa.device_ordinal;
+        }
+    }
 
     const int64_t nargs = frame->args.size, nrets = frame->rets.size, nbufs = nargs + nrets;
     if (nargs != plan->nargs || nrets != plan->nrets || nbufs > TREADLE_FFI_MAX_BUFFERS)
@@ -194,6 +225,10 @@ TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_handler(XLA_FFI_CallFrame* frame) 
 
     /* Per-buffer byte stride of each batch dimension (0 where the buffer broadcasts). */
     int64_t bstride[TREADLE_FFI_MAX_BUFFERS][TREADLE_FFI_MAX_BATCH_DIMS];
+    int64_t zero_bytes[TREADLE_FFI_MAX_BUFFERS];
+    void* base_ptrs[TREADLE_FFI_MAX_BUFFERS];
+    int any_zero = 0;
+    char err[2048];
     for (int64_t i = 0; i < nbufs; ++i) {
         int64_t s = plan->buffers[i].base_bytes;
         int64_t total = s;
@@ -203,12 +238,23 @@ TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_handler(XLA_FFI_CallFrame* frame) 
             s *= n;
             total *= n;
         }
-        if (plan->buffers[i].zero_fill && total > 0 && bufs[i]->data != NULL) memset(bufs[i]->data, 0, (size_t)total);
+        base_ptrs[i] = bufs[i]->data;
+        zero_bytes[i] = (plan->buffers[i].zero_fill && total > 0 && bufs[i]->data != NULL) ? total : 0;
+        if (zero_bytes[i] == 0) continue;
+        any_zero = 1;
+        if (!cuda) memset(bufs[i]->data, 0, (size_t)total);
+    }
+    if (cuda && any_zero) {
+        err[0] = '\0';
+        if (plan->cuda_launch(plan->cuda_ctx, stream, ordinal, 0, base_ptrs, zero_bytes, nbufs, err,
+                              (int64_t)sizeof(err)) != 0) {
+            err[sizeof(err) - 1] = '\0';
+            return make_error(api, XLA_FFI_Error_Code_INTERNAL, err[0] ? err : "treadle_ffi: clearing a buffer failed");
+        }
     }
 
     if (plan->kind == 1) { /* Python callable */
         void* ptrs[TREADLE_FFI_MAX_BUFFERS];
-        char err[2048];
         for (int64_t b = 0; b < nbatch; ++b) {
             int64_t rem = b;
             int64_t idx[TREADLE_FFI_MAX_BATCH_DIMS];
@@ -259,10 +305,122 @@ TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_handler(XLA_FFI_CallFrame* frame) 
                 head->grad = (uint64_t)(uintptr_t)((char*)bufs[s->grad_buf]->data + off);
             }
         }
-        plan->entry(plan->bounds, args, plan->nthreads);
+        if (!cuda) {
+            plan->entry(plan->bounds, args, plan->nthreads);
+            continue;
+        }
+        err[0] = '\0';
+        if (plan->cuda_launch(plan->cuda_ctx, stream, ordinal, 1, args, NULL, nbufs, err, (int64_t)sizeof(err)) != 0) {
+            err[sizeof(err) - 1] = '\0';
+            if (args != stack_args) free(args);
+            return make_error(api, XLA_FFI_Error_Code_INTERNAL, err[0] ? err : "treadle_ffi: CUDA launch failed");
+        }
     }
     if (args != stack_args) free(args);
     return NULL;
+}
+
+/* Registration-time query (both platforms): report the FFI API version this handler was built against. */
+static int answer_metadata(XLA_FFI_CallFrame* frame) {
+    if (frame->extension_start == NULL || frame->extension_start->type != XLA_FFI_Extension_Metadata) return 0;
+    XLA_FFI_Metadata_Extension* ext = (XLA_FFI_Metadata_Extension*)frame->extension_start;
+    ext->metadata->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
+    ext->metadata->api_version.extension_start = NULL;
+    ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
+    ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
+    ext->metadata->traits = 0; /* not command-buffer compatible: XLA never captures the call into a CUDA graph */
+    return 1;
+}
+
+TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_handler(XLA_FFI_CallFrame* frame) {
+    if (answer_metadata(frame)) return NULL;
+    return dispatch(frame, 0);
+}
+
+TREADLE_FFI_EXPORT XLA_FFI_Error* treadle_ffi_cuda_handler(XLA_FFI_CallFrame* frame) {
+    if (answer_metadata(frame)) return NULL;
+    return dispatch(frame, 1);
+}
+
+/* ---- Self-test entry (tests only): runs a handler on a call frame built here, with a stand-in for XLA's API whose
+ * Stream_Get / DeviceOrdinal_Get return the given stream and ordinal. Lets the CUDA handler be exercised end to end
+ * (against Treadle's fake CUDA driver) on machines without a GPU or a CUDA-enabled jaxlib. Not used by XLA. */
+struct XLA_FFI_Error {
+    XLA_FFI_Error_Code code;
+    char message[2048];
+};
+
+static int64_t st_stream = 0;
+static int32_t st_ordinal = 0;
+
+static XLA_FFI_Error* st_error_create(XLA_FFI_Error_Create_Args* args) {
+    XLA_FFI_Error* e = (XLA_FFI_Error*)calloc(1, sizeof(XLA_FFI_Error));
+    if (e == NULL) return NULL;
+    e->code = args->errc;
+    snprintf(e->message, sizeof(e->message), "%s", args->message ? args->message : "");
+    return e;
+}
+
+static XLA_FFI_Error* st_stream_get(XLA_FFI_Stream_Get_Args* args) {
+    args->stream = (void*)(intptr_t)st_stream;
+    return NULL;
+}
+
+static XLA_FFI_Error* st_ordinal_get(XLA_FFI_DeviceOrdinal_Get_Args* args) {
+    args->device_ordinal = st_ordinal;
+    return NULL;
+}
+
+/* Returns 0 on success, else the error code (message in err). with_ordinal = 0 mimics an XLA without
+ * XLA_FFI_DeviceOrdinal_Get (a shorter XLA_FFI_Api). dims: 8 entries per buffer. */
+TREADLE_FFI_EXPORT int32_t treadle_ffi_selftest(int32_t cuda, int64_t plan, int64_t token, int64_t nargs, int64_t nrets,
+                                                void** data, const int64_t* ranks, int64_t* dims, int64_t stream,
+                                                int32_t ordinal, int32_t with_ordinal, char* err, int64_t errlen) {
+    XLA_FFI_Api api;
+    memset(&api, 0, sizeof(api));
+    api.struct_size = with_ordinal ? XLA_FFI_Api_STRUCT_SIZE : offsetof(XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get);
+    api.XLA_FFI_Error_Create = st_error_create;
+    api.XLA_FFI_Stream_Get = st_stream_get;
+    if (with_ordinal) api.XLA_FFI_DeviceOrdinal_Get = st_ordinal_get;
+    st_stream = stream;
+    st_ordinal = ordinal;
+    if (nargs + nrets > TREADLE_FFI_MAX_BUFFERS) return -1;
+    XLA_FFI_Buffer bufs[TREADLE_FFI_MAX_BUFFERS];
+    void* argp[TREADLE_FFI_MAX_BUFFERS];
+    void* retp[TREADLE_FFI_MAX_BUFFERS];
+    for (int64_t i = 0; i < nargs + nrets; ++i) {
+        memset(&bufs[i], 0, sizeof(bufs[i]));
+        bufs[i].struct_size = XLA_FFI_Buffer_STRUCT_SIZE;
+        bufs[i].data = data[i];
+        bufs[i].rank = ranks[i];
+        bufs[i].dims = dims + 8 * i;
+        if (i < nargs) argp[i] = &bufs[i];
+        else retp[i - nargs] = &bufs[i];
+    }
+    XLA_FFI_ByteSpan n_plan = {"plan", 4}, n_token = {"token", 5};
+    XLA_FFI_ByteSpan* names[2] = {&n_plan, &n_token};
+    XLA_FFI_AttrType types[2] = {XLA_FFI_AttrType_SCALAR, XLA_FFI_AttrType_SCALAR};
+    XLA_FFI_Scalar s_plan = {XLA_FFI_DataType_S64, &plan}, s_token = {XLA_FFI_DataType_S64, &token};
+    void* attrs[2] = {&s_plan, &s_token};
+    XLA_FFI_CallFrame frame;
+    memset(&frame, 0, sizeof(frame));
+    frame.struct_size = XLA_FFI_CallFrame_STRUCT_SIZE;
+    frame.api = &api;
+    frame.stage = XLA_FFI_ExecutionStage_EXECUTE;
+    frame.args.size = nargs;
+    frame.args.args = argp;
+    frame.rets.size = nrets;
+    frame.rets.rets = retp;
+    frame.attrs.size = 2;
+    frame.attrs.types = types;
+    frame.attrs.names = names;
+    frame.attrs.attrs = attrs;
+    XLA_FFI_Error* e = cuda ? treadle_ffi_cuda_handler(&frame) : treadle_ffi_handler(&frame);
+    if (e == NULL) return 0;
+    int32_t code = (int32_t)e->code;
+    if (errlen > 0) snprintf(err, (size_t)errlen, "%s", e->message);
+    free(e);
+    return code ? code : -1;
 }
 
 #ifdef __cplusplus
