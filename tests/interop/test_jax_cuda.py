@@ -31,6 +31,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import treadle as wp  # noqa: E402
+from treadle._src.errors import TreadleError  # noqa: E402
 from treadle._src.interop import jax_ffi  # noqa: E402
 from treadle._src.interop.jax_kernel import jax_kernel  # noqa: E402
 
@@ -146,7 +147,8 @@ def test_jax_platform_picks_the_cuda_variant_for_a_cuda_device():
 def test_cuda_trace_builds_cuda_plans_and_the_cpu_handler_refuses_them(fake, on_cuda):
     f = jax_kernel(scale_add, enable_backward=True, block_dim=128)
     x, y = jnp.arange(4.0, dtype=jnp.float32), jnp.ones(4, jnp.float32)
-    f._launches.clear()
+    f._launches.clear()  # jax_kernel(...) is memoised: forget launches of earlier tests
+    f._diff.clear()
     with pytest.raises(Exception, match="traced for a CUDA device but runs on the CPU"):
         jax.block_until_ready(f(x, y, 2.0))
     (lp,) = f._launches.values()
@@ -158,12 +160,18 @@ def test_cuda_trace_builds_cuda_plans_and_the_cpu_handler_refuses_them(fake, on_
     # the kernel was loaded for cuda:1 at trace time (forward and adjoint), not inside the XLA call
     inst = scale_add.get_instance(None)
     assert {("cuda:1", False), ("cuda:1", True)} <= set(inst._cuda_plans)
+    # the same shapes traced for another device reuse the launch and load the kernel there too
+    jax_ffi.jax_platform = lambda arrays: ("cuda", 0)  # restored by the on_cuda fixture's monkeypatch
+    with pytest.raises(Exception, match="traced for a CUDA device"):
+        jax.block_until_ready(f(x, y, 2.0))
+    assert len(f._launches) == 1 and lp.preloaded == {0, 1}
+    assert {("cuda:0", False), ("cuda:0", True)} <= set(inst._cuda_plans)
 
 
 def test_cuda_trace_without_treadle_cuda_is_a_clear_error(on_cuda, monkeypatch):
     monkeypatch.setattr("treadle._src.runtime.device.is_cuda_available", lambda: False)
     f = jax_kernel(scale_add)
-    with pytest.raises(wp.TreadleError if hasattr(wp, "TreadleError") else Exception, match="cannot use CUDA"):
+    with pytest.raises(TreadleError, match="cannot use CUDA"):
         f(jnp.ones(3, jnp.float32), jnp.ones(3, jnp.float32), 1.0)
 
 

@@ -182,11 +182,12 @@ class CudaTarget:
 
         return get_device(f"cuda:{ordinal}" if ordinal >= 0 else "cuda")
 
-    def preload(self, ordinal: int = -1) -> None:
-        """Load the kernel's module on the device now (at trace time) rather than inside the XLA call."""
+    @classmethod
+    def preload_instance(cls, inst: Any, ordinal: int = -1, adjoint: bool = False) -> None:
+        """Load a kernel instance's module on the device now (at trace time) rather than inside the XLA call."""
         from ..backends.cuda_launch import plan_for
 
-        plan_for(self.inst, self.device(ordinal), adjoint=self.adjoint)
+        plan_for(inst, cls.device(ordinal), adjoint=adjoint)
 
     def zero(self, ordinal: int, stream: int, ptrs: Sequence[int], sizes: Sequence[int]) -> None:
         from ..runtime.cuda_driver import call

@@ -272,6 +272,7 @@ class _Launch:
         self.launch = launch
         self.platform = platform  # "cpu": the kernel's CPU entry points; "cuda": launches on XLA's CUDA stream
         self.block_dim = block_dim
+        self.preloaded: set[int] = set()  # CUDA ordinals the kernel was loaded on at trace time
         self.bounds = launch_bounds(launch)
         self.nthreads = thread_count(int(self.bounds.size))
         shapes: dict[int, tuple[int, ...]] = dict(zip(sig.array_inputs, in_shapes))
@@ -365,9 +366,10 @@ def _preload_cuda(lp: _Launch, ordinal: int, backward: bool) -> None:
     if not is_cuda_available():
         raise TreadleError(f"jax_kernel('{lp.inst.kernel.key}'): JAX runs this call on CUDA device {ordinal} but "
                            "Treadle cannot use CUDA here (see wp.is_cuda_available())")
-    CudaTarget(lp.inst, lp.bounds).preload(ordinal)
+    CudaTarget.preload_instance(lp.inst, ordinal)
     if backward:
-        CudaTarget(lp.inst, lp.bounds, adjoint=True).preload(ordinal)
+        CudaTarget.preload_instance(lp.inst, ordinal, adjoint=True)
+    lp.preloaded.add(ordinal)
 
 
 class FfiKernel:
@@ -421,6 +423,8 @@ class FfiKernel:
                as_dims(launch_dims, "launch_dims") if launch_dims is not None else None, dims_key(output_dims))
         lp = self._launches.get(key)
         if lp is not None:
+            if platform == "cuda" and ordinal not in lp.preloaded:
+                _preload_cuda(lp, ordinal, self.enable_backward)
             return lp
         k = self.kernel
         if self._inst is not None:
