@@ -213,3 +213,14 @@ def test_overload_decorator_finds_custom_named_kernels():
         def custom_named(x: float, out: wp.array(dtype=float)) -> float: ...  # noqa: F811
 
         wp.overload(custom_named)
+
+
+def test_overload_stub_may_say_it_returns_none():
+    @wp.kernel
+    def returns_nothing(x: Any):
+        return
+
+    @wp.overload
+    def returns_nothing(x: float) -> None: ...  # noqa: F811
+
+    assert len(returns_nothing.overloads) == 1

@@ -603,7 +603,7 @@ def overload(kernel_or_fn: Any, arg_types: Any = None) -> Any:
         k.add_overload(types)
         return k
     fn = kernel_or_fn
-    if inspect.signature(fn).return_annotation is not inspect.Signature.empty:
+    if inspect.signature(fn).return_annotation not in (inspect.Signature.empty, None, "None"):
         raise TypeError("Return annotations are not allowed on @wp.overload stubs (kernels return nothing)")
     mod = get_module(_module_name(fn, None))
     key = getattr(fn, "__qualname__", fn.__name__)
