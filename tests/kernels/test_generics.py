@@ -220,7 +220,12 @@ def test_overload_stub_may_say_it_returns_none():
     def returns_nothing(x: Any):
         return
 
+    kernel = returns_nothing
+
     @wp.overload
     def returns_nothing(x: float) -> None: ...  # noqa: F811
 
-    assert len(returns_nothing.overloads) == 1
+    def returns_nothing(x: int) -> type(None): ...  # noqa: F811
+
+    wp.overload(returns_nothing)
+    assert len(kernel.overloads) == 2

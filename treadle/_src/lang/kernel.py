@@ -603,7 +603,9 @@ def overload(kernel_or_fn: Any, arg_types: Any = None) -> Any:
         k.add_overload(types)
         return k
     fn = kernel_or_fn
-    if inspect.signature(fn).return_annotation not in (inspect.Signature.empty, None, "None"):
+    ret = inspect.signature(fn).return_annotation
+    if ret not in (inspect.Signature.empty, None, type(None)) and not (
+            isinstance(ret, str) and ret.replace(" ", "") in ("None", "type(None)", "NoneType", "types.NoneType")):
         raise TypeError("Return annotations are not allowed on @wp.overload stubs (kernels return nothing)")
     mod = get_module(_module_name(fn, None))
     key = getattr(fn, "__qualname__", fn.__name__)
