@@ -71,3 +71,13 @@ def test_arrays_without_gradients_may_be_assigned_again() -> None:
         wp.launch(_square, dim=4, inputs=[x], outputs=[y])
         wp.launch(_boundary, dim=1, outputs=[y])
     tape.backward(grads={y: wp.ones(4, dtype=float)})
+
+
+def test_retain_grad_passes_the_gradient_to_every_writer() -> None:
+    x, _, _ = _arrays()
+    y = wp.zeros(4, dtype=float, requires_grad=True, retain_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(_square, dim=4, inputs=[x], outputs=[y])
+        wp.launch(_boundary, dim=1, outputs=[y])
+    tape.backward(grads={y: wp.ones(4, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.arange(1, 5))  # the first writer sees y.grad too

@@ -182,8 +182,10 @@ class Tape:
                     if earlier == "copy" and a.grad is not None and not self._copy_waw:
                         # the copy's adjoint would pass on the gradient of the kernel's values too
                         self._copy_waw = (names[i], kernel.key)
-                    elif earlier is not None and i in st and a.grad is not None and not self._kernel_waw:
+                    elif (earlier is not None and i in st and a.grad is not None and not self._kernel_waw
+                          and not getattr(a, "retain_grad", False)):
                         # both stores' adjoints would read the same gradient: the overwritten values get it too
+                        # (with retain_grad the user asks for exactly that: every writer sees the gradient)
                         self._kernel_waw = (names[i], earlier, kernel.key)
                     self._versions[id(a)] = self._versions.get(id(a), 0) + 1
                     self._writer[id(a)] = kernel.key
