@@ -59,7 +59,7 @@ def _access(f: ir.FuncIR, memo: dict[int, tuple[set[int], set[int], set[int]]]) 
             elif isinstance(s, (ir.ArrayView, ir.Extract)):
                 src = s.array if isinstance(s, ir.ArrayView) else s.src
                 origin.setdefault(-s.result.id, set()).update(org(src))
-            elif isinstance(s, ir.ArrayLoad):
+            elif isinstance(s, ir.ArrayLoad) and not s.update:
                 reads.update(org(s.array) - writes)
             elif isinstance(s, (ir.ArrayStore, ir.ArrayAtomic)):
                 writes.update(org(s.array))  # the old value an atomic returns carries no gradient

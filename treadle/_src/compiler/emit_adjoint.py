@@ -427,7 +427,7 @@ class AdjointEmitter(Emitter):
                 self.rev_insert(s, lines, ind)
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.ArrayLoad) and is_struct(r.type):
-            if differentiable(r.type):
+            if differentiable(r.type) and not s.update:
                 where = ", ".join(op(i) for i in s.indices)
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_atomic_accum(_g, adj_v{r.id}); }}")
@@ -440,7 +440,9 @@ class AdjointEmitter(Emitter):
                              f"if (_g) adj_accum({tgt}, *_g); }}")
         elif isinstance(s, ir.ArrayLoad):
             own = self.own.get(s.array.id) if isinstance(s.array, ir.Value) else None
-            if differentiable(r.type) and own is not None:
+            if s.update:
+                pass  # a component update's load of the element it stores back: no gradient (see ir.ArrayLoad)
+            elif differentiable(r.type) and own is not None:
                 where = ", ".join(op(i) for i in s.indices)
                 lines.append(f"{ind}if (auto* _g = treadle::grad_address({op(s.array)}, {where})) "
                              f"treadle::adj_grad_add(_g, adj_v{r.id}, {own});")

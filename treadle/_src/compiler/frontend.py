@@ -429,8 +429,8 @@ class Lowerer(CallMixin):
                        "temporary, read-only value", target, "store the value in a variable first, then assign to "
                        "the variable's component (v = ...; v.x = ...)", UnsupportedConstructError)
 
-    def load_lvalue(self, lv: _LValue, node: ast.AST, upto: int | None = None) -> Any:
-        """The current value at ``lv`` (or at its first ``upto`` steps)."""
+    def load_lvalue(self, lv: _LValue, node: ast.AST, upto: int | None = None, update: bool = False) -> Any:
+        """The current value at ``lv`` (or at its first ``upto`` steps); ``update``: see ``ir.ArrayLoad``."""
         loc = self.loc(node)
         if lv.is_view:
             return lv.array
@@ -439,7 +439,7 @@ class Lowerer(CallMixin):
             self.emit(ir.LoadLocal(loc, cur, lv.local))
         else:
             cur = self.new_value(lv.array.type.dtype)
-            self.emit(ir.ArrayLoad(loc, cur, lv.array, list(lv.indices)))
+            self.emit(ir.ArrayLoad(loc, cur, lv.array, list(lv.indices), update=update))
         steps = lv.steps if upto is None else lv.steps[:upto]
         for (kind, what), t in zip(steps, lv.types):
             if kind == "tf":
@@ -465,7 +465,7 @@ class Lowerer(CallMixin):
                            CodegenTypeError)
         v = self.coerce(v, lv.type, node, "the assigned value")
         for k in range(len(lv.steps) - 1, -1, -1):
-            container = self.load_lvalue(lv, node, upto=k)
+            container = self.load_lvalue(lv, node, upto=k, update=True)
             kind, what = lv.steps[k]
             if kind == "tf":
                 setter = "transform_set_translation_copy" if what == "p" else "transform_set_rotation_copy"
