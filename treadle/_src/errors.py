@@ -57,8 +57,11 @@ class TreadleError(Exception):
     """Base class of all Treadle errors."""
 
 
-class CodegenError(TreadleError):
+class CodegenError(TreadleError, RuntimeError):
     """An error in a kernel or function definition, reported at the user's source line.
+
+    A ``RuntimeError`` as in the reference (code catching its codegen errors keeps working); the subclasses add the
+    matching built-in class (``TypeError``, ``ValueError``, ...).
 
     Attributes:
         loc: where in the user's code the problem is (may be ``None`` when unknown).
