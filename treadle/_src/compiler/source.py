@@ -9,6 +9,7 @@ import ast
 import builtins
 import hashlib
 import inspect
+import linecache
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,32 @@ class _Missing:
 
 MISSING: Any = _Missing()
 
+#: The lines of the files that define kernels, as they were when the kernels were defined (kernels are lowered
+#: lazily; their file may be gone or rewritten by then, e.g. a module loaded from a temporary file).
+_SNAPSHOTS: dict[str, list[str]] = {}
+
+
+def remember_source(fn: Callable[..., Any]) -> None:
+    """Keep the lines of ``fn``'s file (read once per file) so that its source can be read later."""
+    file = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    if file and file not in _SNAPSHOTS:
+        lines = linecache.getlines(file)
+        if lines:
+            _SNAPSHOTS[file] = lines
+
+
+def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
+    """``inspect.getsourcelines(fn)``, falling back to the snapshot of its file taken at definition."""
+    try:
+        return inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        lines = _SNAPSHOTS.get(code.co_filename) if code is not None else None
+        if not lines:
+            raise
+        start = code.co_firstlineno - 1
+        return inspect.getblock(lines[start:]), start + 1
+
 
 class FuncSource:
     """A Python function's source, AST and the scopes its free names resolve in."""
@@ -34,7 +61,7 @@ class FuncSource:
         code = fn.__code__
         self.file = code.co_filename
         try:
-            lines, first = inspect.getsourcelines(fn)
+            lines, first = _source_lines(fn)
         except (OSError, TypeError) as e:
             raise CodegenError(
                 f"cannot read the source of '{self.qualname}': {e}",

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import config
+from ..compiler.source import remember_source
 from ..errors import CodegenError, TreadleError
 from . import scalars
 from .function import Function
@@ -55,6 +56,26 @@ class Module:
     def option(self, name: str, default: Any) -> Any:
         value = self.options.get(name, default)
         return default if value is None else value
+
+    def hash_module(self) -> str:
+        """A hash of what this module's kernels compile to now (their code, options and compiler).
+
+        Every kernel (each instance of a generic one) is lowered and emitted afresh, nothing is compiled or loaded,
+        so a changed global, function target, ``wp.static`` value or option changes the hash, and the same source
+        in another module gives the same hash. A kernel that does not build raises its error.
+        """
+        import hashlib
+
+        h = hashlib.sha256()
+        with config.override(line_directives=False):  # source file paths are not part of what the code does
+            for k in sorted(self.kernels, key=lambda k: k.key):
+                generic = k.is_generic
+                type_sets = {inst.types for inst in k.instances.values()} if generic else {tuple(k.param_types)}
+                for types in sorted(type_sets, key=repr):
+                    fresh = KernelInstance(k, types)
+                    fresh.prepare(loop_compiler=False)  # no warm-start index: lowered from the current globals
+                    h.update(f"{k.key}:{fresh.built.key};".encode())
+        return h.hexdigest()
 
     def load(self, device: Any = None, block_dim: Any = None) -> None:
         """Compile (or fetch from the cache) every non-generic kernel of this module in one batch."""
@@ -381,6 +402,7 @@ class Kernel:
                  options: dict[str, Any] | None = None, enable_backward: bool | None = None,
                  code_transformers: Any = None) -> None:
         fn = func
+        remember_source(fn)  # lowered lazily: keep the source in case its file is gone by then
         if key is None:
             key = getattr(fn, "__qualname__", fn.__name__)
         if not isinstance(module, Module):
