@@ -81,3 +81,26 @@ def test_kernels_from_a_deleted_file_still_build(tmp_path: Path) -> None:
     a = wp.ones(3, dtype=float)
     wp.launch(mod.scale, dim=3, inputs=[a])
     assert list(a.numpy()) == [4.0, 4.0, 4.0]
+
+
+@wp.func
+def _apply(x: float, g: wp.Function = _double_it):
+    return g(x)
+
+
+@wp.kernel(module="unique")
+def _uses_default(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = _apply(a[i])
+
+
+def test_function_defaults_are_visible_and_change_the_hash() -> None:
+    assert _apply.defaults["g"] is _double_it
+    before = _uses_default.module.hash_module()
+    saved = dict(_apply.defaults)
+    try:
+        _apply.defaults["g"] = _triple_it
+        assert _uses_default.module.hash_module() != before
+    finally:
+        _apply.defaults = saved
+    assert _uses_default.module.hash_module() == before

@@ -240,6 +240,15 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
 
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Default argument values of the (latest) overload, by parameter name; kernels built later see changes."""
+        return self.defs()[-1].defaults
+
+    @defaults.setter
+    def defaults(self, values: dict[str, Any]) -> None:
+        self.defs()[-1].defaults = dict(values)
+
     def __repr__(self) -> str:
         return f"<treadle function {self.key}>"
 
