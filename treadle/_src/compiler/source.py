@@ -44,7 +44,7 @@ def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
     except (OSError, TypeError):
         code = getattr(fn, "__code__", None)
         lines = _SNAPSHOTS.get(code.co_filename) if code is not None else None
-        if not lines:
+        if not lines or code is None:
             raise
         start = code.co_firstlineno - 1
         return inspect.getblock(lines[start:]), start + 1
