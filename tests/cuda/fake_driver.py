@@ -7,7 +7,9 @@ the fake, so copies through the runtime really move bytes and arrays round-trip.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -389,3 +391,28 @@ def cpu_executor() -> Any:
             return 1024
 
     return Execute()
+
+
+@contextlib.contextmanager
+def cpu_backed_driver(tmp_path: Any, monkeypatch: Any, ndev: int = 2) -> Iterator[FakeDriver]:
+    """Install a fake driver of ``ndev`` devices whose launches run the CPU build of each kernel.
+
+    CUDA binaries are stand-in files (no NVRTC); the real driver is restored on exit.
+    """
+    from treadle._src.backends import cuda as cb
+    from treadle._src.runtime import cuda_driver as cd
+
+    def stub_compile(items: Any, options: Any) -> None:
+        for it in items:
+            p = tmp_path / f"{it.key}.cubin"
+            p.write_bytes(b"\x7fELF stand-in " + it.entry.encode())
+            it.binary_path = p
+
+    monkeypatch.setattr(cb, "compile_cuda_batch", stub_compile)
+    drv = FakeDriver(ndev=ndev)
+    drv.executor = cpu_executor()
+    cd.use_driver(drv)
+    try:
+        yield drv
+    finally:
+        cd.use_driver(None)

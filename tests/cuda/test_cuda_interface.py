@@ -10,10 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_driver import FakeDriver, cpu_executor
+from fake_driver import cpu_backed_driver
 
 import treadle as wp
-from treadle._src.runtime import cuda_driver as cd
 from treadle._src.runtime.cuda_interface import from_cuda_array_interface
 
 
@@ -50,22 +49,9 @@ def norms(v: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    from treadle._src.backends import cuda as cb
-
-    def stub_compile(items, options):
-        for it in items:
-            p = tmp_path / f"{it.key}.cubin"
-            p.write_bytes(b"\x7fELF stand-in")
-            it.binary_path = p
-
-    monkeypatch.setattr(cb, "compile_cuda_batch", stub_compile)
-    drv = FakeDriver(ndev=2)
-    drv.executor = cpu_executor()
-    cd.use_driver(drv)
-    try:
+    """A two-device fake CUDA driver whose launches run the CPU build (stand-in binaries, no NVRTC)."""
+    with cpu_backed_driver(tmp_path, monkeypatch) as drv:
         yield drv
-    finally:
-        cd.use_driver(None)
 
 
 def test_export_from_cuda_arrays(fake):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_driver import FakeDriver, cpu_executor
+from fake_driver import FakeDriver, cpu_backed_driver, cpu_executor
 
 import treadle as wp
 from treadle._src.backends import cuda as cb
@@ -64,21 +64,8 @@ def bounded(x: wp.array(dtype=float)):
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """A two-device fake driver whose launches run the CPU build; CUDA binaries are stand-ins (no NVRTC)."""
-
-    def stub_compile(items, options):
-        for it in items:
-            p = tmp_path / f"{it.key}.cubin"
-            p.write_bytes(b"\x7fELF stand-in " + it.entry.encode())
-            it.binary_path = p
-
-    monkeypatch.setattr(cb, "compile_cuda_batch", stub_compile)
-    drv = FakeDriver(ndev=2)
-    drv.executor = cpu_executor()
-    cd.use_driver(drv)
-    try:
+    with cpu_backed_driver(tmp_path, monkeypatch) as drv:
         yield drv
-    finally:
-        cd.use_driver(None)
 
 
 def test_forward_launch_matches_numpy_and_packs_like_the_cpu(fake):

@@ -36,9 +36,8 @@ from treadle._src.interop import jax_ffi  # noqa: E402
 from treadle._src.interop.jax_kernel import jax_kernel  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cuda"))
-from fake_driver import FakeDriver, cpu_executor  # noqa: E402
+from fake_driver import cpu_backed_driver  # noqa: E402
 
-from treadle._src.backends import cuda as cb  # noqa: E402
 from treadle._src.runtime import cuda_driver as cd  # noqa: E402
 
 
@@ -57,21 +56,8 @@ def accumulate(x: wp.array(dtype=float), out: wp.array(dtype=float)):
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """A two-device fake CUDA driver whose launches run the CPU build (binaries are stand-ins, no NVRTC)."""
-
-    def stub_compile(items, options):
-        for it in items:
-            p = tmp_path / f"{it.key}.cubin"
-            p.write_bytes(b"\x7fELF stand-in " + it.entry.encode())
-            it.binary_path = p
-
-    monkeypatch.setattr(cb, "compile_cuda_batch", stub_compile)
-    drv = FakeDriver(ndev=2)
-    drv.executor = cpu_executor()
-    cd.use_driver(drv)
-    try:
+    with cpu_backed_driver(tmp_path, monkeypatch) as drv:
         yield drv
-    finally:
-        cd.use_driver(None)
 
 
 @pytest.fixture
