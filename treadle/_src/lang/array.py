@@ -561,20 +561,23 @@ class array:
 
     # -- gradients ----------------------------------------------------------------------------------------------
 
-    def _alloc_grad(self) -> None:
-        # The gradient has the same byte strides as the data: native code indexes both with one set of strides.
-        itemsize = elem_size(self.dtype)
+    def _zeros_with_layout(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> array:
+        """A new zeroed array of this one's dtype, device and pinning with the given shape and byte strides."""
         g = array.__new__(array)
         g._reset_fields()
-        if self.is_contiguous:
-            g._init_alloc(self.shape, self.dtype, self.device, self.pinned)
+        if _is_contiguous(shape, strides, elem_size(self.dtype)):
+            g._init_alloc(shape, self.dtype, self.device, self.pinned)
             g._zero()
-        else:
-            span = -(-_extent(self.shape, self.strides, itemsize) // itemsize)
-            g._init_alloc((span,), self.dtype, self.device, self.pinned)
-            g._zero()
-            g = g._make_view(0, self.shape, self.strides)
-        self._grad = g
+            return g
+        itemsize = elem_size(self.dtype)
+        span = -(-_extent(shape, strides, itemsize) // itemsize)
+        g._init_alloc((span,), self.dtype, self.device, self.pinned)
+        g._zero()
+        return g._make_view(0, shape, strides)
+
+    def _alloc_grad(self) -> None:
+        # The gradient has the same byte strides as the data: native code indexes both with one set of strides.
+        self._grad = self._zeros_with_layout(self.shape, self.strides)
         self._requires_grad = True
         self._ctype = None
 

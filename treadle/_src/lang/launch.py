@@ -514,12 +514,7 @@ def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, args: list[Any], dev
 
 def _staged_grad(g: Any, strides: tuple[int, ...]) -> Any:
     """A copy of adjoint array ``g`` laid out with the primal's byte ``strides`` (backed by a fresh allocation)."""
-    from .creation import zeros
-    from .typesys import type_size
-
-    itemsize = type_size(g.dtype)
-    span = 1 + sum((n - 1) * abs(st) for n, st in zip(g.shape, strides)) // itemsize
-    view = zeros((span,), dtype=g.dtype, device=g.device)._make_view(0, tuple(g.shape), strides)
+    view = g._zeros_with_layout(tuple(g.shape), strides)
     view.assign(g)
     return view
 
