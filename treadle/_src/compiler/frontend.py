@@ -94,8 +94,11 @@ class Lowerer(CallMixin):
     """Lowers one function body for one set of parameter types."""
 
     def __init__(self, src: FuncSource, param_types: list[Any], is_kernel: bool, ctx: LowerContext,
-                 return_type: Any = None, infer_return: bool = False, adjoint_of: list[str] | None = None) -> None:
+                 return_type: Any = None, infer_return: bool = False, adjoint_of: list[str] | None = None,
+                 ref_params: list[str] | None = None) -> None:
         self.src = src
+        #: ``wp.ref[T]`` parameters: every return also hands back their final values (see FuncInstance)
+        self.ref_params = list(ref_params or [])
         self.ctx = ctx
         self.is_kernel = is_kernel
         self.launch_tid_used = False
@@ -186,6 +189,11 @@ class Lowerer(CallMixin):
         self.block(fdef.body)
         if self.infer_return and not self.return_seen:
             self.return_type = None
+        value_type = self.return_type
+        if self.ref_params:
+            if self.return_type is None and not _ends(fdef.body):
+                self.emit_return(None, fdef)  # falling off the end hands back the by-reference values
+            self.return_type = self.ref_return_type()
         body = self.blocks[0]
         if self.adjoint_locals:
             body.adjoint_locals = list(self.adjoint_locals.values())  # type: ignore[attr-defined]
@@ -198,8 +206,27 @@ class Lowerer(CallMixin):
             is_kernel=self.is_kernel,
             loc=self.loc(fdef),
         )
+        f.value_type = value_type  # type: ignore[attr-defined]
         ir.verify(f)
         return f
+
+    def ref_return_type(self) -> TupleT:
+        """The instance's return type with by-reference parameters: ``(result?, *ref values)``."""
+        refs = tuple(self.locals[n].type for n in self.ref_params)
+        return TupleT(((self.return_type,) if self.return_type is not None else ()) + refs)
+
+    def emit_return(self, val: Any, node: ast.AST) -> None:
+        """Return ``val``, wrapped with the by-reference parameters' current values when there are any."""
+        if self.ref_params:
+            items = [val] if val is not None else []
+            for n in self.ref_params:
+                local = self.locals[n]
+                items.append(self.new_value(local.type, n))
+                self.emit(ir.LoadLocal(self.loc(node), items[-1], local))
+            v = self.new_value(TupleT(tuple(x.type for x in items)), "ret")
+            self.emit(ir.Construct(self.loc(node), v, items))
+            val = v
+        self.emit(ir.Return(self.loc(node), val))
 
     def check_signature(self, fdef: ast.FunctionDef) -> None:
         a = fdef.args
@@ -549,7 +576,7 @@ class Lowerer(CallMixin):
                                node, "return values of one type on every path (convert explicitly)",
                                CodegenTypeError)
         self.return_seen = True
-        self.emit(ir.Return(self.loc(node), val))
+        self.emit_return(val, node)
 
     # Control flow -----------------------------------------------------------------------------------------------
     def stmt_If(self, node: ast.If) -> None:
@@ -819,9 +846,10 @@ def _has_break(stmts: list[ast.stmt]) -> bool:
 
 def lower_function(src: FuncSource, param_types: list[Any], *, is_kernel: bool, ctx: LowerContext,
                    return_type: Any = None, infer_return: bool = False,
-                   adjoint_of: list[str] | None = None) -> tuple[ir.FuncIR, int]:
+                   adjoint_of: list[str] | None = None,
+                   ref_params: list[str] | None = None) -> tuple[ir.FuncIR, int]:
     """Lower ``src`` for the given parameter types; returns the IR and the launch dimensionality used by tid()."""
-    low = Lowerer(src, param_types, is_kernel, ctx, return_type, infer_return, adjoint_of)
+    low = Lowerer(src, param_types, is_kernel, ctx, return_type, infer_return, adjoint_of, ref_params)
     f = low.lower()
     ndim = getattr(low, "launch_ndim", 1)
     f.launch_ndim = ndim

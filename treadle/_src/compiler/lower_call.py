@@ -43,6 +43,7 @@ class CallMixin(ExprMixin):
     is_kernel: bool
     locals: dict[str, Any]
     assigned: set[str]
+    const_bindings: dict[str, Any]
 
     def expr_Call(self, node: ast.Call) -> Any:
         callee = self.expr(node.func)
@@ -552,14 +553,49 @@ class CallMixin(ExprMixin):
     def call_user_values(self, fn: Any, raw: list[Any], node: ast.AST, kwargs: dict[str, Any] | None = None) -> Any:
         """Call a ``@func`` with already lowered operands (also used for operators on structs)."""
         inst, ordered = fn.resolve_call(raw, kwargs or {}, self, node)
+        targets = self.ref_targets(inst, node) if inst.ref_positions else []
         loc = self.src.loc(node)
         ret = inst.return_type
         r = self.new_value(ret, fn.name) if ret is not None else None
         self.emit(ir.CallFunc(loc, r, inst, ordered))
         self.ctx.add_dependency(inst)
+        if targets:  # wp.ref[T] parameters: store their final values back into the caller's variables
+            items = self.unpack_tuple_value(r, node).items
+            result = items.pop(0) if inst.value_type is not None else None
+            for target, v in zip(targets, items):
+                self.assign(target, v, node)  # type: ignore[attr-defined]
+            if result is not None and isinstance(result.type, TupleT):
+                return self.unpack_tuple_value(result, node)
+            return result
         if isinstance(ret, TupleT):
             return self.unpack_tuple_value(r, node)
         return r
+
+    def ref_targets(self, inst: Any, node: ast.AST) -> list[ast.expr]:
+        """The caller's expressions bound to ``wp.ref[T]`` parameters.
+
+        Each must name a place (variable, array element, field or component), since the function writes through it.
+        """
+        names = inst.fdef.param_names
+        args = list(getattr(node, "args", []))
+        kw = {k.arg: k.value for k in getattr(node, "keywords", [])}
+        out = []
+        for pos in inst.ref_positions:
+            name = names[pos]
+            a = args[pos] if pos < len(args) else kw.get(name)
+            if a is None:
+                raise self.err(f"'{inst.name}' needs a variable for its by-reference parameter '{name}'", node,
+                               f"pass a variable, array element or field as '{name}'", CodegenTypeError)
+            root = a
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            ok = isinstance(root, ast.Name) and root.id in self.locals and root.id not in self.const_bindings
+            if not ok:
+                raise self.err(f"argument '{name}' of '{inst.name}' is passed by reference (wp.ref) and must be a "
+                               f"variable, an array element or a field, not {ast.unparse(a)!r}", a,
+                               "assign the value to a variable first and pass the variable", CodegenTypeError)
+            out.append(a)
+        return out
 
     def unpack_tuple_value(self, v: Any, node: ast.AST) -> TupleVal:
         items = []

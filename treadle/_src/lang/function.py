@@ -104,6 +104,11 @@ class FuncInstance:
         self._lowering = False
         self.deps: list[FuncInstance] = []
         self.return_type: Any = None
+        #: positions of the ``wp.ref[T]`` parameters: the instance returns ``(result?, *final values)`` and the
+        #: caller stores those values back into its arguments (copy-in/copy-out, so autodiff sees plain data flow)
+        self.ref_positions = [i for i, t in enumerate(fdef.param_types) if isinstance(t, RefT)]
+        #: the function's own result type when it has ref parameters (``return_type`` is then the wrapping tuple)
+        self.value_type: Any = None
         ident = "|".join(type_str(t) for t in types)
         digest = hashlib.sha256(f"{fdef.owner.key}|{fdef.src.source_hash}|{ident}".encode()).hexdigest()[:12]
         self.cname = f"fn_{_c_ident(fdef.src.name)}_{digest}"
@@ -125,12 +130,14 @@ class FuncInstance:
         try:
             ret, infer = self.fdef.declared_return()
             ctx = LowerContext(max_unroll=config.max_unroll)
+            refs = [self.fdef.param_names[i] for i in self.ref_positions]
             f, _ = lower_function(self.fdef.src, list(self.types), is_kernel=False, ctx=ctx, return_type=ret,
-                                  infer_return=infer)
+                                  infer_return=infer, ref_params=refs)
         finally:
             self._lowering = False
         self._ir = f
         self.return_type = f.return_type
+        self.value_type = getattr(f, "value_type", f.return_type)
         self.deps = list(ctx.deps)
         self.grad_ir = self._lower_custom_grad()
         self.replay_ir = self._lower_custom_replay()
@@ -276,9 +283,14 @@ class Function:
                     ok = False
                     errors.append(f"a function cannot be passed where {type_str(pt)} is declared")
                     break
-                if isinstance(pt, RefT):
-                    raise CodegenError(f"'{self.name}': wp.ref[...] (by-reference) parameters are not supported yet",
-                                       low.src.loc(node), "return the updated value instead")
+                if isinstance(pt, RefT):  # by reference: the argument's type must match exactly (no conversion)
+                    if op.type == pt.t or (contains_any(pt.t) and types_match(pt.t, op.type)):
+                        types.append(op.type)
+                        continue
+                    ok = False
+                    errors.append(f"({', '.join(type_str(t) for t in fdef.param_types)}): argument of type "
+                                  f"{type_str(op.type)} does not match {type_str(pt)}")
+                    break
                 if contains_any(pt):
                     if pt is AnyT or _array_generic_match(pt, op.type) or types_match(pt, op.type):
                         types.append(op.type)

@@ -87,10 +87,15 @@ def is_function_annotation(t: Any) -> bool:
 
 
 class RefT:
-    """``wp.ref[T]``: a by-reference parameter annotation (accepted in signatures; not supported in calls yet)."""
+    """``wp.ref[T]``: a by-reference ``@func`` parameter (the callee's writes reach the caller's variable)."""
 
     def __init__(self, t: Any) -> None:
         self.t = t
+
+    @property
+    def dtype(self) -> Any:
+        """The referenced value type ``T``."""
+        return self.t
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RefT) and other.t == self.t
@@ -99,7 +104,7 @@ class RefT:
         return hash(("RefT", self.t))
 
     def __repr__(self) -> str:
-        return f"ref[{type_str(self.t)}]"
+        return f"wp.ref[{type_str(self.t)}]"
 
 
 class ref:  # noqa: N801 (the reference API's name)
