@@ -92,6 +92,16 @@ template <typename T> TREADLE_FUNC T* grad_address(const array_t<T>& a, int64 i,
     return a.grad ? detail::offset_ptr(a.grad, detail::byte_offset(a, i, j, k, l)) : nullptr;
 }
 
+// The gradient buffer of `a` seen as an array (same shape and strides; no gradient of its own): what
+// wp.adjoint[arr] names in a @func_grad body. Its data is null when `a` has no gradient buffer.
+template <typename T> TREADLE_FUNC array_t<T> grad_array(const array_t<T>& a) {
+    array_t<T> g = a;
+    g.data = a.grad;
+    g.grad = nullptr;
+    return g;
+}
+template <typename T> TREADLE_FUNC bool has_data(const array_t<T>& a) { return a.data != nullptr; }
+
 // ------------------------------------------------------------------------------------------------ load / store
 // Adjoints use the `grad` buffer of the forward array; the adj_a argument is accepted for the uniform calling
 // convention and ignored. adj_load accumulates atomically (many threads may read one element).

@@ -45,6 +45,12 @@ template <typename T> TREADLE_FUNC T* address(const indexedarray_t<T>& a, int64 
     return address(a.arr, detail::map_index(a, 0, i), detail::map_index(a, 1, j), detail::map_index(a, 2, k),
                    detail::map_index(a, 3, l));
 }
+template <typename T> TREADLE_FUNC indexedarray_t<T> grad_array(const indexedarray_t<T>& a) {
+    indexedarray_t<T> g = a;
+    g.arr = grad_array(a.arr);
+    return g;
+}
+template <typename T> TREADLE_FUNC bool has_data(const indexedarray_t<T>& a) { return a.arr.data != nullptr; }
 template <typename T> TREADLE_FUNC T* grad_address(const indexedarray_t<T>& a, int64 i) {
     return a.arr.grad ? grad_address(a.arr, detail::map_index(a, 0, i)) : nullptr;
 }

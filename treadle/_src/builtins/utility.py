@@ -157,6 +157,19 @@ builtin("_array_valid", group="Utility", rule=_array_valid_rule, cpp="op1:(bool)
         differentiable=False, signature="bool(arr)", doc="True if the array is not null.")
 
 
+def _grad_array_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    need(isinstance(types[0], ArrayT), "expected an array")
+    return types[0]
+
+
+builtin("_grad_array", group="Utility", rule=_grad_array_rule, cpp="grad_array", kernel_only=True,
+        differentiable=False, signature="wp.adjoint[arr]",
+        doc="The gradient buffer of an array, as an array (null when it has none); wp.adjoint[arr] in @func_grad.")
+builtin("_has_data", group="Utility", rule=_array_valid_rule, cpp="has_data", kernel_only=True,
+        differentiable=False, signature="arr.data != null", doc="True if the array's data pointer is not null.")
+
+
 def _lower_bound_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2, 4)
     arr = types[0]

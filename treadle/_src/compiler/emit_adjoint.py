@@ -386,7 +386,8 @@ class AdjointEmitter(Emitter):
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.CallFunc):
             native = getattr(s.func.ir, "native", None) is not None
-            if not native and not any(differentiable(a.type) for a in s.args) and not (
+            # arrays carry gradients too: the callee's adjoint accumulates into their gradient buffers
+            if not native and not any(differentiable(a.type) or _has_array(a.type) for a in s.args) and not (
                     r is not None and differentiable(r.type)):
                 return
             dummies = []

@@ -131,6 +131,8 @@ class Lowerer(CallMixin):
             self.next_id += 1
             loc = ir.Local(self.next_id, f"adj__{name}", t)
             self.adjoint_locals[name] = loc
+        #: conditions (array has a gradient buffer) for the store of the statement being lowered
+        self.adjoint_guards: list[Any] = []
 
     # Infrastructure ---------------------------------------------------------------------------------------------
     def err(self, msg: str, node: ast.AST | None, fix: str = "", cls: type = CodegenError) -> CodegenError:
@@ -368,28 +370,69 @@ class Lowerer(CallMixin):
         self.emit(ir.StoreLocal(self.loc(node), local, value))
         self.assigned.add(name)
 
-    def adjoint_target(self, target: ast.expr) -> ir.Local | None:
-        """The adjoint local named by ``wp.adjoint[x]`` (in a ``@func_grad`` body), else ``None``."""
-        if not isinstance(target, ast.Subscript) or not self.adjoint_locals:
+    def adjoint_lvalue(self, target: ast.expr) -> _LValue | None:
+        """Where ``wp.adjoint[p]`` / ``wp.adjoint[p.field...]`` (in a ``@func_grad`` body) points, else ``None``.
+
+        Scalars, vectors and structs name the adjoint variable of parameter ``p`` (passed by reference), or a field
+        of it. An array names a view of its gradient buffer (``wp.adjoint[arr][i] += v`` accumulates into
+        ``arr.grad``); stores through it run only when the array has a gradient buffer (a condition is pushed on
+        ``adjoint_guards`` for the statement to apply, see ``guarded``).
+        """
+        if not isinstance(target, ast.Subscript) or not self.adjoint_locals or \
+                not isinstance(target.value, (ast.Name, ast.Attribute)):
             return None
         base = self.expr(target.value)
         if not (isinstance(base, PyObj) and getattr(base.obj, "_treadle_adjoint_", False)):
             return None
-        if not isinstance(target.slice, ast.Name) or target.slice.id not in self.adjoint_locals:
-            raise self.err("wp.adjoint[...] takes a parameter name of the original function", target,
-                           f"parameters: {', '.join(self.adjoint_locals)}", CodegenError)
-        return self.adjoint_locals[target.slice.id]
+        path, fields = target.slice, []
+        while isinstance(path, ast.Attribute):
+            fields.append(path.attr)
+            path = path.value
+        if not isinstance(path, ast.Name) or path.id not in self.adjoint_locals:
+            raise self.err("wp.adjoint[...] takes a parameter name of the original function (or a field of one)",
+                           target, f"parameters: {', '.join(self.adjoint_locals)}", CodegenError)
+        adj = self.adjoint_locals[path.id]
+        lv = _LValue(local=adj, type=adj.type)
+        for name in reversed(fields):
+            t = lv.type
+            if not is_struct(t) or name not in t.vars:
+                raise self.err(f"wp.adjoint[...]: {type_str(t)} has no field '{name}'", target,
+                               cls=CodegenTypeError)
+            lv = lv.then(("field", name), normalize_annotation(t.vars[name]))
+        if isinstance(lv.type, ArrayT):
+            grad = self.call_builtin(REGISTRY.builtins["_grad_array"], [self.value(target.slice)], target)
+            self.adjoint_guards.append(self.call_builtin(REGISTRY.builtins["_has_data"], [grad], target))
+            view = _LValue(array=grad, type=lv.type)
+            view.is_view = True
+            return view
+        return lv
+
+    def guarded(self, mark: int, node: ast.AST, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` (which emits a store) under the conditions pushed on ``adjoint_guards`` since ``mark``."""
+        guards = self.adjoint_guards[mark:]
+        del self.adjoint_guards[mark:]
+        if not guards:
+            fn()
+            return
+        block = ir.Block()
+        self.lower_body_into(block, fn)
+        for cond in reversed(guards):
+            outer = ir.Block()
+            outer.stmts.append(ir.If(self.loc(node), cond, block, ir.Block()))
+            block = outer
+        self.blocks[-1].stmts.extend(block.stmts)
 
     def assign_component(self, target: ast.expr, v: Any, node: ast.AST) -> None:
         """``a[i] = v``, ``v.x = s``, ``s.field.x = s``, ``m[i, j] = s``, ``arr[i].x = s``."""
-        adj = self.adjoint_target(target)
-        if adj is not None:
-            self.emit(ir.StoreLocal(self.loc(node), adj, self.coerce(v, adj.type, node, "the adjoint")))
-            return
-        self.store_lvalue(self.resolve_lvalue(target), v, node)
+        mark = len(self.adjoint_guards)
+        lv = self.resolve_lvalue(target)
+        self.guarded(mark, node, lambda: self.store_lvalue(lv, v, node))
 
     def resolve_lvalue(self, target: ast.expr) -> _LValue:
         """Evaluate the parts of an assignment target once (indices included) and describe where it points."""
+        adj = self.adjoint_lvalue(target)
+        if adj is not None:
+            return adj
         if isinstance(target, ast.Name):
             local = self.locals.get(target.id)
             if local is None:
@@ -530,22 +573,20 @@ class Lowerer(CallMixin):
             rhs = self.value(node.value)
             self.assign(target, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
             return
-        adj = self.adjoint_target(target)
-        if adj is not None:
-            cur = self.new_value(adj.type)
-            self.emit(ir.LoadLocal(self.loc(node), cur, adj))
-            new = self.call_builtin(REGISTRY.builtins[op], [cur, self.value(node.value)], node)
-            self.emit(ir.StoreLocal(self.loc(node), adj, self.coerce(new, adj.type, node, "the adjoint")))
-            return
+        mark = len(self.adjoint_guards)
         lv = self.resolve_lvalue(target)  # indices are evaluated exactly once
-        if lv.array is not None and not lv.steps and op in ("add", "sub"):
-            # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
-            v = self.coerce(self.value(node.value), lv.type, node, "the added value")
-            self.emit(ir.ArrayAtomic(self.loc(node), None, op, lv.array, list(lv.indices), v))
-            return
-        cur = self.load_lvalue(lv, node)
-        rhs = self.value(node.value)
-        self.store_lvalue(lv, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
+
+        def update() -> None:
+            if lv.array is not None and not lv.steps and op in ("add", "sub"):
+                # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
+                v = self.coerce(self.value(node.value), lv.type, node, "the added value")
+                self.emit(ir.ArrayAtomic(self.loc(node), None, op, lv.array, list(lv.indices), v))
+                return
+            cur = self.load_lvalue(lv, node)
+            rhs = self.value(node.value)
+            self.store_lvalue(lv, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
+
+        self.guarded(mark, node, update)
 
     def stmt_Return(self, node: ast.Return) -> None:
         if self.is_kernel:

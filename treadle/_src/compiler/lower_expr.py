@@ -523,10 +523,12 @@ class ExprMixin:
     def subscript_python(self, base: PyObj, node: ast.Subscript) -> Any:
         obj = base.obj
         if getattr(obj, "_treadle_adjoint_", False):
-            adj = self.adjoint_target(node)  # type: ignore[attr-defined]
-            v = self.new_value(adj.type)
-            self.emit(ir.LoadLocal(self.src.loc(node), v, adj))
-            return v
+            mark = len(self.adjoint_guards)  # type: ignore[attr-defined]
+            lv = self.adjoint_lvalue(node)  # type: ignore[attr-defined]
+            del self.adjoint_guards[mark:]  # type: ignore[attr-defined]  # a read: no store to guard
+            if lv is None:
+                raise self.err("wp.adjoint[...] can only be used inside a @wp.func_grad function", node)
+            return self.load_lvalue(lv, node)  # type: ignore[attr-defined]
         try:
             key = ast.literal_eval(node.slice)
         except ValueError:

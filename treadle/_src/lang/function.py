@@ -176,7 +176,7 @@ class FuncInstance:
 
     def _lower_custom_grad(self) -> Any:
         """Lower the ``@func_grad`` adjoint of this function, if it has one."""
-        grad_fn = self.fdef.owner.custom_grad
+        grad_fn = self.fdef.owner.grad_for(self.fdef)
         if grad_fn is None:
             return None
         from ... import config
@@ -230,6 +230,8 @@ class Function:
         self.overloads: list[FuncDef] = []
         self._pending: list[Callable[..., Any]] = [fn]
         self.custom_grad: Any = None
+        #: every @func_grad given to this function (one per overload); ``custom_grad`` is the latest
+        self.custom_grads: list[Any] = []
         self.custom_replay: Any = None
         self.native_snippet: Any = None
 
@@ -243,6 +245,22 @@ class Function:
             fdef = FuncDef(fn, self)
             self.overloads = [o for o in self.overloads if o.param_types != fdef.param_types] + [fdef]
         return self.overloads
+
+    def grad_for(self, fdef: FuncDef) -> Any:
+        """The ``@func_grad`` of overload ``fdef``: the latest whose leading parameter types are the overload's.
+
+        Without such a match (e.g. a generic overload), the latest ``@func_grad`` given.
+        """
+        if len(self.custom_grads) > 1:
+            n = len(fdef.param_types)
+            for fn in reversed(self.custom_grads):
+                try:
+                    types = FuncDef(fn, self).param_types[:n]
+                except CodegenError:
+                    continue
+                if types == fdef.param_types:
+                    return fn
+        return self.custom_grad
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)

@@ -691,6 +691,7 @@ def func_grad(forward: Any) -> Any:
 
     def deco(fn: Any) -> Any:
         forward.custom_grad = fn
+        forward.custom_grads.append(fn)
         for fdef in forward.overloads:
             for inst in fdef.instances.values():
                 inst._ir = None  # re-lower with the new adjoint

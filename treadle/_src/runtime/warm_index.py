@@ -203,7 +203,7 @@ class _Fingerprinter:
             self.add(f"FN:{v.module}:{v.key}:{v.native_snippet!r}")
             for fn in [fd.fn for fd in v.overloads] + list(v._pending):
                 self.function(fn, depth=depth)
-            for extra in (v.custom_grad, v.custom_replay):
+            for extra in (*(v.custom_grads or [v.custom_grad]), v.custom_replay):
                 if extra is None:
                     self.add("-")
                 else:
