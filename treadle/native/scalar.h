@@ -303,6 +303,16 @@ TREADLE_UNARY_LIBM(cos, cosf, cos)
 TREADLE_UNARY_LIBM(tan, tanf, tan)
 TREADLE_SCALAR_ADJ void adj_sin(T x, T& adj_x, const T& adj_ret) { adj_x += cos(x) * adj_ret; }
 TREADLE_SCALAR_ADJ void adj_cos(T x, T& adj_x, const T& adj_ret) { adj_x -= sin(x) * adj_ret; }
+// The reverse sweep's replay of sin(x) (cos(x)) whose adjoint needs cos(x) (sin(x)): the two calls side by side,
+// which clang++ and g++ fuse into one sincosf/sincos call on the host (glibc's give the same values as sinf/cosf
+// and sin/cos: tests/autodiff/test_sincos_fusion.py). adj_sin_of_cos / adj_cos_of_sin are adj_sin / adj_cos given
+// that partner value.
+TREADLE_FUNC float32 sin_cos(float32 x, float32& c) { c = cos(x); return sin(x); }
+TREADLE_FUNC float64 sin_cos(float64 x, float64& c) { c = cos(x); return sin(x); }
+TREADLE_FUNC float32 cos_sin(float32 x, float32& s) { float32 c; s = sin_cos(x, c); return c; }
+TREADLE_FUNC float64 cos_sin(float64 x, float64& s) { float64 c; s = sin_cos(x, c); return c; }
+TREADLE_SCALAR_ADJ void adj_sin_of_cos(T cos_x, T& adj_x, const T& adj_ret) { adj_x += cos_x * adj_ret; }
+TREADLE_SCALAR_ADJ void adj_cos_of_sin(T sin_x, T& adj_x, const T& adj_ret) { adj_x -= sin_x * adj_ret; }
 TREADLE_SCALAR_ADJ void adj_tan(T x, T& adj_x, const T& adj_ret) {
     const T c = cos(x);
     adj_x += adj_ret / (c * c);

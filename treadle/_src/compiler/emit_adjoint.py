@@ -261,6 +261,7 @@ class AdjointEmitter(Emitter):
         self.dummy = 0
         self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
         self.live: set[int] | None = None  # values whose adjoint can be non-zero (adjoint_live); None: all
+        self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
 
     # Declarations ----------------------------------------------------------------------------------------------
     def ct(self, t: Any) -> str:
@@ -275,6 +276,8 @@ class AdjointEmitter(Emitter):
                 seen.add(r.id)
                 t = self.ct(r.type)
                 lines.append(f"    {t} _v{r.id}{{}}; {t} adj_v{r.id}{{}};")
+                if r.id in self.partner:
+                    lines.append(f"    {t} _pc{r.id}{{}};")
             if isinstance(s, ir.LocalArray):
                 el = self.ct(s.result.type.dtype)
                 n_el = 1
@@ -293,8 +296,28 @@ class AdjointEmitter(Emitter):
     # Sweeps -----------------------------------------------------------------------------------------------------
     def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
         """Forward replay: like the forward kernel, but without side effects (stores, atomics, printing)."""
+        if isinstance(s, ir.Call) and s.result is not None and s.result.id in self.partner:
+            self.line(s, lines, ind)
+            fn = "sin_cos" if s.overload.builtin.name == "sin" else "cos_sin"
+            r = s.result.id
+            lines.append(f"{ind}_v{r} = treadle::{fn}({self.op(s.args[0])}, _pc{r});")
+            return
         if not replay_stmt(self, s, lines, ind):
             super().stmt(s, lines, ind)
+
+    def sincos_calls(self, f: ir.FuncIR, live: set[int]) -> dict[int, ir.Call]:
+        """The ``sin``/``cos`` calls (float32/float64) whose adjoint runs: the replay computes the partner value too.
+
+        The adjoint of ``sin(x)`` needs ``cos(x)`` and vice versa; the replay gets both from one ``sincos`` call
+        (``treadle::sin_cos``), which costs about as much as one of them, and the reverse sweep uses the saved value.
+        """
+        out: dict[int, ir.Call] = {}
+        for s in ir.walk(f.body):
+            if (isinstance(s, ir.Call) and s.result is not None and s.result.id in live and len(s.args) == 1
+                    and s.overload.builtin.name in ("sin", "cos") and s.overload.differentiable
+                    and s.result.type in (scalars.float32, scalars.float64)):
+                out[s.result.id] = s
+        return out
 
     def forward(self, block: ir.Block, lines: list[str], ind: str, ckpt: bool) -> None:
         old = self.ckpt_now
@@ -378,6 +401,8 @@ class AdjointEmitter(Emitter):
                 if ov.template:
                     tmpl = "<" + ",".join(str(x) if isinstance(x, int) else self.ct(x) for x in ov.template) + ">"
                 args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
+                if r.id in self.partner:
+                    cpp, args[0] = ("sin_of_cos" if ov.builtin.name == "sin" else "cos_of_sin"), f"_pc{r.id}"
                 guard = self.nonzero_guard(cpp, r)
                 if guard:
                     lines.append(f"{ind}if ({guard})")
@@ -627,14 +652,17 @@ class AdjointEmitter(Emitter):
         adj_params = [f"{self.ct(p.type)}& adj_var_{p.name}" for p in f.params]
         ret = [f"const {self.ct(f.return_type)}& adj_ret"] if f.return_type is not None else []
         lines = [f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(params + adj_params + ret)})", "{"]
+        live = adjoint_live(f)
+        self.partner = self.sincos_calls(f, live)
         lines += self.declarations(f, with_locals=True)
         self.forward(f.body, lines, "    ", ckpt=True)
         retval = getattr(f, "retval", None)
         if retval is not None and f.return_type is not None:
             self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
-        self.live = adjoint_live(f)
+        self.live = live
         self.reverse(f.body, lines, "    ")
         self.live = None
+        self.partner = {}
         lines.append("}")
         return "\n".join(lines)
 
@@ -674,13 +702,16 @@ class AdjointEmitter(Emitter):
             dense = emit_entry.dense_line(p.name, p.type)
             if dense is not None:
                 lines.append(dense)
+        live = adjoint_live(f)
+        self.partner = self.sincos_calls(f, live)
         lines += self.declarations(f, with_locals=True)
         lines += emit_entry.tid_lines(f)
         lines += self.own_flags(f)
         self.forward(f.body, lines, "    ", ckpt=True)
-        self.live = adjoint_live(f)
+        self.live = live
         self.reverse(f.body, lines, "    ")
         self.live = None
+        self.partner = {}
         self.own = {}
         lines.append("}")
         lines.append("")
