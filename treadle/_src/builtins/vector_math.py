@@ -172,6 +172,16 @@ def _mat_template(types: Sequence[Any], ret: Any) -> tuple[Any, ...]:
     return (ret._shape_[0], scalar_of(ret))
 
 
+def np_linalg_host(fn: Any) -> Any:
+    """Host implementation calling NumPy ``linalg`` function ``fn``, which has no float16: half computes in float32."""
+
+    def impl(m: Any) -> Any:
+        m = np.asarray(m)
+        return fn(m.astype(np.float32)) if m.dtype == np.float16 else fn(m)
+
+    return impl
+
+
 def _np_normalize(v: Any) -> Any:
     n = np.sqrt(np.dot(v.reshape(-1), v.reshape(-1)))
     return v / n if n > 0 else np.zeros_like(v)
@@ -191,9 +201,9 @@ builtin("outer", group=GROUP, rule=_outer, host=np.outer, signature="outer(a: Ve
         doc="Outer product a b^T.")
 builtin("transpose", group=GROUP, rule=_transpose, host=np.transpose, signature="transpose(m: Matrix) -> Matrix",
         doc="Matrix transpose.")
-builtin("determinant", group=GROUP, rule=_det, host=np.linalg.det, signature="determinant(m: Matrix) -> Scalar",
+builtin("determinant", group=GROUP, rule=_det, host=np_linalg_host(np.linalg.det), signature="determinant(m: Matrix) -> Scalar",
         doc="Determinant of a 2x2, 3x3 or 4x4 matrix.")
-builtin("inverse", group=GROUP, rule=_inverse, host=np.linalg.inv, signature="inverse(m: Matrix) -> Matrix",
+builtin("inverse", group=GROUP, rule=_inverse, host=np_linalg_host(np.linalg.inv), signature="inverse(m: Matrix) -> Matrix",
         doc="Inverse of a 2x2, 3x3 or 4x4 matrix.")
 builtin("trace", group=GROUP, rule=_square_to_scalar, host=np.trace, signature="trace(m: Matrix) -> Scalar",
         doc="Sum of the diagonal.")

@@ -1,0 +1,83 @@
+"""Sample argument signatures tried against every registry builtin's type rule (shared by the registry tests).
+
+``accepted_overloads()`` maps each builtin name to the sample signatures its type rule accepts: all scalar types;
+vectors, matrices, quaternions, transforms and spatial types of every float precision; integer vectors. Used by
+``test_registry_compile.py`` (every overload compiles) and ``test_registry_numeric.py`` (every overload computes
+what a NumPy float64 reference computes). Computed once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from typing import Any
+
+import treadle as wp
+from treadle._src.builtins import REGISTRY
+from treadle._src.builtins.registry import NoMatch
+
+_ARITY = re.compile(r"^expected [0-9][0-9 or-]* argument\(s\), got [0-9]+$")
+
+
+def _families() -> dict[str, list[Any]]:
+    out = {}
+    for p, s in (("h", wp.float16), ("f", wp.float32), ("d", wp.float64)):
+        names = ("vec2", "vec3", "vec4", "mat22", "mat33", "mat44", "quat", "transform", "spatial_vector",
+                 "spatial_matrix")
+        out[p] = [s] + [getattr(wp, n + p) for n in names]
+    return out
+
+
+INTS = [wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32, wp.int64, wp.uint64, wp.bool,
+        wp.vec2i, wp.vec3i, wp.vec4i]
+EXTRA = [wp.int32, wp.uint32, wp.bool]
+
+
+def _signatures() -> dict[int, list[tuple[Any, ...]]]:
+    by_arity: dict[int, set[tuple[Any, ...]]] = {n: set() for n in range(7)}
+    by_arity[0].add(())
+    fams = _families()
+    for t in sum(fams.values(), []) + INTS:
+        by_arity[1].add((t,))
+    for f in fams.values():
+        s, v2, v3, v4, _m22, m33, _m44, q, tf = f[:9]
+        by_arity[2].update(itertools.product(f + EXTRA, repeat=2))
+        by_arity[3].update(itertools.product([s, v2, v3, v4, m33, q, tf] + EXTRA, repeat=3))
+        by_arity[4].update(itertools.product([s, v3, q] + EXTRA[:2], repeat=4))
+        by_arity[5].add((v3,) * 4 + (s,))
+        by_arity[6].add((v3,) * 6)
+    by_arity[2].update(itertools.product(INTS, repeat=2))
+    by_arity[3].update((a, a, a) for a in INTS)
+    return {n: sorted(v, key=lambda sig: tuple(t.__name__ for t in sig)) for n, v in by_arity.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _accepted() -> dict[str, list[tuple[Any, ...]]]:
+    sigs = _signatures()
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for name, b in sorted(REGISTRY.builtins.items()):
+        if name.startswith("_") or b.lowering != "call":
+            continue
+        for n, cands in sigs.items():
+            if b.static_args and n:
+                continue  # compile-time arguments (quat_identity(dtype=...)): only the default form here
+            try:
+                b.resolve([wp.float32] * n)
+            except NoMatch as e:
+                if _ARITY.match(str(e)):
+                    continue  # the rule rejects this argument count outright
+            except Exception:  # noqa: BLE001 - a rule that needs other types; probe the samples
+                pass
+            for sig in cands:
+                try:
+                    b.resolve(list(sig))
+                except Exception:  # noqa: BLE001 - NoMatch, or a rule that cannot take these types at all
+                    continue
+                found.setdefault(name, []).append(sig)
+    return found
+
+
+def accepted_overloads() -> dict[str, list[tuple[Any, ...]]]:
+    """Builtin name -> argument signatures its type rule accepts (among the samples); a fresh copy."""
+    return {k: list(v) for k, v in _accepted().items()}
