@@ -313,6 +313,9 @@ TREADLE_ATOMIC_COMPOSITE(atomic_sub)
 TREADLE_ATOMIC_COMPOSITE(atomic_min)
 TREADLE_ATOMIC_COMPOSITE(atomic_max)
 TREADLE_ATOMIC_COMPOSITE(atomic_exch)
+TREADLE_ATOMIC_COMPOSITE(atomic_and)
+TREADLE_ATOMIC_COMPOSITE(atomic_or)
+TREADLE_ATOMIC_COMPOSITE(atomic_xor)
 #undef TREADLE_ATOMIC_COMPOSITE
 
 // ------------------------------------------------------------------------------------------------ min / max adjoints

@@ -104,6 +104,25 @@ TREADLE_MAT_T mat_t<R, C, T> sub(const mat_t<R, C, T>& a, const mat_t<R, C, T>& 
 TREADLE_MAT_T mat_t<R, C, T> neg(const mat_t<R, C, T>& a) { return -a; }
 TREADLE_MAT_T mat_t<R, C, T> pos(const mat_t<R, C, T>& a) { return a; }
 
+// Bitwise operators on integer matrices: componentwise (no gradient, like their scalar forms).
+#define TREADLE_MAT_BITWISE2(name)                                                                                \
+    TREADLE_MAT_T mat_t<R, C, T> name(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {                        \
+        mat_t<R, C, T> r;                                                                                         \
+        TREADLE_MAT_LOOP(i, j) r.data[i][j] = name(a.data[i][j], b.data[i][j]);                                   \
+        return r;                                                                                                 \
+    }
+TREADLE_MAT_BITWISE2(bit_and)
+TREADLE_MAT_BITWISE2(bit_or)
+TREADLE_MAT_BITWISE2(bit_xor)
+TREADLE_MAT_BITWISE2(lshift)
+TREADLE_MAT_BITWISE2(rshift)
+#undef TREADLE_MAT_BITWISE2
+TREADLE_MAT_T mat_t<R, C, T> invert(const mat_t<R, C, T>& a) {
+    mat_t<R, C, T> r;
+    TREADLE_MAT_LOOP(i, j) r.data[i][j] = invert(a.data[i][j]);
+    return r;
+}
+
 // Frobenius inner product.
 TREADLE_MAT_T T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
     T s = T(0);

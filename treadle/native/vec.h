@@ -195,6 +195,27 @@ TREADLE_VEC_T void adj_mod(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, 
         adj_mod(a.c[i], b.c[i], adj_a.c[i], adj_b.c[i], adj_ret.c[i]);
 }
 
+// Bitwise operators on integer vectors: componentwise (no gradient, like their scalar forms).
+#define TREADLE_VEC_BITWISE2(name)                                                                                \
+    TREADLE_VEC_T vec_t<N, T> name(const vec_t<N, T>& a, const vec_t<N, T>& b) {                                 \
+        vec_t<N, T> r;                                                                                            \
+        for (unsigned i = 0; i < N; ++i)                                                                          \
+            r.c[i] = name(a.c[i], b.c[i]);                                                                        \
+        return r;                                                                                                 \
+    }
+TREADLE_VEC_BITWISE2(bit_and)
+TREADLE_VEC_BITWISE2(bit_or)
+TREADLE_VEC_BITWISE2(bit_xor)
+TREADLE_VEC_BITWISE2(lshift)
+TREADLE_VEC_BITWISE2(rshift)
+#undef TREADLE_VEC_BITWISE2
+TREADLE_VEC_T vec_t<N, T> invert(const vec_t<N, T>& a) {
+    vec_t<N, T> r;
+    for (unsigned i = 0; i < N; ++i)
+        r.c[i] = invert(a.c[i]);
+    return r;
+}
+
 // ------------------------------------------------------------------------------------------------ geometry
 template <typename T> TREADLE_FUNC vec_t<3, T> cross(const vec_t<3, T>& a, const vec_t<3, T>& b) {
     return vec_t<3, T>(T(a.c[1] * b.c[2] - a.c[2] * b.c[1]), T(a.c[2] * b.c[0] - a.c[0] * b.c[2]),

@@ -84,9 +84,15 @@ def _mod_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return same(types)
 
 
+def _int_like(t: Any) -> bool:
+    """Integers, and vectors or matrices of integers (bitwise operators work componentwise on those)."""
+    return is_int(t) or ((is_vector(t) or is_matrix(t)) and is_int(scalar_of(t)))
+
+
 def _int_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
-    need(is_int(types[0]) or types[0] is scalars.bool, f"expected integers, got {type_str(types[0])}")
+    need(_int_like(types[0]) or types[0] is scalars.bool,
+         f"expected integers or integer vectors/matrices, got {type_str(types[0])}")
     return same(types)
 
 
@@ -105,7 +111,7 @@ def _unary_numeric(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _unary_int(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 1)
-    need(is_int(types[0]), f"'~' needs an integer, got {type_str(types[0])}")
+    need(_int_like(types[0]), f"'~' needs an integer (or an integer vector/matrix), got {type_str(types[0])}")
     return types[0]
 
 
@@ -181,17 +187,20 @@ pow_ = builtin("pow", group="Scalar Math", rule=_float_binary, host=np.power, si
 neg = builtin("neg", group=GROUP, rule=_unary_numeric, host=np.negative, signature="neg(x: T) -> T", doc="Negate.")
 pos = builtin("pos", group=GROUP, rule=_unary_numeric, host=np.positive, signature="pos(x: T) -> T", doc="Unary plus.")
 invert = builtin("invert", group=GROUP, rule=_unary_int, host=np.invert, differentiable=False,
-                 signature="invert(x: Int) -> Int", doc="Bitwise not.")
+                 signature="invert(x: Int) -> Int", doc="Bitwise not (componentwise on integer vectors and matrices).")
 bit_and = builtin("bit_and", group=GROUP, rule=_int_binary, host=np.bitwise_and, differentiable=False,
-                  signature="bit_and(a: Int, b: Int) -> Int", doc="Bitwise and.")
+                  signature="bit_and(a: Int, b: Int) -> Int", doc="Bitwise and (componentwise on integer vectors and matrices).")
 bit_or = builtin("bit_or", group=GROUP, rule=_int_binary, host=np.bitwise_or, differentiable=False,
-                 signature="bit_or(a: Int, b: Int) -> Int", doc="Bitwise or.")
+                 signature="bit_or(a: Int, b: Int) -> Int", doc="Bitwise or (componentwise on integer vectors and matrices).")
 bit_xor = builtin("bit_xor", group=GROUP, rule=_int_binary, host=np.bitwise_xor, differentiable=False,
-                  signature="bit_xor(a: Int, b: Int) -> Int", doc="Bitwise exclusive or.")
+                  signature="bit_xor(a: Int, b: Int) -> Int",
+                  doc="Bitwise exclusive or (componentwise on integer vectors and matrices).")
 lshift = builtin("lshift", group=GROUP, rule=_int_binary, host=np.left_shift, differentiable=False,
-                 signature="lshift(a: Int, b: Int) -> Int", doc="Shift left.")
+                 signature="lshift(a: Int, b: Int) -> Int",
+                 doc="Shift left (componentwise on integer vectors and matrices).")
 rshift = builtin("rshift", group=GROUP, rule=_int_binary, host=np.right_shift, differentiable=False,
-                 signature="rshift(a: Int, b: Int) -> Int", doc="Shift right (arithmetic for signed types).")
+                 signature="rshift(a: Int, b: Int) -> Int",
+                 doc="Shift right (arithmetic for signed types; componentwise on integer vectors and matrices).")
 
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 for _name, _op in _CMP.items():

@@ -582,6 +582,11 @@ class Lowerer(CallMixin):
                 v = self.coerce(self.value(node.value), lv.type, node, "the added value")
                 self.emit(ir.ArrayAtomic(self.loc(node), None, op, lv.array, list(lv.indices), v))
                 return
+            if lv.array is not None and not lv.steps and op in _ATOMIC_BITWISE and _atomic_int(lv.type):
+                # arr[i] &= v (|=, ^=) on 32/64-bit integer elements is atomic too, as in the reference.
+                v = self.coerce(self.value(node.value), lv.type, node, "the operand")
+                self.emit(ir.ArrayAtomic(self.loc(node), None, _ATOMIC_BITWISE[op], lv.array, list(lv.indices), v))
+                return
             cur = self.load_lvalue(lv, node)
             rhs = self.value(node.value)
             self.store_lvalue(lv, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
@@ -870,6 +875,16 @@ def _as_load(target: ast.expr) -> ast.expr:
         if hasattr(n, "ctx"):
             n.ctx = ast.Load()  # type: ignore[attr-defined]
     return node
+
+
+#: Augmented bitwise assignments that update integer array elements atomically.
+_ATOMIC_BITWISE = {"bit_and": "and", "bit_or": "or", "bit_xor": "xor"}
+
+
+def _atomic_int(t: Any) -> bool:
+    """Element types whose bitwise augmented assignments are atomic: 32/64-bit integers, also in vectors/matrices."""
+    st = scalar_of(t)
+    return (t is st or is_composite(t)) and is_int(st) and st._size_ >= 4
 
 
 def _ends(stmts: list[ast.stmt]) -> bool:
