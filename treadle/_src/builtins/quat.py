@@ -62,6 +62,7 @@ def forms(*overloads: tuple[Sequence[str], Any]) -> Callable[[Sequence[Any], Seq
     The result kind may be a tuple of kinds (a tuple result), ``None``, ``"same"`` (the first argument's type) or
     ``"scalar"`` (the scalar type).
     """
+    want = " | ".join("(" + ", ".join(a) + ")" for a, _ in overloads)
 
     def rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
         for args, ret in overloads:
@@ -80,10 +81,19 @@ def forms(*overloads: tuple[Sequence[str], Any]) -> Callable[[Sequence[Any], Seq
             if isinstance(ret, tuple):
                 return TupleT(tuple(make_type(k, st) for k in ret))
             return make_type(ret, st)
-        want = " | ".join("(" + ", ".join(a) + ")" for a, _ in overloads)
-        raise NoMatch(f"expected arguments {want} of one float type, got ({', '.join(type_str(t) for t in types)})")
+        raise NoMatch(_Mismatch(want, types))
 
     return rule
+
+
+class _Mismatch:
+    """The message of a ``forms`` rule's NoMatch, formatted only when read (type rules are probed a lot)."""
+
+    def __init__(self, want: str, types: Sequence[Any]) -> None:
+        self.want, self.types = want, tuple(types)
+
+    def __str__(self) -> str:
+        return f"expected arguments {self.want} of one float type, got ({', '.join(type_str(t) for t in self.types)})"
 
 
 def dtype_rule(kind: str) -> Callable[[Sequence[Any], Sequence[Any]], Any]:
