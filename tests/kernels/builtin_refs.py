@@ -37,7 +37,8 @@ class Ref:
     check: Callable[..., None] | None = None
     tol: float = 1.0
     typed: bool = False
-    canon: Callable[[int, Any], Any] | None = None  # (output index, value) -> value, applied to both sides
+    canon: Callable[[int, Any, Any], Any] | None = None  # (output index, value, reference) -> value to compare
+    sigs: Callable[[tuple[Any, ...]], bool] | None = None  # which accepted signatures to test (default: all)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -147,10 +148,10 @@ def rot_quat(m: Any) -> np.ndarray:
     return v[:, np.argmax(w)]
 
 
-def same_rotation(q: Any) -> np.ndarray:
-    """Canonical sign of a quaternion (q and -q are the same rotation): largest component positive."""
-    q = np.asarray(q, dtype=np.float64)
-    return q if q[np.argmax(np.abs(q))] >= 0 else -q
+def aligned(q: Any, like: Any) -> np.ndarray:
+    """``q`` or ``-q`` (the same rotation), whichever is closer to ``like``."""
+    q, like = np.asarray(q, dtype=np.float64), np.asarray(like, dtype=np.float64)
+    return -q if float(q @ like) < 0 else q
 
 
 def tf_apply(t: Any, x: Any) -> np.ndarray:
@@ -319,8 +320,43 @@ def euler_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
     return [None, pick[:, 0], pick[:, 1], pick[:, 2]]
 
 
+def to_euler_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Random rotations, and rotations at gimbal lock (middle angle +-pi/2, or 0 and pi for proper sequences)."""
+    dom = euler_dom(sig, rng, n)
+    q = unit_quats(rng, n)
+    for s in range(0, n, 3):
+        i, j, k = (int(dom[a][s]) for a in (1, 2, 3))
+        e = rng.uniform(-1.5, 1.5, size=3)
+        e[j] = rng.choice([-0.5 * math.pi, 0.5 * math.pi] if i != k else [0.0, math.pi])
+        e[k] = e[i] if i == k else e[k]
+        q[s] = _from_euler(e, i, j, k)
+    dom[0] = q
+    return dom
+
+
 def slerp_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
-    return [None, None, rng.uniform(0, 1, size=n)]
+    """Random pairs; a == b and a == -b (no rotation between them); t = 0 and 1."""
+    a, b = unit_quats(rng, n), unit_quats(rng, n)
+    b[0], b[1] = a[0], -a[1]
+    t = rng.uniform(0, 1, size=n)
+    t[2], t[3] = 0.0, 1.0
+    return [a, b, t]
+
+
+def degenerate_matrices(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Random matrices, and degenerate ones: rank 1 and 2, repeated singular values/eigenvalues, zero, diagonal."""
+    d = shape_of(sig[0])[0]
+    a = rng.uniform(-2, 2, size=(n, d, d))
+    a[0] = 0
+    a[1] = np.outer(rng.uniform(-2, 2, size=d), rng.uniform(-2, 2, size=d))  # rank 1
+    a[2, :, -1] = a[2, :, 0] * 0.5  # rank d - 1 (parallel columns)
+    a[3] = 1.5 * np.eye(d)
+    a[4] = np.diag(rng.uniform(-2, 2, size=d))
+    r = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    a[5] = r * 0.7  # all singular values equal
+    sym = np.diag([1.0, 1.0, 2.0][:d] if d == 3 else [1.0, 1.0])
+    a[6] = r @ sym @ r.T  # a repeated eigenvalue
+    return [a] + [None] * (len(sig) - 1)
 
 
 def compose_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
@@ -344,6 +380,17 @@ def select_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
 def delta_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
     """Norms with a delta argument: delta > 0 (float16: the squared ratio |v|^2 / delta^2 stays finite)."""
     return [None, rng.uniform(0.25, 2, size=n)][:len(sig)]
+
+
+def equal_half(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Two values of one type, equal in every other sample (comparisons: the equal case too)."""
+    a, b = (default_values(t, rng, n) for t in sig)
+    b[::2] = a[::2]
+    return [a, b]
+
+
+def scalars_only(sig: tuple[Any, ...]) -> bool:
+    return all(not shape_of(t) for t in sig)
 
 
 def pow_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
@@ -410,7 +457,7 @@ def check_to_euler(args: list[Any], outs: list[Any], tol: float) -> None:
     ax = np.eye(3)
     # rotation about fixed axis i by e[i], then j by e[j], then k by e[kk]
     r = qmul(axis_quat(ax[k], e[kk]), qmul(axis_quat(ax[j], e[j]), axis_quat(ax[i], e[i])))
-    _near(f"rotation of the angles ({i}, {j}, {k})", same_rotation(r), same_rotation(q), tol)
+    _near(f"rotation of the angles ({i}, {j}, {k})", aligned(r, q), q, tol)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -530,7 +577,22 @@ def _between(a: Any, b: Any) -> Any:
     a, b = _normalize(a), _normalize(b)
     c = np.cross(a, b)
     s = np.linalg.norm(c)
-    return axis_quat(c / s, math.atan2(s, float(a @ b)))
+    return axis_quat(c / s, math.atan2(s, float(a @ b))) if s > 0 else np.array([0.0, 0.0, 0.0, 1.0])
+
+
+def between_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Random directions, and parallel ones (b = 2a: the identity)."""
+    a, b = rng.uniform(-2, 2, size=(n, 3)), rng.uniform(-2, 2, size=(n, 3))
+    b[0] = 2 * a[0]
+    return [a, b]
+
+
+def axis_angle_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Random rotations, the identity (zero axis) and a negative real part."""
+    q = unit_quats(rng, n)
+    q[0] = [0, 0, 0, 1]
+    q[1] = -np.abs(q[1])
+    return [q] + [None] * (len(sig) - 1)
 
 
 def _slerp(a: Any, b: Any, t: float) -> Any:
@@ -572,14 +634,14 @@ def _spatial_cross_dual(a: Any, b: Any) -> Any:
     return np.concatenate([np.cross(a[:3], b[:3]) + np.cross(a[3:], b[3:]), np.cross(a[:3], b[3:])])
 
 
-def up_to_sign(index: int, start: int = 0) -> Callable[[int, Any], Any]:
-    """Canonical form of output ``index``: its quaternion (components ``start:``) up to sign."""
+def up_to_sign(index: int, start: int = 0) -> Callable[[int, Any, Any], Any]:
+    """Output ``index`` holds a rotation quaternion (components ``start:``), compared up to sign."""
 
-    def canon(i: int, v: Any) -> Any:
+    def canon(i: int, v: Any, ref: Any) -> Any:
         if i != index:
             return v
         v = np.array(v, dtype=np.float64)
-        v[start:] = same_rotation(v[start:])
+        v[start:] = aligned(v[start:], np.asarray(ref, dtype=np.float64)[start:])
         return v
 
     return canon
@@ -663,6 +725,13 @@ REFS: dict[str, Ref] = {
     "bit_xor": Ref(elementwise(lambda a, b: a ^ b), typed=True),
     "lshift": Ref(elementwise(lambda a, b: a << b), shifts, typed=True),
     "rshift": Ref(elementwise(lambda a, b: a >> b), rshift_dom, typed=True),
+    "_cmp_lt": Ref(lambda a, b: a < b, equal_half),
+    "_cmp_le": Ref(lambda a, b: a <= b, equal_half),
+    "_cmp_gt": Ref(lambda a, b: a > b, equal_half),
+    "_cmp_ge": Ref(lambda a, b: a >= b, equal_half),
+    "_cmp_eq": Ref(lambda a, b: bool(np.array_equal(a, b)), equal_half),
+    "_cmp_ne": Ref(lambda a, b: not np.array_equal(a, b), equal_half),
+    "_not": Ref(lambda x: not x, with_zeros, sigs=scalars_only),
     # utility
     "select": Ref(_select, select_dom),
     "where": Ref(_where, select_dom),
@@ -693,15 +762,15 @@ REFS: dict[str, Ref] = {
     "norm_huber": Ref(_huber, delta_dom),
     "norm_pseudo_huber": Ref(_pseudo_huber, delta_dom),
     "smooth_normalize": Ref(lambda v, d=1.0: v / _pseudo_huber(v, d), delta_dom),
-    "svd3": Ref(check=check_svd, tol=8),
-    "svd2": Ref(check=check_svd, tol=8),
-    "qr3": Ref(check=check_qr, tol=8),
-    "eig3": Ref(check=check_eig, tol=8),
+    "svd3": Ref(check=check_svd, domain=degenerate_matrices, tol=8),
+    "svd2": Ref(check=check_svd, domain=degenerate_matrices, tol=8),
+    "qr3": Ref(check=check_qr, domain=degenerate_matrices, tol=8),
+    "eig3": Ref(check=check_eig, domain=degenerate_matrices, tol=8),
     # quaternions
     "quaternion": Ref(_quaternion),
     "quat_identity": Ref(lambda: np.array([0.0, 0.0, 0.0, 1.0])),
     "quat_from_axis_angle": Ref(lambda a, t: axis_quat(a, t), unit_axis_first),
-    "quat_to_axis_angle": Ref(lambda q, *_: _axis_angle(q), tol=4),
+    "quat_to_axis_angle": Ref(lambda q, *_: _axis_angle(q), axis_angle_dom, tol=4),
     "quat_from_matrix": Ref(lambda m: rot_quat(m[:3, :3]), rotation_matrices, tol=4, canon=up_to_sign(0)),
     "quat_to_matrix": Ref(qmat),
     "quat_rpy": Ref(lambda r, p, y: _from_euler(np.array([r, p, y]), 0, 1, 2)),
@@ -710,9 +779,9 @@ REFS: dict[str, Ref] = {
     "quat_rotate": Ref(qrot),
     "quat_rotate_inv": Ref(lambda q, v: qrot(qconj(q), v)),
     "quat_slerp": Ref(_slerp, slerp_dom, tol=4),
-    "quat_between_vectors": Ref(_between, tol=4, canon=up_to_sign(0)),
+    "quat_between_vectors": Ref(_between, between_dom, tol=4, canon=up_to_sign(0)),
     "quat_from_euler": Ref(lambda e, i, j, k: _from_euler(e, int(i), int(j), int(k)), euler_dom),
-    "quat_to_euler": Ref(check=check_to_euler, domain=euler_dom, tol=8),
+    "quat_to_euler": Ref(check=check_to_euler, domain=to_euler_dom, tol=8),
     "quat_twist": Ref(_twist, unit_axis_first, tol=2, canon=up_to_sign(0)),
     "quat_twist_angle": Ref(lambda a, q: 2 * math.acos(max(-1.0, min(1.0, _twist(a, q)[3]))), unit_axis_first,
                             tol=8),
@@ -792,6 +861,4 @@ EXEMPT: dict[str, str] = {
     "_array_valid": _LOWERING + "bool(arr), tests/kernels/test_language.py",
     "_grad_array": "array plumbing (wp.adjoint[arr] in @func_grad): tests/autodiff/test_custom_grad_arrays.py",
     "_has_data": "array plumbing (adjoint guards on gradient buffers): tests/autodiff/test_custom_grad_arrays.py",
-    **{n: _LOWERING + "comparison operators, tests/lang/test_host_arithmetic.py and tests/kernels/test_language.py"
-       for n in ("_cmp_lt", "_cmp_le", "_cmp_gt", "_cmp_ge", "_cmp_eq", "_cmp_ne", "_not")},
 }

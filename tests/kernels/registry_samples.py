@@ -52,6 +52,28 @@ def _signatures() -> dict[int, list[tuple[Any, ...]]]:
     return {n: sorted(v, key=lambda sig: tuple(t.__name__ for t in sig)) for n, v in by_arity.items()}
 
 
+def _probe(b: Any, sigs: dict[int, list[tuple[Any, ...]]]) -> list[tuple[Any, ...]]:
+    """The sample signatures builtin ``b``'s type rule accepts."""
+    out = []
+    for n, cands in sigs.items():
+        if b.static_args and n:
+            continue  # compile-time arguments (quat_identity(dtype=...)): only the default form here
+        try:
+            b.resolve([wp.float32] * n)
+        except NoMatch as e:
+            if _ARITY.match(str(e)):
+                continue  # the rule rejects this argument count outright
+        except Exception:  # noqa: BLE001 - a rule that needs other types; probe the samples
+            pass
+        for sig in cands:
+            try:
+                b.resolve(list(sig))
+            except Exception:  # noqa: BLE001 - NoMatch, or a rule that cannot take these types at all
+                continue
+            out.append(sig)
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def _accepted() -> dict[str, list[tuple[Any, ...]]]:
     sigs = _signatures()
@@ -59,25 +81,22 @@ def _accepted() -> dict[str, list[tuple[Any, ...]]]:
     for name, b in sorted(REGISTRY.builtins.items()):
         if name.startswith("_") or b.lowering != "call":
             continue
-        for n, cands in sigs.items():
-            if b.static_args and n:
-                continue  # compile-time arguments (quat_identity(dtype=...)): only the default form here
-            try:
-                b.resolve([wp.float32] * n)
-            except NoMatch as e:
-                if _ARITY.match(str(e)):
-                    continue  # the rule rejects this argument count outright
-            except Exception:  # noqa: BLE001 - a rule that needs other types; probe the samples
-                pass
-            for sig in cands:
-                try:
-                    b.resolve(list(sig))
-                except Exception:  # noqa: BLE001 - NoMatch, or a rule that cannot take these types at all
-                    continue
-                found.setdefault(name, []).append(sig)
+        accepted = _probe(b, sigs)
+        if accepted:
+            found[name] = accepted
     return found
 
 
 def accepted_overloads() -> dict[str, list[tuple[Any, ...]]]:
-    """Builtin name -> argument signatures its type rule accepts (among the samples); a fresh copy."""
+    """Builtin name -> argument signatures its type rule accepts (among the samples); a fresh copy.
+
+    Public builtins with a plain-call lowering only; see :func:`accepted_for` for others.
+    """
     return {k: list(v) for k, v in _accepted().items()}
+
+
+def accepted_for(names: list[str]) -> dict[str, list[tuple[Any, ...]]]:
+    """The same for the named builtins (internal ones too: ``_cmp_lt``, ``_not``)."""
+    sigs = _signatures()
+    found = {n: _probe(REGISTRY.builtins[n], sigs) for n in names}
+    return {n: v for n, v in found.items() if v}

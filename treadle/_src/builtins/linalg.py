@@ -98,8 +98,8 @@ def np_svd2(a: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def np_qr3(a: Any) -> tuple[np.ndarray, np.ndarray]:
     """``qr3``: Q with det +1 (Gram-Schmidt, third column a cross product), R = Q^T A upper triangular."""
+    eps = _eps(a)  # of the argument's precision (before the float64 copy), as the kernel's threshold
     a = f64(a)
-    eps = _eps(a)
     n0 = np.linalg.norm(a[:, 0])
     q0 = a[:, 0] / n0 if n0 > 0 else np.array([1.0, 0.0, 0.0])
     q1 = a[:, 1] - q0 * (q0 @ a[:, 1])
