@@ -158,6 +158,19 @@ class CpuBackend:
             self._loop_sig[name] = sig
         return sig
 
+    def prime_loop_compiler(self, name: str, signature: str | None) -> None:
+        """Take the loop compiler a matching environment stamp remembered (``runtime/warm_env.py``)."""
+        self._loop_cxx = name
+        if name and signature is not None:
+            self._loop_sig[name] = signature
+
+    def forget_toolchains(self) -> None:
+        """Find compilers and identities again on next use."""
+        self._identities.clear()
+        self._toolchains.clear()
+        self._loop_cxx = None
+        self._loop_sig.clear()
+
     def identity(self, options: CompileOptions) -> str:
         """What identifies binaries of this backend: compiler, CPU, flags."""
         key = (config.cxx, config.kernel_cache_dir, options.key())

@@ -102,6 +102,18 @@ _toolchain: Toolchain | None = None
 _toolchain_key: str | None = None
 
 
+def prime_toolchain(path: str, version: str, cpu_fp: str) -> None:
+    """Take the toolchain and CPU fingerprint a matching environment stamp remembered (``runtime/warm_env.py``)."""
+    global _toolchain, _toolchain_key, _cpu_fp
+    _toolchain, _toolchain_key, _cpu_fp = Toolchain(path, version), config.cxx, cpu_fp
+
+
+def forget_toolchain() -> None:
+    """Find the toolchain and CPU fingerprint again on next use."""
+    global _toolchain, _toolchain_key, _cpu_fp
+    _toolchain, _toolchain_key, _cpu_fp = None, None, None
+
+
 def get_toolchain(cache_dir: Path | None = None) -> Toolchain:
     """The active toolchain (found once per process, re-found when ``config.cxx`` changes)."""
     global _toolchain, _toolchain_key

@@ -56,6 +56,12 @@ def header_hash() -> str:
     return _header_hash
 
 
+def prime_header_hash(digest: str | None) -> None:
+    """Take the header digest a matching environment stamp remembered (``runtime/warm_env.py``); ``None`` forgets."""
+    global _header_hash
+    _header_hash = digest
+
+
 def dump(stage: str, name: str, text: str) -> None:
     """Write one pipeline stage's output when ``config.dump`` asks for it."""
     if stage.split(".")[-1] in config.dump or stage in config.dump:

@@ -6,7 +6,7 @@ import ctypes
 import inspect
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, overload
 
 from ... import config
 from ..compiler.source import remember_source
@@ -16,6 +16,9 @@ from .function import Function
 from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 
 AnyT = Any
+# ``@func`` keeps the decorated function's signature for static type checkers (its two call forms)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class ModuleOptions(dict):  # type: ignore[type-arg]
@@ -83,13 +86,13 @@ class Module:
             pending = []
             for k in self.kernels:
                 if k.is_generic:
-                    pending.extend(inst for inst in k.instances.values() if inst.entry is None)
+                    pending.extend(inst for inst in k.instances.values() if not inst.loaded)
                     continue
                 try:
                     inst = k.get_instance(None)
                 except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
                     continue
-                if inst.entry is None:
+                if not inst.loaded:
                     pending.append(inst)
             ready = []
             for inst in pending:
@@ -153,7 +156,10 @@ def load_instances(insts: list[KernelInstance]) -> None:
                 inst.prepare(loop_compiler=False)
                 compile_batch([inst.built], inst.options)
             if inst.built.error is None:
-                inst.bind()
+                if inst.warm is not None:
+                    inst.defer_bind()  # a verified binary found through the warm-start index: loaded at first use
+                else:
+                    inst.bind()
 
 
 def load_backward(insts: list[KernelInstance]) -> None:
@@ -189,12 +195,40 @@ class KernelInstance:
         self._deps: list[Any] = []
         self._launch_ndim = 1
         self.built: Any = None
-        self.entry: Any = None
+        self._entry: Any = None
+        self._bind_pending = False
         self._args_type: type[ctypes.Structure] | None = None
         self.options = kernel.compile_options()
         #: set when the instance was found in the warm-start index: launch metadata recorded with its binary
         self.warm: dict[str, Any] | None = None
         self._warm_fp: str | None = None
+
+    @property
+    def entry(self) -> Any:
+        """The compiled forward entry point (``None`` until loaded).
+
+        A kernel found in the warm-start index has a built, verified library, which is loaded (``dlopen``) only
+        when the entry point is first needed: loading a module whose kernels are all cached costs no library loads.
+        """
+        if self._entry is None and self._bind_pending:
+            with self.kernel.module.lock:
+                if self._bind_pending:
+                    self._bind_pending = False
+                    self.bind()
+        return self._entry
+
+    @entry.setter
+    def entry(self, value: Any) -> None:
+        self._entry = value
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the entry point is bound or ready to bind at first use (nothing left to compile)."""
+        return self._entry is not None or self._bind_pending
+
+    def defer_bind(self) -> None:
+        """Bind the entry point at its first use (the instance's library is built and verified)."""
+        self._bind_pending = True
 
     # Lowering happens on first use of the IR: a warm start that finds every kernel in the warm-start index
     # (runtime/warm_index.py) never parses, lowers or emits anything.
@@ -442,6 +476,11 @@ class Kernel:
             self._src = src
         return self._src
 
+    @property
+    def adj(self) -> Any:
+        """The kernel's parsed source (``adj.source``: its text, ``adj.tree``: its AST), as the reference exposes."""
+        return self.src
+
     def _fast_signature(self, fn: Callable[..., Any]) -> bool:
         """Parameters from the code object and evaluated annotations, without parsing the source.
 
@@ -553,6 +592,17 @@ def _module_name(fn: Callable[..., Any], module: Any) -> str:
         return f"{getattr(fn, '__module__', '__main__')}.{fn.__qualname__}.unique{_unique_counter[0]}"
     if isinstance(module, str):
         return module
+    if isinstance(module, Module):  # wp.Module("name") made by the user: kernels and functions go into that object
+        reg = modules().modules
+        old = reg.get(module.name)
+        if old is not module:
+            if old is not None:
+                module.kernels = old.kernels + [k for k in module.kernels if k not in old.kernels]
+                module.functions = {**old.functions, **module.functions}
+                for k in module.kernels:
+                    k.module = module
+            reg[module.name] = module
+        return module.name
     return getattr(module, "__name__", str(module))
 
 
@@ -564,6 +614,15 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
     Parameters must be annotated (``a: wp.array(dtype=float)``, ``x: float``). ``module="unique"`` gives the
     kernel a module of its own; ``enable_backward`` controls adjoint generation.
     """
+    if name is not None and not (name.isidentifier() and name.isascii()):
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier (letters, digits and '_', not "
+                         "starting with a digit)")
+    abi = options.get("entry_point_abi", "warp")
+    if abi not in ("warp", "external_constant_params"):
+        raise ValueError(f"entry_point_abi must be 'warp' or 'external_constant_params', got {abi!r}")
+    if abi == "external_constant_params" and enable_backward is not False:
+        raise ValueError("entry_point_abi='external_constant_params' requires enable_backward=False (the entry "
+                         "point has no adjoint)")
 
     def wrap(fn: Callable[..., Any]) -> Kernel:
         mod = get_module(_module_name(fn, module))
@@ -574,6 +633,15 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
         return Kernel(fn, key, mod, opts, enable_backward)
 
     return wrap if f is None else wrap(f)
+
+
+@overload
+def func(f: Callable[_P, _R], *, name: str | None = None, module: Any = None) -> Callable[_P, _R]: ...
+
+
+@overload
+def func(f: None = None, *, name: str | None = None,
+         module: Any = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 
 
 def func(f: Callable[..., Any] | None = None, *, name: str | None = None, module: Any = None) -> Any:

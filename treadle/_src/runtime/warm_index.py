@@ -29,7 +29,6 @@ import enum
 import hashlib
 import json
 import os
-import re
 import types
 from pathlib import Path
 from typing import Any
@@ -81,36 +80,46 @@ _CODEGEN_PARTS = ("_src/compiler", "_src/builtins", "_src/lang", "_src/backends"
 def treadle_signature() -> str:
     """Names, sizes and modification times of Treadle's code-generating sources (once per process).
 
-    The native headers are covered by ``pipeline.header_hash``.
+    The native headers are covered by ``pipeline.header_hash``. About a hundred ``stat`` calls: kept lean, since
+    every warm start pays for them.
     """
     global _toolkit_sig
     if _toolkit_sig is None:
-        root = Path(__file__).resolve().parent.parent.parent  # the ``treadle`` package
-        h = hashlib.sha256()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the ``treadle`` package
+        seen: list[Any] = []
+        stat = os.stat
 
         def walk(path: str) -> None:
             with os.scandir(path) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            for e in entries:
-                if e.name.endswith(".py"):
-                    st = e.stat()
-                    h.update(f"{e.name}:{st.st_size}:{st.st_mtime_ns};".encode())
-                elif e.name != "__pycache__" and "." not in e.name and e.is_dir(follow_symlinks=False):
-                    walk(e.path)
+                entries = {e.name: e for e in it}
+            for name in sorted(entries):
+                if name.endswith(".py"):
+                    st = stat(entries[name].path)
+                    seen.append((name, st.st_size, st.st_mtime_ns))
+                elif name != "__pycache__" and "." not in name and entries[name].is_dir(follow_symlinks=False):
+                    seen.append(name)
+                    walk(entries[name].path)
 
         for part in _CODEGEN_PARTS:
-            path = root / part
-            if path.is_dir():
-                h.update(part.encode())
-                walk(str(path))
+            path = os.path.join(root, part)
+            seen.append(part)
+            try:
+                st = stat(path)
+            except OSError:
+                seen.append("-")
+                continue
+            if os.path.isdir(path):
+                walk(path)
             else:
-                try:
-                    st = path.stat()
-                    h.update(f"{part}:{st.st_size}:{st.st_mtime_ns};".encode())
-                except OSError:
-                    h.update(f"{part}:-;".encode())
-        _toolkit_sig = h.hexdigest()
+                seen.append((st.st_size, st.st_mtime_ns))
+        _toolkit_sig = hashlib.sha256(repr(seen).encode()).hexdigest()
     return _toolkit_sig
+
+
+def forget_signature() -> None:
+    """Take :func:`treadle_signature` again on next use (tests)."""
+    global _toolkit_sig
+    _toolkit_sig = None
 
 
 def _code_names(code: types.CodeType, out: set[str]) -> set[str]:
@@ -342,7 +351,9 @@ def fingerprint(inst: Any) -> str | None:
     try:
         from ..backends.cpu import get_cpu_backend
         from ..compiler.pipeline import header_hash
+        from . import warm_env
 
+        warm_env.prime()
         fp = _Fingerprinter()
         fp.add(FORMAT)
         fp.add(config.version)
@@ -363,6 +374,7 @@ def fingerprint(inst: Any) -> str | None:
         for name, d in sorted(kernel.defaults.items()):
             fp.add(f"default:{name}")
             fp.value(d, names, 0)
+        warm_env.remember()
     except Unfingerprintable:
         return None
     except Exception:  # noqa: BLE001 - a fingerprint problem must never break a launch: take the normal path
@@ -371,8 +383,9 @@ def fingerprint(inst: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- the index
-_LIB_RE = re.compile(r"b_[0-9a-f]{16,64}\.so")
-_KEY_RE = re.compile(r"[0-9a-f]{64}")
+def _hex(s: Any, lo: int, hi: int) -> bool:
+    """Whether ``s`` is lowercase hexadecimal of ``lo`` to ``hi`` digits (no regular expression to compile at start)."""
+    return isinstance(s, str) and lo <= len(s) <= hi and not s.strip("0123456789abcdef")
 
 
 def _root() -> str:
@@ -407,7 +420,9 @@ def lookup(fp: str) -> dict[str, Any] | None:
         if entry.get("format") != FORMAT or entry.get("fp") != fp:
             return None
         name, key = entry["lib"], entry["key"]
-        if not (isinstance(name, str) and _LIB_RE.fullmatch(name) and isinstance(key, str) and _KEY_RE.fullmatch(key)):
+        # a library name inside the cache's library directory, a full-width key
+        if not (isinstance(name, str) and name.startswith("b_") and name.endswith(".so") and _hex(name[2:-3], 16, 64)
+                and _hex(key, 64, 64)):
             return None
         lib = os.path.join(root, "lib", name)
         st = os.stat(lib)

@@ -1,0 +1,236 @@
+"""The build environment's stamp: how a warm start skips re-deriving facts it derived in an earlier process.
+
+Before a process can fingerprint a kernel for the warm-start index (``warm_index.py``) it needs the content hash of
+the native headers, the C++ compiler's path and version, this CPU's fingerprint and the compiler for kernels with
+loops. Deriving them means hashing (or looking up) the headers, reading ``/proc/cpuinfo`` and a JSON memo and
+searching ``$PATH`` several times: about 1.5 ms of every start.
+
+The *stamp* is a hash of cheap facts about everything those depend on: the names, sizes, modification times and
+inodes of the native headers; Treadle's code-generating sources (``warm_index.treadle_signature``); where ``$PATH``
+finds each compiler (searched once, for all names) and the status of that binary; the boot id (a reboot may bring
+another CPU); the compiler settings. ``<cache>/warm/env_<stamp>.json`` remembers the derived facts under it. A
+process whose stamp matches takes them from there; any change (a header touched or edited, a compiler upgraded,
+replaced or shadowed by another one earlier in ``$PATH``, a reboot, an edit of Treadle) gives another stamp: the
+facts are derived the normal way and remembered under the new stamp. A memo that is not ours, is writable by others
+or does not parse is ignored, like every cache file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from ... import config
+
+FORMAT = "treadle-env-1"
+
+#: ``toolchain.find_compiler``'s search order when no compiler is configured.
+_DEFAULT_COMPILERS = ("clang++", "g++")
+_FALLBACK_COMPILER = "c++"
+
+# config.cxx -> (cache root, stamp, facts) still to record, or None once primed or recorded (the facts do not depend on
+# the cache: a process primes once per compiler setting)
+_state: dict[Any, tuple[str, str, dict[str, Any]] | None] = {}
+
+
+def _search_path() -> list[str]:
+    """``$PATH`` as ``shutil.which`` reads it."""
+    path = os.environ.get("PATH", None)
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    return path.split(os.pathsep) if path else []
+
+
+def _executable(path: str) -> os.stat_result | None:
+    """``path``'s status if ``shutil.which`` would accept it (exists, executable, not a directory)."""
+    try:
+        if not os.access(path, os.F_OK | os.X_OK):  # no exception for the usual miss: cheaper than stat first
+            return None
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return None if stat.S_ISDIR(st.st_mode) else st
+
+
+def which_many(names: tuple[str, ...]) -> dict[str, tuple[str, os.stat_result]]:
+    """What ``shutil.which`` finds for each plain command name, in one pass over ``$PATH``, with its status."""
+    found: dict[str, tuple[str, os.stat_result]] = {}
+    left = list(names)
+    seen: set[str] = set()
+    for d in _search_path():
+        if d in seen:
+            continue
+        seen.add(d)
+        for name in list(left):
+            p = os.path.join(d, name)
+            st = _executable(p)
+            if st is not None:
+                found[name] = (p, st)
+                left.remove(name)
+        if not left:
+            break
+    return found
+
+
+def _boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            return f.read(64).decode().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _st(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}"
+
+
+def compute_stamp() -> tuple[str, dict[str, Any]] | None:
+    """The stamp and the compilers it saw (``None`` where it cannot be taken: no boot id, no compiler found)."""
+    from ..backends.cpu import LOOP_KERNELS_WITH_GXX, NATIVE_DIR
+    from .warm_index import treadle_signature
+
+    boot = _boot_id()
+    if boot is None:
+        return None
+    parts = [FORMAT, config.version, repr(config.cxx), str(LOOP_KERNELS_WITH_GXX), treadle_signature(), boot]
+    with os.scandir(NATIVE_DIR) as it:
+        names = sorted(e.name for e in it if e.name.endswith(".h"))
+    headers = []
+    for name in names:
+        st = os.stat(os.path.join(NATIVE_DIR, name))
+        headers.append((name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
+    parts.append(repr(headers))
+    cxx = config.cxx
+    loop: tuple[str, os.stat_result] | None = None
+    default: tuple[str, os.stat_result] | None
+    if cxx:
+        if os.path.dirname(cxx):
+            cst = _executable(cxx)
+            default = (cxx, cst) if cst is not None else None
+        else:
+            default = which_many((cxx,)).get(cxx)
+    else:
+        found = which_many(_DEFAULT_COMPILERS)
+        default = found.get("clang++") or found.get("g++")
+        if default is None:
+            default = which_many((_FALLBACK_COMPILER,)).get(_FALLBACK_COMPILER)
+        if LOOP_KERNELS_WITH_GXX:
+            loop = found.get("g++")
+    if default is None:
+        return None  # reported by the normal path
+    parts.append(f"cxx:{default[0]}:{_st(default[1])}")
+    parts.append(f"loop:{loop[0]}:{_st(loop[1])}" if loop is not None else "loop:-")
+    stamp = hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+    facts = {"cxx": default[0],
+             "loop_sig": f"{loop[0]}:{loop[1].st_mtime_ns}:{loop[1].st_size}" if loop is not None else None}
+    return stamp, facts
+
+
+def _memo_path(root: str, stamp: str) -> str:
+    return os.path.join(root, "warm", f"env_{stamp[:40]}.json")
+
+
+def prime() -> None:
+    """Fill this process's memos of headers, toolchain, CPU and loop compiler from the memo of a matching stamp.
+
+    Once per compiler setting; where the memo is missing, :func:`remember` records the facts after the normal path
+    has derived them.
+    """
+    key = config.cxx
+    if key in _state:
+        return
+    from .warm_index import _read_trusted, _root
+
+    _state[key] = None
+    root = _root()
+    taken = compute_stamp()
+    if taken is None:
+        return
+    stamp, facts = taken
+    text = _read_trusted(_memo_path(root, stamp))
+    memo: Any = None
+    if text is not None:
+        with contextlib.suppress(ValueError):
+            memo = json.loads(text)
+    if not _valid(memo, stamp, facts):
+        # derived afresh, after the stamp was taken, so that what :func:`remember` records belongs to it
+        _forget_facts()
+        _state[key] = (root, stamp, facts)
+        return
+    from ..backends.cpu import get_cpu_backend
+    from ..backends.toolchain import prime_toolchain
+    from ..compiler.pipeline import prime_header_hash
+
+    prime_header_hash(memo["header_hash"])
+    prime_toolchain(facts["cxx"], memo["version"], memo["cpu_fp"])
+    get_cpu_backend().prime_loop_compiler(memo["loop_cxx"], facts["loop_sig"])
+
+
+def _valid(memo: Any, stamp: str, facts: dict[str, Any]) -> bool:
+    if not isinstance(memo, dict) or memo.get("format") != FORMAT or memo.get("stamp") != stamp:
+        return False
+    h, v, c, lc = memo.get("header_hash"), memo.get("version"), memo.get("cpu_fp"), memo.get("loop_cxx")
+    return (isinstance(h, str) and len(h) == 64 and all(ch in "0123456789abcdef" for ch in h)
+            and isinstance(v, str) and isinstance(c, str) and len(c) == 16 and lc in ("g++", "")
+            and memo.get("cxx") == facts["cxx"] and (lc == "" or facts["loop_sig"] is not None))
+
+
+def remember() -> None:
+    """Record the facts the normal path derived, under the stamp :func:`prime` took (best effort)."""
+    key = config.cxx
+    pending = _state.get(key)
+    if pending is None:
+        return
+    _state[key] = None
+    root, stamp, facts = pending
+    with contextlib.suppress(Exception):  # a memo that is not written only costs the next start
+        from ..backends.cpu import get_cpu_backend
+        from ..backends.toolchain import cpu_fingerprint, get_toolchain
+        from ..compiler.pipeline import header_hash
+        from .cache import _make_private_dir, get_cache
+
+        tc = get_toolchain(get_cache().root)
+        memo = {"format": FORMAT, "stamp": stamp, "cxx": tc.path, "version": tc.version,
+                "cpu_fp": cpu_fingerprint(), "header_hash": header_hash(),
+                "loop_cxx": get_cpu_backend().loop_compiler() or ""}
+        again = compute_stamp()  # nothing changed while the facts were derived
+        if again is None or again[0] != stamp or not _valid(memo, stamp, facts):
+            return
+        d = os.path.join(root, "warm")
+        _make_private_dir(Path(d))
+        path = _memo_path(root, stamp)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(memo))
+        os.replace(tmp, os.path.join(d, os.path.basename(path)))
+
+
+def _forget_facts() -> None:
+    from ..backends.cpu import get_cpu_backend
+    from ..backends.toolchain import forget_toolchain
+    from ..compiler.pipeline import prime_header_hash
+
+    forget_toolchain()
+    prime_header_hash(None)
+    get_cpu_backend().forget_toolchains()
+
+
+def forget() -> None:
+    """Drop every per-process memo the stamp covers, as a fresh process starts (tests)."""
+    from .warm_index import forget_signature
+
+    _state.clear()
+    forget_signature()
+    _forget_facts()
+
+
+__all__ = ["compute_stamp", "prime", "remember", "forget", "which_many"]
