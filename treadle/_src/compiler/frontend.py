@@ -9,6 +9,7 @@ is fixed by their first assignment. Unsupported constructs and type errors are r
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -236,9 +237,12 @@ class Lowerer(CallMixin):
             raise self.err("*args and **kwargs are not supported in kernels and functions", fdef,
                            "list every parameter with a type annotation", UnsupportedConstructError)
         if self.is_kernel and fdef.returns is not None:
-            ret = fdef.returns
-            if not (isinstance(ret, ast.Constant) and ret.value is None):
-                raise self.err("kernels cannot return values", ret, "write results to an output array")
+            raw = self.src.signature.return_annotation
+            ret = self.src.eval_annotation(fdef.returns, None if raw is inspect.Signature.empty else raw)
+            if ret is not None and ret is not type(None):  # `-> None`, `-> types.NoneType` or an alias of them
+                raise self.err("kernels cannot return values", fdef.returns,
+                               "write results to output arguments, and omit the return annotation or use `-> None`",
+                               CodegenTypeError)
 
     def block(self, stmts: list[ast.stmt]) -> None:
         for s in stmts:
@@ -340,6 +344,17 @@ class Lowerer(CallMixin):
             self.static_locals.pop(name, None)
         if isinstance(value, TupleVal):
             value = self.as_operand(value, node)
+        prev = self.const_bindings.get(name)
+        if isinstance(prev, PyObj) and (is_callable_object(prev.obj)
+                                        or getattr(prev.obj, "_treadle_grad_of_", None) is not None):
+            if not (isinstance(value, PyObj) and value.obj is prev.obj):
+                # the alias is resolved when the kernel is built: a rebinding (maybe under a runtime condition)
+                # has no single meaning
+                other = "another function" if isinstance(value, PyObj) and is_callable_object(value.obj) \
+                    else "a non-function value"
+                raise self.err(f"rebinding function-valued local '{name}' to {other} is not supported (it is "
+                               "resolved when the kernel is built)", node,
+                               f"give the new value another name than '{name}'", CodegenError)
         if isinstance(value, PyObj) and name not in self.locals and (
                 is_callable_object(value.obj) or isinstance(value.obj, type)
                 or getattr(value.obj, "_treadle_grad_of_", None) is not None):
@@ -596,7 +611,8 @@ class Lowerer(CallMixin):
     def stmt_Return(self, node: ast.Return) -> None:
         if self.is_kernel:
             if node.value is not None:
-                raise self.err("kernels cannot return values", node, "write results to an output array")
+                raise self.err("kernels cannot return values", node,
+                               "write results to output arguments (a bare `return` ends the thread)", CodegenTypeError)
             self.emit(ir.Return(self.loc(node), None))
             return
         if node.value is None:
@@ -712,7 +728,7 @@ class Lowerer(CallMixin):
         static_trips = None
         if all(isinstance(x, ir.Const) for x in (start, stop, step)):
             static_trips = len(range(start.value, stop.value, step.value))  # type: ignore[union-attr]
-            if static_trips <= self.ctx.max_unroll and self.unrollable(node, name):
+            if (static_trips <= self.ctx.max_unroll or _static_uses(node.body, name)) and self.unrollable(node, name):
                 self.unroll(node, var, range(start.value, stop.value, step.value), it_t)
                 return
         before = set(self.assigned)
@@ -748,10 +764,12 @@ class Lowerer(CallMixin):
                 self.block(node.body)
         finally:
             self.loop_depth -= 1
-            if outer is None:
-                self.const_bindings.pop(name, None)
-            else:
+            if isinstance(outer, PyObj):
                 self.const_bindings[name] = outer
+            else:
+                self.const_bindings.pop(name, None)
+        if len(values):  # after the loop the variable keeps its last value (as in Python), also for wp.static()
+            self.static_locals[name] = values[-1]
 
     def reversed_range(self, start: Any, stop: Any, step: Any, node: ast.AST) -> tuple[Any, Any, Any]:
         from ..builtins import REGISTRY
@@ -885,6 +903,16 @@ def _atomic_int(t: Any) -> bool:
     """Element types whose bitwise augmented assignments are atomic: 32/64-bit integers, also in vectors/matrices."""
     st = scalar_of(t)
     return (t is st or is_composite(t)) and is_int(st) and st._size_ >= 4
+
+
+def _static_uses(stmts: list[ast.stmt], name: str) -> bool:
+    """True when a ``wp.static(...)`` expression in ``stmts`` reads ``name`` (its loop must then be unrolled)."""
+    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        if isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) and n.func.attr == "static"
+                                        or isinstance(n.func, ast.Name) and n.func.id == "static"):
+            if any(isinstance(m, ast.Name) and m.id == name for a in n.args for m in ast.walk(a)):
+                return True
+    return False
 
 
 def _ends(stmts: list[ast.stmt]) -> bool:

@@ -178,6 +178,12 @@ class CallMixin(ExprMixin):
             raise self.err(f"wp.static() expression failed when the kernel was built: {type(e).__name__}: {e}",
                            node.args[0], "wp.static() can only use module globals, closure values and the "
                            "variables of constant-range loops", CodegenError) from None
+        where = _array_inside(value, type(value).__name__)
+        if where is not None:
+            what = "an array" if "." not in where else f"a struct whose field {where} is an array"
+            raise self.err(f"wp.static() returned an unsupported value, {what}: arrays cannot be created inside "
+                           "kernels", node.args[0],
+                           "pass the array to the kernel as an argument", CodegenError)
         return self.wrap_python(value, node)
 
     # Builtins --------------------------------------------------------------------------------------------------
@@ -319,6 +325,12 @@ class CallMixin(ExprMixin):
         args = self.call_args(node)
         if len(args) == 1 and not (isinstance(args[0], PyObj) and isinstance(args[0].obj, str)):
             v = self.as_operand(args[0], node)
+            if is_struct(v.type):  # one line: Name(field=value, vec=[x y z], ...)
+                fmt: list[str] = []
+                vals: list[Any] = []
+                self.printf_parts(v, fmt, vals, node)
+                self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload("".join(fmt) + "\n"), vals))
+                return None
             return self.call_builtin(REGISTRY.builtins["print"], [v], node)
         fmt, vals = [], []
         for a in args:
@@ -333,6 +345,27 @@ class CallMixin(ExprMixin):
             vals.append(v)
         self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload(" ".join(fmt) + "\n"), vals))
         return None
+
+    def printf_parts(self, v: Any, fmt: list[str], vals: list[Any], node: ast.AST) -> None:
+        """Append the printf format and operands that show value ``v`` (structs field by field)."""
+        t = v.type
+        if scalars.is_scalar_type(t):
+            fmt.append(_printf_spec(t))
+            vals.append(v)
+        elif is_struct(t):
+            fmt.append(f"{type_str(t)}(")
+            for i, name in enumerate(t.vars):
+                fmt.append(f"{', ' if i else ''}{name}=")
+                self.printf_parts(self.component_by_name(v, name, node), fmt, vals, node)
+            fmt.append(")")
+        elif is_composite(t):
+            fmt.append("[")
+            for i in range(t._shape_[0]):
+                fmt.append(" " if i else "")
+                self.printf_parts(self.subscript_value(v, [ir.Const(i, scalars.int32)], node), fmt, vals, node)
+            fmt.append("]")
+        else:
+            fmt.append(f"<{type_str(t)}>".replace("%", "%%"))
 
     def lower_printf(self, node: ast.Call) -> Any:
         args = self.call_args(node)
@@ -628,6 +661,19 @@ class _PrintfOverload:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.ret = None
+
+
+def _array_inside(value: Any, path: str) -> str | None:
+    """The path to an array in a ``wp.static()`` result (the value itself or a struct field), else ``None``."""
+    if getattr(value, "__array_interface__", None) is not None or hasattr(value, "__cuda_array_interface__"):
+        return path
+    t = type(value)
+    if is_struct(t):
+        for name in t.vars:
+            found = _array_inside(getattr(value, name, None), f"{path}.{name}")
+            if found is not None:
+                return found
+    return None
 
 
 def _printf_spec(t: Any) -> str:

@@ -266,6 +266,12 @@ class ExprMixin:
         return cur
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
+        if node.attr == "value" and isinstance(node.value, ast.Attribute):  # MyEnum.A.value: the member's value
+            owner = self.expr(node.value.value)
+            if isinstance(owner, PyObj) and isinstance(owner.obj, type) and issubclass(owner.obj, enum.Enum):
+                member = getattr(owner.obj, node.value.attr, None)
+                if isinstance(member, enum.Enum):
+                    return self.wrap_python(member.value, node)
         base = self.expr(node.value)
         if isinstance(base, PyObj):
             obj = base.obj

@@ -6,7 +6,7 @@ import ctypes
 import inspect
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, overload
 
 from ... import config
 from ..compiler.source import remember_source
@@ -16,6 +16,9 @@ from .function import Function
 from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 
 AnyT = Any
+# ``@func`` keeps the decorated function's signature for static type checkers (its two call forms)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class ModuleOptions(dict):  # type: ignore[type-arg]
@@ -473,6 +476,11 @@ class Kernel:
             self._src = src
         return self._src
 
+    @property
+    def adj(self) -> Any:
+        """The kernel's parsed source (``adj.source``: its text, ``adj.tree``: its AST), as the reference exposes."""
+        return self.src
+
     def _fast_signature(self, fn: Callable[..., Any]) -> bool:
         """Parameters from the code object and evaluated annotations, without parsing the source.
 
@@ -584,6 +592,17 @@ def _module_name(fn: Callable[..., Any], module: Any) -> str:
         return f"{getattr(fn, '__module__', '__main__')}.{fn.__qualname__}.unique{_unique_counter[0]}"
     if isinstance(module, str):
         return module
+    if isinstance(module, Module):  # wp.Module("name") made by the user: kernels and functions go into that object
+        reg = modules().modules
+        old = reg.get(module.name)
+        if old is not module:
+            if old is not None:
+                module.kernels = old.kernels + [k for k in module.kernels if k not in old.kernels]
+                module.functions = {**old.functions, **module.functions}
+                for k in module.kernels:
+                    k.module = module
+            reg[module.name] = module
+        return module.name
     return getattr(module, "__name__", str(module))
 
 
@@ -595,6 +614,15 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
     Parameters must be annotated (``a: wp.array(dtype=float)``, ``x: float``). ``module="unique"`` gives the
     kernel a module of its own; ``enable_backward`` controls adjoint generation.
     """
+    if name is not None and not (name.isidentifier() and name.isascii()):
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier (letters, digits and '_', not "
+                         "starting with a digit)")
+    abi = options.get("entry_point_abi", "warp")
+    if abi not in ("warp", "external_constant_params"):
+        raise ValueError(f"entry_point_abi must be 'warp' or 'external_constant_params', got {abi!r}")
+    if abi == "external_constant_params" and enable_backward is not False:
+        raise ValueError("entry_point_abi='external_constant_params' requires enable_backward=False (the entry "
+                         "point has no adjoint)")
 
     def wrap(fn: Callable[..., Any]) -> Kernel:
         mod = get_module(_module_name(fn, module))
@@ -605,6 +633,15 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
         return Kernel(fn, key, mod, opts, enable_backward)
 
     return wrap if f is None else wrap(f)
+
+
+@overload
+def func(f: Callable[_P, _R], *, name: str | None = None, module: Any = None) -> Callable[_P, _R]: ...
+
+
+@overload
+def func(f: None = None, *, name: str | None = None,
+         module: Any = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 
 
 def func(f: Callable[..., Any] | None = None, *, name: str | None = None, module: Any = None) -> Any:

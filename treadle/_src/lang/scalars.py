@@ -27,6 +27,7 @@ class scalar_base:
     _cname_: str = ""
     _size_: int = 0
     _bits_: int = 0
+    _length_: int = 1  # one component (vectors and matrices have more)
     _is_float_: bool = False
     _is_int_: bool = False
     _is_signed_: bool = True

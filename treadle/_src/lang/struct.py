@@ -128,6 +128,13 @@ class Struct:
     """
 
     def __init__(self, cls: type, module: Any = None, _scope: dict[str, Any] | None = None) -> None:
+        if not isinstance(cls, type):
+            raise RuntimeError(f"'{cls}' derives from a @wp.struct: structs cannot inherit from one another; "
+                               "they must be defined as base classes (list the fields again, or nest the struct "
+                               "as a field)")
+        if any(b is not object for b in cls.__bases__):
+            raise RuntimeError(f"@wp.struct '{cls.__qualname__}' derives from another class: structs must be "
+                               "defined as base classes (nest the other struct as a field instead)")
         self.cls = cls
         self.key = cls.__qualname__
         self.module = module if module is not None else cls.__module__
@@ -161,6 +168,8 @@ class Struct:
         self.native_name = f"S_{ident}_{self.hash[:8]}"
 
         fields = [(name, self._field_ctype(name, t)) for name, t in self.vars.items()]
+        if not fields:  # an empty C++ struct still takes one byte (so structs holding it keep the C++ layout)
+            fields = [("_treadle_empty_", ctypes.c_uint8)]
         self.ctype: Any = type(self.native_name, (ctypes.Structure,), {"_fields_": fields})
         self._numpy_dtype: np.dtype | None = None
 
@@ -323,10 +332,17 @@ def _field_property(st: Struct, name: str) -> property:
 
         def fget(self: Any) -> Any:
             raw = getattr(self._ctype, name)
-            return decode_half(raw) if half else raw
+            value = decode_half(raw) if half else raw
+            # a field keeps the kind of value last assigned: Python numbers stay Python numbers, otherwise (also
+            # when never assigned) the field's scalar type
+            return value if name in self._py_values else t(value)
 
         def fset(self: Any, value: Any) -> None:
             setattr(self._ctype, name, _check_scalar(t, value, where))
+            if isinstance(value, (builtins.bool, builtins.int, builtins.float)) and not isinstance(value, np.generic):
+                self._py_values.add(name)
+            else:
+                self._py_values.discard(name)
 
     elif kind == "composite":
 
@@ -410,6 +426,7 @@ class StructInstance:
     _ctype: Any
     _refs: dict[str, Any]
     _children: dict[str, StructInstance]
+    _py_values: set[str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Reached only when the instance class is called directly; mirror Struct.__call__.
@@ -421,11 +438,14 @@ class StructInstance:
         object.__setattr__(self, "_ctype", c)
         object.__setattr__(self, "_refs", {})
         object.__setattr__(self, "_children", {})
+        object.__setattr__(self, "_py_values", set())  # scalar fields last assigned a Python number
 
     def _adopt_refs(self, other: StructInstance) -> None:
         """Take over the array references of ``other`` (whose bytes were just copied into this instance)."""
         self._refs.clear()
         self._refs.update(other._refs)
+        self._py_values.clear()
+        self._py_values.update(other._py_values)
         for name, kind in self._struct_type_._kinds.items():
             if kind == "struct":
                 mine = getattr(self, name)
@@ -469,7 +489,11 @@ class StructInstance:
 
     def __repr__(self) -> str:
         st = self._struct_type_
-        return f"{st.key}(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in st.vars) + ")"
+        def shown(name: str) -> str:
+            v = getattr(self, name)
+            return repr(v.value if isinstance(v, scalars.scalar_base) else v)
+
+        return f"{st.key}(" + ", ".join(f"{name}={shown(name)}" for name in st.vars) + ")"
 
     def __reduce__(self) -> Any:
         st = self._struct_type_
