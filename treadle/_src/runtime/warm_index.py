@@ -399,12 +399,24 @@ def _read_trusted(path: str) -> str | None:
     from .cache import unsafe_reason
 
     try:
-        with open(path) as f:
-            if unsafe_reason(Path(path), os.fstat(f.fileno())) is not None:
-                return None
-            return f.read()
+        fd = os.open(path, os.O_RDONLY)  # no file object: these small reads are on every warm start's path
     except OSError:
         return None
+    try:
+        st = os.fstat(fd)
+        if unsafe_reason(Path(path), st) is not None:
+            return None
+        chunks = []
+        while True:
+            b = os.read(fd, max(st.st_size + 1, 4096))
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks).decode()
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def lookup(fp: str) -> dict[str, Any] | None:
