@@ -713,7 +713,7 @@ REFS: dict[str, Ref] = {
     # operators
     "add": Ref(elementwise(lambda a, b: a + b), typed=True),
     "sub": Ref(elementwise(lambda a, b: a - b), typed=True),
-    "mul": Ref(_mul, typed=True, tol=2),
+    "mul": Ref(_mul, typed=True, tol=4),
     "div": Ref(_div, nonzero_divisor, typed=True),
     "mod": Ref(_mod, nonzero_divisor, typed=True),
     "floordiv": Ref(_floordiv, nonzero_divisor, typed=True),
@@ -736,7 +736,7 @@ REFS: dict[str, Ref] = {
     "select": Ref(_select, select_dom),
     "where": Ref(_where, select_dom),
     # vector math
-    "dot": Ref(lambda a, b: a @ b),
+    "dot": Ref(lambda a, b: a @ b, tol=2),
     "cross": Ref(np.cross),
     "length": Ref(lambda v: math.sqrt(float(v @ v))),
     "length_sq": Ref(lambda v: v @ v),
@@ -750,7 +750,7 @@ REFS: dict[str, Ref] = {
     "diag": Ref(np.diag),
     "get_diag": Ref(np.diag),
     "skew": Ref(lambda v: np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])),
-    "ddot": Ref(lambda a, b: float(np.sum(a * b))),
+    "ddot": Ref(lambda a, b: float(np.sum(a * b)), tol=4),  # float16: 36-term sums in half
     "cw_mul": Ref(elementwise(lambda a, b: a * b), typed=True),
     "cw_div": Ref(_div, nonzero_divisor, typed=True),
     "argmin": Ref(lambda v: int(np.argmin(v)), distinct),

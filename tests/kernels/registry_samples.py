@@ -34,6 +34,18 @@ INTS = [wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32, wp.int64, w
 EXTRA = [wp.int32, wp.uint32, wp.bool]
 
 
+def _shaped() -> list[tuple[Any, ...]]:
+    """Per float type: (scalar, scalar, vec2, vec3, mat23, mat32, vec5); per other integer 3-vector: (None, its
+    scalar, None, None, the vector, None, None)."""
+    out: list[tuple[Any, ...]] = []
+    for st in (wp.float16, wp.float32, wp.float64):
+        out.append((st, st, wp.vector(2, st), wp.vector(3, st), wp.matrix((2, 3), st), wp.matrix((3, 2), st),
+                    wp.vector(5, st)))
+    for v in (wp.vec3b, wp.vec3ub, wp.vec3s, wp.vec3us, wp.vec3ui, wp.vec3l, wp.vec3ul):
+        out.append((None, v._wp_scalar_type_, None, None, v, None, None))
+    return out
+
+
 def _signatures() -> dict[int, list[tuple[Any, ...]]]:
     by_arity: dict[int, set[tuple[Any, ...]]] = {n: set() for n in range(7)}
     by_arity[0].add(())
@@ -49,6 +61,14 @@ def _signatures() -> dict[int, list[tuple[Any, ...]]]:
         by_arity[6].add((v3,) * 6)
     by_arity[2].update(itertools.product(INTS, repeat=2))
     by_arity[3].update((a, a, a) for a in INTS)
+    for st, s2, v2, v3, m23, m32, v5 in _shaped():  # other shapes: alone, paired with themselves and scalars
+        for t in (m23, m32, v5) if st is not None else (m23,):
+            by_arity[1].add((t,))
+            by_arity[2].update({(t, t), (t, s2), (s2, t)})
+            by_arity[3].add((t, t, s2))
+        if st is not None:
+            by_arity[2].update({(m23, v3), (v2, m23), (m32, v2), (v3, m32), (m23, m32), (m32, m23), (v2, v3), (v3, v2)})
+            by_arity[2].add((v5, v5))
     return {n: sorted(v, key=lambda sig: tuple(t.__name__ for t in sig)) for n, v in by_arity.items()}
 
 
