@@ -57,7 +57,22 @@ def test_vector_component_stores() -> None:
     g, xs = _grad(_vec_components, y, wp.array(np.tile([1.0, 10.0, 100.0], (3, 1)).astype(np.float32),
                                                dtype=wp.vec3))
     np.testing.assert_allclose(g, 1.0 + 10.0 * 4.0 * xs + 300.0, rtol=1e-5)
-    np.testing.assert_allclose(y.grad.numpy(), np.tile([1.0, 10.0, 100.0], (3, 1)))  # the seed is not changed
+    # every component was written: the stores consumed their gradients (the old values get none)
+    np.testing.assert_allclose(y.grad.numpy(), np.zeros((3, 3)))
+
+
+@wp.kernel
+def _one_component(x: wp.array(dtype=float), y: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    y[i][1] = 2.0 * x[i]
+
+
+def test_unwritten_components_keep_their_gradient() -> None:
+    y = wp.zeros(3, dtype=wp.vec3, requires_grad=True)
+    g, _ = _grad(_one_component, y, wp.array(np.tile([1.0, 10.0, 100.0], (3, 1)).astype(np.float32),
+                                              dtype=wp.vec3))
+    np.testing.assert_allclose(g, 20.0)
+    np.testing.assert_allclose(y.grad.numpy(), np.tile([1.0, 0.0, 100.0], (3, 1)))
 
 
 def test_matrix_entry_and_row_stores() -> None:

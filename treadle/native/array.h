@@ -102,6 +102,27 @@ template <typename T> TREADLE_FUNC array_t<T> grad_array(const array_t<T>& a) {
 }
 template <typename T> TREADLE_FUNC bool has_data(const array_t<T>& a) { return a.data != nullptr; }
 
+// Bit of array_t::flags: stores keep the gradient of the element they overwrite (the array was made with
+// retain_grad, or its gradient buffer is an adjoint array the caller passed to an explicit backward launch).
+#define TREADLE_ARRAY_KEEP_GRAD 1
+template <typename T> TREADLE_FUNC int32 grad_flags(const array_t<T>& a) { return a.flags; }
+// The adjoint of a store: the element's gradient goes to the stored value and is consumed (the store replaced the
+// element's earlier value, which therefore receives no gradient), unless the array keeps its gradient.
+template <typename T> TREADLE_FUNC void take_grad(int32 flags, T* g, T& adj_v) {
+    adj_v += *g;
+    if (!(flags & TREADLE_ARRAY_KEEP_GRAD))
+        *g = T{};
+}
+template <typename T> TREADLE_FUNC void drop_grad(int32 flags, T* g) {
+    if (!(flags & TREADLE_ARRAY_KEEP_GRAD))
+        *g = T{};
+}
+// A store whose value has no adjoint (a constant, an integer): only the consumption.
+template <typename A, typename... I> TREADLE_FUNC void adj_store_overwrite(const A& a, I... idx) {
+    if (auto* g = grad_address(a, idx...))
+        drop_grad(grad_flags(a), g);
+}
+
 // ------------------------------------------------------------------------------------------------ load / store
 // Adjoints use the `grad` buffer of the forward array; the adj_a argument is accepted for the uniform calling
 // convention and ignored. adj_load accumulates atomically (many threads may read one element).
@@ -147,24 +168,24 @@ template <typename T> TREADLE_FUNC void store(const array_t<T>& a, int64 i, int6
 // The stored value's adjoint is the gradient held at the element.
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const array_t<T>& a, I i, const T&, array_t<T>&, I&, T& adj_v) {
-    if (const T* g = grad_address(a, i))
-        adj_v += *g;
+    if (T* g = grad_address(a, i))
+        take_grad(a.flags, g, adj_v);
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const array_t<T>& a, I i, I j, const T&, array_t<T>&, I&, I&, T& adj_v) {
-    if (const T* g = grad_address(a, i, j))
-        adj_v += *g;
+    if (T* g = grad_address(a, i, j))
+        take_grad(a.flags, g, adj_v);
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const array_t<T>& a, I i, I j, I k, const T&, array_t<T>&, I&, I&, I&, T& adj_v) {
-    if (const T* g = grad_address(a, i, j, k))
-        adj_v += *g;
+    if (T* g = grad_address(a, i, j, k))
+        take_grad(a.flags, g, adj_v);
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const array_t<T>& a, I i, I j, I k, I l, const T&, array_t<T>&, I&, I&, I&, I&,
                             T& adj_v) {
-    if (const T* g = grad_address(a, i, j, k, l))
-        adj_v += *g;
+    if (T* g = grad_address(a, i, j, k, l))
+        take_grad(a.flags, g, adj_v);
 }
 
 // ------------------------------------------------------------------------------------------------ shape helpers

@@ -51,6 +51,7 @@ template <typename T> TREADLE_FUNC indexedarray_t<T> grad_array(const indexedarr
     return g;
 }
 template <typename T> TREADLE_FUNC bool has_data(const indexedarray_t<T>& a) { return a.arr.data != nullptr; }
+template <typename T> TREADLE_FUNC int32 grad_flags(const indexedarray_t<T>& a) { return a.arr.flags; }
 template <typename T> TREADLE_FUNC T* grad_address(const indexedarray_t<T>& a, int64 i) {
     return a.arr.grad ? grad_address(a.arr, detail::map_index(a, 0, i)) : nullptr;
 }
@@ -108,25 +109,25 @@ TREADLE_FUNC void adj_load(const indexedarray_t<T>& a, I i, I j, I k, I l, index
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const indexedarray_t<T>& a, I i, const T&, indexedarray_t<T>&, I&, T& adj_v) {
-    if (const T* g = grad_address(a, i))
-        adj_v += *g;
+    if (T* g = grad_address(a, i))
+        take_grad(a.arr.flags, g, adj_v);
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const indexedarray_t<T>& a, I i, I j, const T&, indexedarray_t<T>&, I&, I&, T& adj_v) {
-    if (const T* g = grad_address(a, i, j))
-        adj_v += *g;
+    if (T* g = grad_address(a, i, j))
+        take_grad(a.arr.flags, g, adj_v);
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const indexedarray_t<T>& a, I i, I j, I k, const T&, indexedarray_t<T>&, I&, I&, I&,
                             T& adj_v) {
-    if (const T* g = grad_address(a, i, j, k))
-        adj_v += *g;
+    if (T* g = grad_address(a, i, j, k))
+        take_grad(a.arr.flags, g, adj_v);
 }
 template <typename T, typename I>
 TREADLE_FUNC void adj_store(const indexedarray_t<T>& a, I i, I j, I k, I l, const T&, indexedarray_t<T>&, I&, I&, I&,
                             I&, T& adj_v) {
-    if (const T* g = grad_address(a, i, j, k, l))
-        adj_v += *g;
+    if (T* g = grad_address(a, i, j, k, l))
+        take_grad(a.arr.flags, g, adj_v);
 }
 
 // ------------------------------------------------------------------------------------------------ shape, views

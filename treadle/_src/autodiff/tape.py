@@ -129,8 +129,8 @@ class Tape:
         self._writer: dict[int, str] = {}
         self._arrays: dict[int, Any] = {}
         self._structs: dict[int, Any] = {}
-        self._copy_waw: tuple[str, str] | None = None
-        self._kernel_waw: tuple[str, str, str] | None = None
+        #: arrays whose read flag (``array._is_read``) this tape set: cleared by ``backward()`` and ``reset()``
+        self._marked: dict[int, Any] = {}
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -148,6 +148,17 @@ class Tape:
         if self.check_overwrites is not None:
             return self.check_overwrites
         return bool(config.verify_autograd_array_access)
+
+    def _mark_read(self, a: Any) -> None:
+        """Set ``a``'s read flag (and its parents', for views) on behalf of this tape."""
+        a.mark_read(reader=id(self))
+        self._marked[id(a)] = a
+
+    def _clear_read_marks(self) -> None:
+        """Withdraw this tape's read flags (another pending tape's stay set)."""
+        for a in self._marked.values():
+            a._unmark_read(id(self))
+        self._marked.clear()
 
     def record_launch(self, kernel: Any, dim: Any, inputs: Any, outputs: Any, device: Any, inst: Any = None) -> None:
         """Record one launch (called by ``wp.launch`` while this tape is active)."""
@@ -172,21 +183,15 @@ class Tape:
             names = kernel.param_names
             for i in sorted(r):
                 a = args[i] if i < len(args) else None
-                # an array without a gradient whose values the backward pass does not need may change freely
-                if isinstance(a, array) and (i in vr or a.grad is not None):
-                    reads.append((a, names[i], self._versions.get(id(a), 0)))
+                if isinstance(a, array):
+                    self._mark_read(a)
+                    # only values the backward pass needs matter: a store's adjoint consumes the gradient of the
+                    # element it overwrote, so gradients stay exact when other reads are overwritten
+                    if i in vr:
+                        reads.append((a, names[i], self._versions.get(id(a), 0)))
             for i in sorted(w):
                 a = args[i] if i < len(args) else None
                 if isinstance(a, array):
-                    earlier = self._writer.get(id(a))
-                    if earlier == "copy" and a.grad is not None and not self._copy_waw:
-                        # the copy's adjoint would pass on the gradient of the kernel's values too
-                        self._copy_waw = (names[i], kernel.key)
-                    elif (earlier is not None and i in st and a.grad is not None and not self._kernel_waw
-                          and not getattr(a, "retain_grad", False)):
-                        # both stores' adjoints would read the same gradient: the overwritten values get it too
-                        # (with retain_grad the user asks for exactly that: every writer sees the gradient)
-                        self._kernel_waw = (names[i], earlier, kernel.key)
                     self._versions[id(a)] = self._versions.get(id(a), 0) + 1
                     self._writer[id(a)] = kernel.key
         self.launches.append(_Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst))
@@ -209,7 +214,11 @@ class Tape:
         """
         from ..lang.array import array
 
-        if not (isinstance(dest, array) and isinstance(src, array)) or dest.grad is None or src.grad is None:
+        if not (isinstance(dest, array) and isinstance(src, array)):
+            return
+        if self._checking():
+            self._mark_read(src)
+        if dest.grad is None or src.grad is None:
             return
         if self._checking():  # the copy overwrites dest: earlier recorded readers of dest are reported
             self._versions[id(dest)] = self._versions.get(id(dest), 0) + 1
@@ -246,21 +255,6 @@ class Tape:
 
     # Backward ---------------------------------------------------------------------------------------------------
     def _verify(self) -> None:
-        if self._copy_waw is not None:
-            name, key = self._copy_waw
-            raise OverwriteError(
-                f"array '{name}' was written by a recorded copy (wp.copy/clone/assign) and then by kernel '{key}': "
-                "the copy's adjoint would also pass on the gradient of the values the kernel wrote.\n"
-                "fix: let the kernel write a different array than the copy's destination (or copy after the "
-                "kernel); or opt out with wp.Tape(check_overwrites=False)")
-        if self._kernel_waw is not None:
-            name, first, second = self._kernel_waw
-            raise OverwriteError(
-                f"array '{name}' written by kernel '{first}' was assigned again by kernel '{second}' later in the "
-                "recorded sequence: the gradient of the overwritten values would be passed back as well, and be "
-                "wrong.\n"
-                "fix: write each result to its own array (e.g. double-buffer state per time step, or apply boundary "
-                "conditions while computing the values); or opt out with wp.Tape(check_overwrites=False)")
         for rec in self.launches:
             if not isinstance(rec, _Recorded):
                 continue
@@ -306,6 +300,7 @@ class Tape:
                 rec()
                 continue
             launch(rec.kernel, rec.dim, rec.inputs, rec.outputs, device=rec.device, adjoint=True, record_tape=False)
+        self._clear_read_marks()  # the recorded reads are consumed
 
     # Gradients --------------------------------------------------------------------------------------------------
     @property
@@ -340,8 +335,7 @@ class Tape:
         self.scopes = []
         self._versions.clear()
         self._writer.clear()
-        self._copy_waw = None
-        self._kernel_waw = None
+        self._clear_read_marks()
         self._open_scopes = 0  # the recorded arrays stay known: ``gradients`` and ``zero()`` still reach them
 
     def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays: bool = False,

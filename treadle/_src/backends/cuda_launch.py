@@ -23,6 +23,7 @@ from typing import Any
 from ... import config
 from ..autodiff.state import active_tape
 from ..errors import LaunchError
+from ..lang.abi import ARRAY_KEEP_GRAD
 from ..lang.launch import _bounds, launch_bounds, make_packer, value_type
 from ..lang.launch_params import ParamSetters
 
@@ -235,6 +236,8 @@ def _apply_adjoints(plan: CudaPlan, packed: Any, adj: list[Any]) -> list[Any]:
             if tuple(g.shape) != tuple(desc.shape[: desc.ndim]):
                 raise LaunchError(f"adjoint array for '{name}' has shape {g.shape}, expected "
                                   f"{tuple(desc.shape[: desc.ndim])}")
+            if (g.ptr or 0) != desc.grad:  # the caller's own adjoint buffer: stores keep its values
+                desc.flags |= ARRAY_KEEP_GRAD
             desc.grad = g.ptr or 0
             keep.append(g)
     return keep

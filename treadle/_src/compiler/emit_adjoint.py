@@ -453,22 +453,24 @@ class AdjointEmitter(Emitter):
                 self.rev_insert(s, lines, ind)
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.ArrayLoad) and is_struct(r.type):
-            if differentiable(r.type) and not s.update:
+            if differentiable(r.type):
                 where = ", ".join(op(i) for i in s.indices)
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_atomic_accum(_g, adj_v{r.id}); }}")
             lines.append(f"{ind}adj_v{r.id} = {{}};")
         elif isinstance(s, ir.ArrayStore) and is_struct(s.value.type):
             tgt = self.adj(s.value)
+            where = ", ".join(op(i) for i in s.indices)
             if tgt is not None and differentiable(s.value.type):
-                where = ", ".join(op(i) for i in s.indices)
+                # the element's gradient goes to the stored value and is consumed (see take_grad in array.h)
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
-                             f"if (_g) adj_accum({tgt}, *_g); }}")
+                             f"if (_g) {{ adj_accum({tgt}, *_g); "
+                             f"treadle::drop_grad(treadle::grad_flags({op(s.array)}), _g); }} }}")
+            else:
+                lines.append(f"{ind}treadle::adj_store_overwrite({op(s.array)}, {where});")
         elif isinstance(s, ir.ArrayLoad):
             own = self.own.get(s.array.id) if isinstance(s.array, ir.Value) else None
-            if s.update:
-                pass  # a component update's load of the element it stores back: no gradient (see ir.ArrayLoad)
-            elif differentiable(r.type) and own is not None:
+            if differentiable(r.type) and own is not None:
                 where = ", ".join(op(i) for i in s.indices)
                 lines.append(f"{ind}if (auto* _g = treadle::grad_address({op(s.array)}, {where})) "
                              f"treadle::adj_grad_add(_g, adj_v{r.id}, {own});")
@@ -487,6 +489,9 @@ class AdjointEmitter(Emitter):
                 dummies.append(f"{self.ct(s.array.type)} _da{{}};")
                 args = [op(s.array)] + [op(i) for i in s.indices] + [op(s.value), "_da"] + didx + [tgt]
                 self.emit_adj(lines, ind, f"treadle::adj_store({', '.join(args)})", dummies)
+            else:  # nothing to pass on, but the store still replaced the element: its gradient is consumed
+                where = ", ".join(op(i) for i in s.indices)
+                lines.append(f"{ind}treadle::adj_store_overwrite({op(s.array)}, {where});")
         elif isinstance(s, ir.ArrayAtomic):
             tgt = self.adj(s.value)
             if s.op in ("add", "sub", "min", "max") and differentiable(s.value.type):

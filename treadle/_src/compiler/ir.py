@@ -166,9 +166,9 @@ class ArrayLoad(Stmt):
     """``result = arr[indices]``.
 
     ``update`` marks the load that an assignment to a component of an array element (``a[i].x = v``,
-    ``a[i][0] = v``) makes of the element before storing it back at the same index: its untouched components are
-    the stored ones, so the load passes no gradient back (the element's gradient already holds theirs) and it is
-    not an input of the kernel for the tape's overwrite check.
+    ``a[i][0] = v``) makes of the element before storing it back at the same index: the store's adjoint takes (and
+    zeroes) the element's gradient and this load passes the untouched components' share back; it is not an input
+    of the kernel for the tape's overwrite check.
     """
 
     result: Value

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import TreadleError
 from ..lang import scalars
+from ..lang.abi import ARRAY_KEEP_GRAD
 from ..lang.launch import launch_bounds, pack_arg
 from ..lang.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 from .common import _torch_descriptor
@@ -219,8 +220,9 @@ class TorchOp:
                                        "runs kernels on the CPU only")
                 desc = _torch_descriptor(v, t, f"{self.what} argument '{name}'")
                 g = grads.get(i)
-                if g is not None:
+                if g is not None:  # torch's gradient buffers: stores pass their values on but keep them
                     desc.grad = g.data_ptr()
+                    desc.flags |= ARRAY_KEEP_GRAD
                 setattr(packed, name, desc)
             else:
                 setattr(packed, name, pack_arg(name, t, v, None, inst.kernel))

@@ -15,6 +15,11 @@ import ctypes
 MAX_DIMS = 4
 
 
+#: ``ArrayDesc.flags`` bit (``TREADLE_ARRAY_KEEP_GRAD`` in native/array.h): the backward pass of a store into the array
+#: keeps the element's gradient instead of consuming it (``retain_grad``, or an adjoint array passed to the launch).
+ARRAY_KEEP_GRAD = 1
+
+
 class ArrayDesc(ctypes.Structure):
     """Descriptor of an array passed to native code: pointers, shape and byte strides."""
 

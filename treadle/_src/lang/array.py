@@ -615,6 +615,20 @@ class array:
         self._ctype = None
 
     @property
+    def retain_grad(self) -> bool:
+        """Keep this array's gradient when the backward pass goes through a store into it.
+
+        By default the adjoint of ``a[i] = v`` passes ``a.grad[i]`` to ``v`` and then zeroes it (the store replaced
+        the element's earlier value); with ``retain_grad`` every writer of the element receives its gradient.
+        """
+        return self._retain_grad
+
+    @retain_grad.setter
+    def retain_grad(self, value: bool) -> None:
+        self._retain_grad = bool(value)
+        self._ctype = None
+
+    @property
     def requires_grad(self) -> bool:
         """Whether this array has a gradient; setting ``True`` allocates a zero gradient, ``False`` drops it."""
         return self._requires_grad
@@ -655,18 +669,54 @@ class array:
                 desc.shape[i] = self.shape[i]
                 desc.strides[i] = self.strides[i]
             desc.ndim = self.ndim
-            desc.flags = 0
+            desc.flags = abi.ARRAY_KEEP_GRAD if self._retain_grad else 0
             self._ctype = desc
         return desc
 
-    def mark_init(self) -> None:
-        """Accepted for compatibility (access-mode tracking); does nothing."""
+    #: read flag for the tape's overwrite check: set when a launch or copy recorded on a checking tape reads the array
+    #: (``wp.config.verify_autograd_array_access``), cleared by that tape's ``backward()`` / ``reset()``
+    _is_read = False
+    #: ids of the tapes whose recorded reads set the flag (``None``: none)
+    _read_by: set[int] | None = None
 
-    def mark_read(self) -> None:
-        """Accepted for compatibility (access-mode tracking); does nothing."""
+    def mark_init(self) -> None:
+        """Clear this array's read flag."""
+        self._is_read = False
+        self._read_by = None
+
+    def mark_read(self, reader: int | None = None) -> None:
+        """Flag this array (and the arrays it is a view of) as read by a recorded launch or function."""
+        node: Any = self
+        while isinstance(node, array):
+            node._is_read = True
+            if reader is not None:
+                if node._read_by is None:
+                    node._read_by = set()
+                node._read_by.add(reader)
+            node = node._owner
+
+    def _unmark_read(self, reader: int) -> None:
+        node: Any = self
+        while isinstance(node, array):
+            if node._read_by:
+                node._read_by.discard(reader)
+            if not node._read_by:
+                node._is_read = False
+            node = node._owner
 
     def mark_write(self, **kwargs: Any) -> None:
-        """Accepted for compatibility (access-mode tracking); does nothing."""
+        """Warn if this array is about to be written after a recorded launch read it.
+
+        Keyword arguments (e.g. ``kernel_name``, ``arg_name``, ``operation``) describe the writer in the message.
+        ``Tape.backward()`` raises ``wp.OverwriteError`` for the overwrites that would make gradients wrong.
+        """
+        if self._is_read:
+            import warnings
+
+            who = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+            warnings.warn(f"array of shape {self.shape} is overwritten after a recorded launch read it"
+                          + (f" ({who})" if who else "") + "; gradients that need its old values would be wrong",
+                          UserWarning, stacklevel=2)
 
     # -- host access --------------------------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
 from ..runtime.device import get_device
 from . import scalars
-from .abi import MAX_DIMS, ArrayDesc, LaunchBounds
+from .abi import ARRAY_KEEP_GRAD, MAX_DIMS, ArrayDesc, LaunchBounds
 from .array import array
 from .kernel import Kernel, KernelInstance
 from .launch_params import ParamSetters
@@ -497,6 +497,8 @@ def _launch_adjoint(plan: LaunchPlan, bounds: LaunchBounds, args: list[Any], dev
                 stage = _staged_grad(g, primal)
                 staged.append((g, stage))
                 g = stage
+            if g.ptr != desc.grad:  # the caller's own adjoint buffer: stores pass its values on but keep them
+                desc.flags |= ARRAY_KEEP_GRAD
             desc.grad = g.ptr
             rec._keep.append(g)
     if record_cmd:
