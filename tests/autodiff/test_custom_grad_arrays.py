@@ -222,3 +222,31 @@ def test_function_with_only_array_inputs_is_differentiated():
         wp.launch(sin_into_kernel, dim=len(x0), inputs=[xs], outputs=[ys])
     tape.backward(grads={ys: wp.ones_like(ys)})
     np.testing.assert_allclose(xs.grad.numpy(), np.cos(x0.astype(np.float64)), rtol=1e-5)
+
+
+# --- indexed arrays -----------------------------------------------------------------------------------------------
+@wp.func
+def square_into(i: int, xs: wp.indexedarray(dtype=float), ys: wp.array(dtype=float)):
+    ys[i] = xs[i] * xs[i]
+
+
+@wp.func_grad(square_into)
+def adj_square_into(i: int, xs: wp.indexedarray(dtype=float), ys: wp.array(dtype=float)):
+    wp.adjoint[xs][i] += 2.0 * xs[i] * wp.adjoint[ys][i]
+
+
+@wp.kernel
+def square_into_kernel(xs: wp.indexedarray(dtype=float), ys: wp.array(dtype=float)):
+    i = wp.tid()
+    square_into(i, xs, ys)
+
+
+def test_adjoint_of_indexed_array_reaches_the_underlying_gradient():
+    base = wp.array(np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32), requires_grad=True)
+    xs = wp.indexedarray(base, [wp.array(np.array([3, 1], dtype=np.int32))])
+    ys = wp.zeros(2, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(square_into_kernel, dim=2, inputs=[xs], outputs=[ys])
+    tape.backward(grads={ys: wp.array(np.array([1.0, 10.0], dtype=np.float32))})
+    np.testing.assert_allclose(ys.numpy(), [16.0, 4.0])
+    np.testing.assert_allclose(base.grad.numpy(), [0.0, 40.0, 0.0, 8.0])
