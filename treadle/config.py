@@ -50,8 +50,10 @@ line_directives: bool = True
 quiet: bool = False
 #: Verbose diagnostics on stderr.
 verbose: bool = False
-#: Log level (accepted for compatibility).
-log_level: int = 30
+#: Log levels (the values of Python's ``logging`` levels), exported as ``wp.LOG_DEBUG`` ... ``wp.LOG_ERROR``.
+LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
+#: Log level (accepted for compatibility; Treadle prints nothing on stdout at any level).
+log_level: int = LOG_WARNING
 #: Extra flags passed to the C++ compiler.
 cpu_compiler_flags: list[str] = []
 #: The C++ compiler to use for the CPU backend (``None``: find clang++ or g++).

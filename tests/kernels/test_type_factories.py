@@ -263,3 +263,32 @@ def test_transform_setters_update_in_place_on_the_host():
     wp.transform_set_translation(t, wp.vec3f(1.0, 2.0, 3.0))
     wp.transform_set_rotation(t, wp.quatf(0.0, 0.0, 0.0, 1.0))
     assert list(t) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+
+
+@wp.kernel
+def factory_casts(a: wp.array(dtype=wp.vec3d), m: wp.array(dtype=wp.mat22d), out: wp.array(dtype=wp.vec3h),
+                  outm: wp.array(dtype=wp.mat22h), outf: wp.array(dtype=float)):
+    out[0] = wp.types.vector(a[0], dtype=wp.float16)  # length taken from the vector: a cast, not a fill
+    outm[0] = wp.types.matrix(m[0], dtype=wp.float16)  # shape taken from the matrix
+    v = wp.types.vector(wp.vec2(1.5, 2.5))  # same type: a copy
+    e = wp.types.vector(1.0, 2.0, 3.0, dtype=float)
+    f = wp.types.vector(4.0, length=3)
+    outf[0] = wp.length(wp.types.vector(a[0], dtype=wp.float32)) + v[1] + e[2] + f[0]
+
+
+def test_type_factory_casts_in_kernels(device):
+    a_np = np.array([[1.25, -2.5, 3.0]])
+    m_np = np.array([[[1.0, 2.0], [3.0, -4.5]]])
+    a = wp.array(a_np, dtype=wp.vec3d, device=device, requires_grad=True)
+    m = wp.array(m_np, dtype=wp.mat22d, device=device)
+    out = wp.zeros(1, dtype=vec3h, device=device)
+    outm = wp.zeros(1, dtype=wp.mat22h, device=device)
+    outf = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(factory_casts, dim=1, inputs=[a, m, out, outm, outf], device=device)
+    np.testing.assert_array_equal(out.numpy(), a_np.astype(np.float16))
+    np.testing.assert_array_equal(outm.numpy(), m_np.astype(np.float16))
+    np.testing.assert_allclose(outf.numpy()[0], np.linalg.norm(a_np[0]) + 2.5 + 3.0 + 4.0, rtol=1e-6)
+    tape.backward(loss=outf)  # the gradient flows back through the float64 -> float32 cast
+    np.testing.assert_allclose(a.grad.numpy()[0], a_np[0] / np.linalg.norm(a_np[0]), rtol=1e-6)

@@ -91,8 +91,7 @@ def _int_like(t: Any) -> bool:
 
 def _int_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
-    need(_int_like(types[0]) or types[0] is scalars.bool,
-         f"expected integers or integer vectors/matrices, got {type_str(types[0])}")
+    need(_int_like(types[0]) or types[0] is scalars.bool, f"expected integers, got {type_str(types[0])}")
     return same(types)
 
 

@@ -23,6 +23,7 @@ from ..lang.typesys import (
     is_callable_object,
     is_composite,
     is_int,
+    is_matrix,
     is_struct,
     is_vector_like,
     normalize_annotation,
@@ -500,6 +501,10 @@ class Lowerer(CallMixin):
 
                 pos = self.slice_positions(self.slice_spec(target.slice), t._length_, target)
                 return lv.then(("slice", pos), vector(len(pos), scalar_of(t)))
+            if is_matrix(t) and any(isinstance(n, ast.Slice) for n in _index_nodes(target.slice)):
+                # m[a:b] = w, m[a:b, c] = v, m[a:b, c:d] += w ...: constant slices, component by component
+                mpos, rt = self.matrix_slice(t, self.index_operands(target.slice, allow_slices=True), target)
+                return lv.then(("mslice", mpos), rt)
             idx = self.index_operands(target.slice)
             for i, n in zip(idx, t._shape_):
                 self.check_const_index(i, n, target)
@@ -534,6 +539,9 @@ class Lowerer(CallMixin):
             if kind == "slice":
                 cur = self.gather_components(cur, what, node)
                 continue
+            if kind == "mslice":
+                cur = self.gather_matrix(cur, what, t, node)
+                continue
             nxt = self.new_value(t)
             if kind == "field":
                 self.emit(ir.Extract(loc, nxt, cur, [], field=what))
@@ -562,6 +570,18 @@ class Lowerer(CallMixin):
                     self.emit(ir.Extract(loc, comp, v, [ir.Const(j, scalars.int32)]))
                     nxt = self.new_value(container.type)
                     self.emit(ir.Insert(loc, nxt, container, [ir.Const(pos, scalars.int32)], comp))
+                    container = nxt
+                v = container
+                continue
+            if kind == "mslice":  # insert the components of v (row-major) at their (row, column) positions
+                ncols = v.type._shape_[1] if is_matrix(v.type) else 1
+                for j, (row, col) in enumerate(what):
+                    comp = self.new_value(scalar_of(v.type))
+                    at = [j // ncols, j % ncols] if is_matrix(v.type) else [j]
+                    self.emit(ir.Extract(loc, comp, v, [ir.Const(a, scalars.int32) for a in at]))
+                    nxt = self.new_value(container.type)
+                    self.emit(ir.Insert(loc, nxt, container, [ir.Const(row, scalars.int32),
+                                                              ir.Const(col, scalars.int32)], comp))
                     container = nxt
                 v = container
                 continue
@@ -913,6 +933,11 @@ def _static_uses(stmts: list[ast.stmt], name: str) -> bool:
             if any(isinstance(m, ast.Name) and m.id == name for a in n.args for m in ast.walk(a)):
                 return True
     return False
+
+
+def _index_nodes(node: ast.expr) -> list[ast.expr]:
+    """The index expressions of a subscript (``m[a, b]`` -> [a, b])."""
+    return list(node.elts) if isinstance(node, ast.Tuple) else [node]
 
 
 def _ends(stmts: list[ast.stmt]) -> bool:

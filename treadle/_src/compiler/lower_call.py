@@ -551,7 +551,12 @@ class CallMixin(ExprMixin):
         dtype = normalize_annotation(dtype.obj) if isinstance(dtype, PyObj) else None
         if kind == "vector":
             length = kw.pop("length", None)
-            n = length.value if isinstance(length, ir.Const) else len(args)
+            if isinstance(length, ir.Const):
+                n = length.value
+            elif len(args) == 1 and is_composite(args[0].type):  # wp.vector(v, dtype=...): a cast of v
+                n = args[0].type._length_
+            else:
+                n = len(args)
             if dtype is None:
                 dtype = scalar_of(args[0].type) if args else scalars.float32
             from ..lang.vector import vector
@@ -568,6 +573,8 @@ class CallMixin(ExprMixin):
 
         if isinstance(shape, TupleVal):
             dims = tuple(x.value for x in shape.items)
+        elif len(args) == 1 and is_matrix(args[0].type):  # wp.matrix(m, dtype=...): a cast of m
+            dims = tuple(args[0].type._shape_)
         elif args and all(is_composite(a.type) for a in args):
             dims = (len(args), args[0].type._length_)
         else:

@@ -496,10 +496,62 @@ class ExprMixin:
                 raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
             return base.items[idx[0].value]
         val = self.as_operand(base, node)
-        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT) or is_vector_like(val.type))
+        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT) or is_vector_like(val.type)
+                                  or is_matrix(val.type))
         if is_vector_like(val.type) and len(idx) == 1 and isinstance(idx[0], ir.SliceSpec):
             return self.gather_components(val, self.slice_positions(idx[0], val.type._length_, node), node)
+        if is_matrix(val.type) and any(isinstance(i, ir.SliceSpec) for i in idx):
+            positions, rt = self.matrix_slice(val.type, idx, node)
+            return self.gather_matrix(val, positions, rt, node)
         return self.subscript_value(val, idx, node)
+
+    def matrix_slice(self, t: Any, idx: list[Any], node: ast.AST) -> tuple[list[tuple[int, int]], Any]:
+        """The (row, column) positions that ``m[rows, cols]`` selects, in row-major order, and the result type.
+
+        At least one index is a constant slice; an index beside a slice must be constant too. Two slices give a
+        matrix (``m[a:b]`` takes all columns), a slice and an index a vector. An empty selection gives the 0x0
+        matrix (the reference's convention).
+        """
+        from ..lang.matrix import matrix
+        from ..lang.vector import vector
+
+        if len(idx) == 1:
+            idx = [idx[0], ir.SliceSpec(None, None, None)]
+        if len(idx) != 2:
+            raise self.err(f"a matrix takes at most 2 indices, got {len(idx)}", node, cls=CodegenIndexError)
+        sel: list[Any] = []
+        for i, n in zip(idx, t._shape_):
+            if isinstance(i, ir.SliceSpec):
+                sel.append(self.slice_positions(i, n, node))
+                continue
+            if not isinstance(i, ir.Const):
+                raise self.err("an index beside a matrix slice must be constant", node,
+                               "use integer literals or wp.static()", CodegenIndexError)
+            k = int(getattr(i.value, "value", i.value))
+            if not -n <= k < n:
+                raise self.err(f"index {k} is out of range for {n} rows/columns", node, cls=CodegenIndexError)
+            sel.append(k % n)
+        rows, cols = sel
+        st = scalar_of(t)
+        if isinstance(rows, list) and isinstance(cols, list):
+            shape = (len(rows), len(cols)) if rows and cols else (0, 0)
+            return [(r, c) for r in rows for c in cols], matrix(shape, st)
+        if isinstance(rows, list):
+            return [(r, cols) for r in rows], vector(len(rows), st)
+        return [(rows, c) for c in cols], vector(len(cols), st)
+
+    def gather_matrix(self, val: Any, positions: list[tuple[int, int]], rt: Any, node: ast.AST) -> Any:
+        """``m[a:b, c:d]`` and friends: a new matrix or vector of the selected components."""
+        loc = self.src.loc(node)
+        st = scalar_of(val.type)
+        items = []
+        for r, c in positions:
+            e = self.new_value(st)
+            self.emit(ir.Extract(loc, e, val, [ir.Const(r, scalars.int32), ir.Const(c, scalars.int32)]))
+            items.append(e)
+        out = self.new_value(rt, "slice")
+        self.emit(ir.Construct(loc, out, items))
+        return out
 
     def slice_positions(self, spec: ir.SliceSpec, n: int, node: ast.AST) -> list[int]:
         """The component positions selected by a constant slice of a vector-like value of length ``n``."""

@@ -119,6 +119,8 @@ class mat_base(composite_base):
             return part.item()
         if part.ndim == 1:
             return vector(part.shape[0], st)._from_numpy(part)
+        if part.size == 0:  # an empty selection is the 0x0 matrix (in kernels too), as in the reference
+            return matrix((0, 0), st)()
         return matrix(part.shape, st)._from_numpy(part)
 
     def __setitem__(self, key: Any, value: Any) -> None:
