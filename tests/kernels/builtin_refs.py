@@ -857,7 +857,7 @@ EXEMPT: dict[str, str] = {
     "cast": _LOWERING + "bit reinterpretation, tests/kernels/test_language.py",
     "identity": "compile-time size argument: tests/kernels/test_vec_mat.py",
     "lower_bound": "takes an array: tests/kernels/test_language.py",
-    "_array_dim": _LOWERING + "arr.shape[d], tests/lang and tests/kernels",
+    "_array_dim": _LOWERING + "arr.shape[d], tests/kernels/test_language.py",
     "_array_valid": _LOWERING + "bool(arr), tests/kernels/test_language.py",
     "_grad_array": "array plumbing (wp.adjoint[arr] in @func_grad): tests/autodiff/test_custom_grad_arrays.py",
     "_has_data": "array plumbing (adjoint guards on gradient buffers): tests/autodiff/test_custom_grad_arrays.py",
