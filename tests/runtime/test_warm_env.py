@@ -269,3 +269,38 @@ def test_a_library_lost_before_first_launch_is_rebuilt(fresh):
     wp.launch(mod.twice, 6, inputs=[a])
     np.testing.assert_allclose(a.numpy(), np.arange(6) * 2.0 + 2.5)
     assert inst.warm is None and inst.built.lib_path.exists()
+
+
+def test_first_launches_from_several_threads_load_once(fresh):
+    import threading
+
+    name = "warm_env_threads"
+    (fresh / f"{name}.py").write_text(KERNEL.format(c=0.5))
+    _cold_in_child(fresh, name)
+    mod = _module(fresh, name, c=0.5)
+    wp.load_module(mod)
+    inst = mod.twice.get_instance(None)
+    assert inst.warm is not None and inst._entry is None
+    binds = []
+    real_bind = inst.bind
+
+    def counting_bind() -> None:
+        binds.append(1)
+        real_bind()
+
+    inst.bind = counting_bind  # type: ignore[method-assign]
+    arrays = [wp.array(np.arange(32, dtype=np.float32), dtype=float) for _ in range(4)]
+    start = threading.Barrier(len(arrays))
+
+    def work(a: wp.array) -> None:
+        start.wait()
+        wp.launch(mod.twice, 32, inputs=[a])
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(binds) == 1
+    for a in arrays:
+        np.testing.assert_allclose(a.numpy(), np.arange(32) * 2.0 + 0.5)

@@ -213,8 +213,10 @@ class KernelInstance:
         if self._entry is None and self._bind_pending:
             with self.kernel.module.lock:
                 if self._bind_pending:
-                    self._bind_pending = False
-                    self.bind()
+                    try:
+                        self.bind()
+                    finally:  # cleared only now: another thread that saw it set waits for the lock, then the entry
+                        self._bind_pending = False
         return self._entry
 
     @entry.setter
