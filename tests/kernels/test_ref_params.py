@@ -170,3 +170,19 @@ def test_ref_type() -> None:
     assert r.dtype is wp.float32
     assert r == wp.ref[wp.float32] and r != wp.ref[wp.int32]
     assert repr(r) == "wp.ref[float32]"
+
+
+@wp.func_native("x = x + 1;")
+def rp_native_inc(x: wp.ref[wp.int32]): ...
+
+
+@wp.kernel(module="unique")
+def rp_native_kernel(a: wp.array(dtype=wp.int32)):
+    v = a[0]
+    rp_native_inc(v)
+    a[0] = v
+
+
+def test_native_ref_parameters_are_an_error() -> None:
+    with pytest.raises(wp.WarpCodegenError, match="not supported in @wp.func_native"):
+        wp.launch(rp_native_kernel, dim=1, inputs=[wp.zeros(1, dtype=wp.int32)])

@@ -126,6 +126,10 @@ class FuncInstance:
         from ..compiler.frontend import LowerContext, lower_function
 
         if self.fdef.owner.native_snippet is not None:
+            if self.ref_positions:
+                raise CodegenError(f"'{self.name}': wp.ref[...] parameters are not supported in @wp.func_native "
+                                   "functions", self.fdef.src.loc(self.fdef.src.tree),
+                                   "return the new value from the snippet instead (or write a @wp.func)")
             return self._native_ir()
         self._lowering = True
         try:
