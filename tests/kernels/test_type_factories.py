@@ -292,3 +292,23 @@ def test_type_factory_casts_in_kernels(device):
     np.testing.assert_allclose(outf.numpy()[0], np.linalg.norm(a_np[0]) + 2.5 + 3.0 + 4.0, rtol=1e-6)
     tape.backward(loss=outf)  # the gradient flows back through the float64 -> float32 cast
     np.testing.assert_allclose(a.grad.numpy()[0], a_np[0] / np.linalg.norm(a_np[0]), rtol=1e-6)
+
+
+mat32d = wp.types.matrix(shape=(3, 2), dtype=wp.float64)
+
+
+@wp.kernel
+def shape_keywords(out: wp.array(dtype=mat32d), out2: wp.array(dtype=wp.mat22)):
+    c = mat32d(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    d = mat32d(c, shape=(3, 2))  # a shape= that agrees with the type is accepted
+    w = wp.vec3(wp.vec3(1.0, 2.0, 3.0), length=3)
+    out[0] = d + mat32d(wp.types.matrix(1.0, shape=(3, 2)))
+    out2[0] = wp.matrix(wp.mat22(1.0, 2.0, 3.0, 4.0), shape=(2, 2)) * w[1]
+
+
+def test_constructor_shape_keywords(device):
+    out = wp.zeros(1, dtype=mat32d, device=device)
+    out2 = wp.zeros(1, dtype=wp.mat22, device=device)
+    wp.launch(shape_keywords, dim=1, inputs=[out, out2], device=device)
+    np.testing.assert_array_equal(out.numpy()[0], np.arange(1.0, 7.0).reshape(3, 2) + 1.0)
+    np.testing.assert_array_equal(out2.numpy()[0], 2.0 * np.array([[1.0, 2.0], [3.0, 4.0]]))

@@ -593,3 +593,19 @@ def test_spatial_host() -> None:
     ident = M.identity(6, S.float32)
     assert type(ident) is Q.spatial_matrix
     assert list(ident * sv) == list(sv)
+
+
+def test_matrix_rows_and_columns():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    m = M.matrix((3, 4), S.float64)(*a.reshape(-1))
+    for r in range(3):
+        assert list(m.get_row(r)) == list(a[r])
+    for c in range(-4, 4):
+        assert list(m.get_col(c)) == list(a[:, c])
+    m.set_row(1, V.vector(4, S.float64)(-1.0, -2.0, -3.0, -4.0))
+    m.set_col(-1, [10.0, 20.0, 30.0])
+    a[1] = [-1.0, -2.0, -3.0, -4.0]
+    a[:, -1] = [10.0, 20.0, 30.0]
+    assert all(list(m.get_row(r)) == list(a[r]) for r in range(3))
+    with pytest.raises(ValueError):
+        m.set_col(0, [1.0, 2.0])

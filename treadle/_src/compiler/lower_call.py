@@ -431,6 +431,15 @@ class CallMixin(ExprMixin):
         kw = {k.arg: k.value for k in node.keywords}
         if "dtype" in kw and is_composite(t):
             t = self.with_dtype(t, self.expr(kw.pop("dtype")), node)  # wp.quat(x, y, z, w, dtype=...)
+        for key in ("shape", "length"):  # mat32d(m, shape=(3, 2)): accepted when it agrees with the type
+            if key in kw and is_composite(t):
+                given = self.expr(kw.pop(key))
+                value = tuple(x.value for x in given.items) if isinstance(given, TupleVal) else getattr(
+                    given, "value", None)
+                want = tuple(t._shape_) if key == "shape" else t._length_
+                if value != want:
+                    raise self.err(f"{key}={value} does not match {type_str(t)} ({key} {want})", node,
+                                   f"drop {key}= or use a type of {key} {value}", CodegenTypeError)
         if kw and getattr(t, "_wp_generic_type_str_", None) == "transform_t" and set(kw) <= {"p", "q"}:
             # wp.transform(p=..., q=...) / wp.transform(p, q=...): a missing q is the identity rotation
             p = args[0] if args else (self.as_operand(self.expr(kw.pop("p")), node) if "p" in kw else None)

@@ -147,6 +147,31 @@ class mat_base(composite_base):
         data = np.ascontiguousarray(grid, dtype=st._np_)
         ctypes.memmove(ctypes.addressof(self), data.ctypes.data, data.nbytes)
 
+    # -- rows and columns -------------------------------------------------------------------------------------
+    def get_row(self, r: builtins.int) -> Any:
+        """Row ``r`` as a vector (a copy)."""
+        return self[r]
+
+    def set_row(self, r: builtins.int, v: Any) -> None:
+        """Overwrite row ``r`` with the components of ``v``."""
+        self[r] = v
+
+    def get_col(self, c: builtins.int) -> Any:
+        """Column ``c`` as a vector (a copy)."""
+        rows, cols = self._shape_
+        c = _norm_index(c, cols, "column")
+        return vector(rows, self._wp_scalar_type_)(*(self._get(i * cols + c) for i in range(rows)))
+
+    def set_col(self, c: builtins.int, v: Any) -> None:
+        """Overwrite column ``c`` with the components of ``v``."""
+        rows, cols = self._shape_
+        c = _norm_index(c, cols, "column")
+        values = flatten_values(v)
+        if len(values) != rows:
+            raise ValueError(f"expected {rows} values for a column of {type(self).__name__}, got {len(values)}")
+        for i, x in enumerate(values):
+            self._set(i * cols + c, x)
+
     # -- printing -------------------------------------------------------------------------------------------------
     def _rows_text(self, fmt: Any) -> list[str]:
         rows, cols = self._shape_
