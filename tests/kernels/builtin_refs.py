@@ -253,11 +253,40 @@ def shifts(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
     return [np.abs(a), rng.integers(0, top + 1, size=(n, *shape_of(t)))]
 
 
+def full_range(t: Any, rng: Gen, n: int) -> np.ndarray:
+    """Integers over the whole range of integer type ``t`` (every bit pattern), as Python ints."""
+    nb, sg = bits(t), signed(t)
+    lo = -(1 << (nb - 1)) if sg else 0
+    raw = rng.integers(0, 1 << 32, size=(n, *shape_of(t), 2), dtype=np.uint64)
+    vals = (raw[..., 0].astype(object) << 32 | raw[..., 1].astype(object)) % (1 << nb)
+    return vals + lo
+
+
 def rshift_dom(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Any bit pattern (the sign bit set: arithmetic shifts for signed, logical for unsigned types)."""
     t = sig[0]
     if t is wp.bool:
         return [None, None]
-    return [None, rng.integers(0, bits(t), size=(n, *shape_of(t)))]
+    return [full_range(t, rng, n), rng.integers(0, bits(t), size=(n, *shape_of(t)))]
+
+
+def bit_patterns(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Bitwise operators: any bit pattern."""
+    return [None if t is wp.bool else full_range(t, rng, n) for t in sig]
+
+
+def wrapping(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
+    """Integer arithmetic: the whole range where wrapping around is defined in C++ (unsigned types, and signed
+    types narrower than int, computed in int and converted back); small values otherwise (signed overflow is
+    undefined behaviour)."""
+    out = []
+    for t in sig:
+        st = scalar_of(t)
+        if t is wp.bool or is_float(st) or (signed(st) and bits(st) >= 32):
+            out.append(None)
+        else:
+            out.append(full_range(t, rng, n))
+    return out
 
 
 def special_floats(sig: tuple[Any, ...], rng: Gen, n: int) -> list[Any]:
@@ -711,18 +740,18 @@ REFS: dict[str, Ref] = {
     "max": Ref(_minmax(np.max, np.maximum)),
     "clamp": Ref(lambda x, a, b: min(max(x, a), b), clamp_dom),
     # operators
-    "add": Ref(elementwise(lambda a, b: a + b), typed=True),
-    "sub": Ref(elementwise(lambda a, b: a - b), typed=True),
+    "add": Ref(elementwise(lambda a, b: a + b), wrapping, typed=True),
+    "sub": Ref(elementwise(lambda a, b: a - b), wrapping, typed=True),
     "mul": Ref(_mul, typed=True, tol=4),
     "div": Ref(_div, nonzero_divisor, typed=True),
     "mod": Ref(_mod, nonzero_divisor, typed=True),
     "floordiv": Ref(_floordiv, nonzero_divisor, typed=True),
-    "neg": Ref(_generic_unary(lambda x: -x), typed=True),
+    "neg": Ref(_generic_unary(lambda x: -x), wrapping, typed=True),
     "pos": Ref(_generic_unary(lambda x: x), typed=True),
-    "invert": Ref(_int_unary(lambda x: ~x)),
-    "bit_and": Ref(elementwise(lambda a, b: a & b), typed=True),
-    "bit_or": Ref(elementwise(lambda a, b: a | b), typed=True),
-    "bit_xor": Ref(elementwise(lambda a, b: a ^ b), typed=True),
+    "invert": Ref(_int_unary(lambda x: ~x), bit_patterns),
+    "bit_and": Ref(elementwise(lambda a, b: a & b), bit_patterns, typed=True),
+    "bit_or": Ref(elementwise(lambda a, b: a | b), bit_patterns, typed=True),
+    "bit_xor": Ref(elementwise(lambda a, b: a ^ b), bit_patterns, typed=True),
     "lshift": Ref(elementwise(lambda a, b: a << b), shifts, typed=True),
     "rshift": Ref(elementwise(lambda a, b: a >> b), rshift_dom, typed=True),
     "_cmp_lt": Ref(lambda a, b: a < b, equal_half),

@@ -79,6 +79,8 @@ class Case:
         self.inputs = []
         for t, v in zip(sig, dom):
             v = refs.default_values(t, rng, N) if v is None else np.asarray(v)
+            if v.dtype == object:  # Python ints over the whole range of the type
+                v = np.array([refs.wrap_int(x, t) for x in v.reshape(-1)], dtype=_np_dtype(t))
             self.inputs.append(np.asarray(v).reshape(N, *refs.shape_of(t)).astype(_np_dtype(t)))
 
     def label(self) -> str:
@@ -102,7 +104,7 @@ def _ref_arg(v: Any, t: Any) -> Any:
         return bool(v)
     if is_float(scalar_of(t)):
         return np.asarray(v, dtype=np.float64) if np.ndim(v) else float(v)
-    return np.asarray(v, dtype=np.int64) if np.ndim(v) else int(v)
+    return np.asarray(v).astype(object) if np.ndim(v) else int(v)  # Python ints: no overflow (uint64)
 
 
 def _compare(what: str, got: Any, want: Any, t: Any, tol: float) -> str | None:
