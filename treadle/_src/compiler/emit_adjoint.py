@@ -232,15 +232,20 @@ class ReplayEmitter(Emitter):
 
 
 class _GradBodyEmitter(Emitter):
-    """Writes a ``@func_grad`` body: as forward code, except that ``@func`` helpers are called through their replays.
+    """Writes a ``@func_grad`` body as forward code.
 
-    The replay variants are the only ones that every block holding adjoints defines.
+    ``@func`` helpers it calls run for real (side effects included) when the block defines their forward variants
+    (``forward_calls``, the backward pass's block); otherwise through their side-effect-free replays, the only
+    variants that every block holding adjoints defines.
     """
+
+    forward_calls = False
 
     def stmt(self, s: ir.Stmt, lines: list[str], ind: str) -> None:
         if isinstance(s, ir.CallFunc):
             self.line(s, lines, ind)
-            call = f"{replay_name(s.func)}({', '.join(self.op(a) for a in s.args)})"
+            name = s.func.cname if self.forward_calls else replay_name(s.func)
+            call = f"{name}({', '.join(self.op(a) for a in s.args)})"
             lines.append(f"{ind}{self.decl(s.result)} = {call};" if s.result is not None else f"{ind}{call};")
             return
         super().stmt(s, lines, ind)
@@ -671,9 +676,14 @@ class AdjointEmitter(Emitter):
         lines.append("}")
         return "\n".join(lines)
 
-    def custom_adjoint_function(self, g: ir.FuncIR, n_primal: int, fwd_cname: str) -> str:
-        """A ``@func_grad`` body as ``adj_<fn>``: primal params by value, adjoints by reference, then adj_ret."""
+    def custom_adjoint_function(self, g: ir.FuncIR, n_primal: int, fwd_cname: str, forward_calls: bool = False) -> str:
+        """A ``@func_grad`` body as ``adj_<fn>``: primal params by value, adjoints by reference, then adj_ret.
+
+        ``forward_calls``: the block defines the forward variants of the functions the body calls (see
+        :class:`_GradBodyEmitter`).
+        """
         em = _GradBodyEmitter(line_directives=self.line_directives)
+        em.forward_calls = forward_calls
         em.tuple_names, em.types_done, em.type_defs = self.tuple_names, self.types_done, self.type_defs
         em.collect_types(g)
         primal = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[:n_primal]]

@@ -120,14 +120,20 @@ def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str
     # Replays recompute values without side effects; a @func_replay body replaces a function's replay entirely.
     fwd_funcs = [em.function(fi.replay_ir, replay_name(fi)) if getattr(fi, "replay_ir", None) is not None
                  else rem.function(fi.ir, replay_name(fi)) for fi in funcs]
+    # @func_grad bodies run in the backward pass: the helpers they call run for real (their side effects happen)
+    grad_callees = ordered_deps([s.func for fi in funcs if getattr(fi, "grad_ir", None) is not None
+                                 for s in ir.walk(fi.grad_ir.body) if isinstance(s, ir.CallFunc)])
+    if any(isinstance(s, ir.CallGrad) for fi in grad_callees for s in ir.walk(fi.ir.body)):
+        grad_callees = []  # a helper using wp.grad() itself: called through its replay (defined above)
+    callee_funcs = [em.function(fi.ir, fi.cname) for fi in grad_callees]
     args_struct, _ = em.kernel(kernel_ir, "@SYMBOL@")
     adj = AdjointEmitter(em)
-    adj_funcs = [adj.custom_adjoint_function(fi.grad_ir, len(fi.types), fi.cname)
+    adj_funcs = [adj.custom_adjoint_function(fi.grad_ir, len(fi.types), fi.cname, forward_calls=bool(grad_callees))
                  if getattr(fi, "grad_ir", None) is not None else adj.adjoint_function(structurize(fi.ir), fi.cname)
                  for fi in funcs]
     backward = adj.adjoint_kernel(structurize(kernel_ir), "@SYMBOL@")
     inner = "\n\n".join(["using treadle::adj_accum;\nusing treadle::adj_atomic_accum;", *em.type_defs, *adj.struct_accumulators(), *fwd_funcs,
-                          *adj_funcs, args_struct, backward])
+                          *callee_funcs, *adj_funcs, args_struct, backward])
     digest = hashlib.sha256(inner.encode()).hexdigest()
     symbol = f"tb_{digest[:24]}"
     block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
