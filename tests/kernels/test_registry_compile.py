@@ -2,11 +2,11 @@
 
 Driven by the builtin registry itself, so a newly declared builtin cannot go unchecked: sample argument signatures
 (all scalar types; vectors, matrices, quaternions, transforms and spatial types of every float precision; integer
-vectors; ``registry_samples.py``, shared with ``test_registry_numeric.py``) are tried against each builtin's type
-rule; for every signature it accepts, a call is generated. One kernel
-per builtin holds all its accepted signatures; the kernels (and their adjoints) are compiled in a few batched
-translation units at -O0. A failing kernel is rebuilt on its own by the pipeline, so the error names the builtin,
-and the ``#line`` directives point at the generated call (one line per signature).
+vectors; see ``registry_samples.py``, shared with ``test_registry_numeric.py``) are tried against each builtin's
+type rule; for every signature it accepts, a call is generated. One kernel per builtin holds all its accepted
+signatures; the kernels (and their adjoints) are compiled in a few batched translation units at -O0. A failing
+kernel is rebuilt on its own by the pipeline, so the error names the builtin, and the ``#line`` directives point at
+the generated call (one line per signature). What the overloads compute: ``test_registry_numeric.py``.
 
 Not covered here: builtins that take arrays, geometry ids or query objects (``mesh_query_*``, ``bvh_*``,
 ``hash_grid_*``, ``lower_bound``, ``sample_cdf``; see ``tests/geometry`` and ``tests/kernels``), and the ones with a

@@ -17,8 +17,8 @@ float results norm-wise, ``max|kernel - ref| <= tol * max(1, max|ref|)`` with ``
 where ``Ref.tol`` (1 to 8) allows for error growth in longer computations (inverses, decompositions, compositions
 of rotations). Float inputs are rounded to the argument precision first and the reference computes on those
 rounded values. Where a builtin is callable from Python (``Builtin.host``), its host result must agree with the
-kernel's within twice the same tolerance on every sample (also for the exempt random builtins; decompositions: see
-``check_host``).
+kernel's within twice the same tolerance on the first ``HOST_SAMPLES`` samples (also for the exempt random builtins;
+decompositions: see ``check_host``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from treadle._src.builtins import REGISTRY
 from treadle._src.lang.typesys import TupleT, is_float, scalar_of, type_str
 
 N = 12
-HOST_SAMPLES = N  # samples compared with the host implementation
+HOST_SAMPLES = 6  # samples compared with the host implementation (the edge cases of the domains come first)
 TOL = {wp.float16: 5e-3, wp.float32: 4e-6, wp.float64: 1e-13}
 CHUNK = 24  # calls per kernel
 MODULE = "treadle_registry_numeric"
