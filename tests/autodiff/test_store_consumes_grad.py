@@ -4,6 +4,7 @@ adjoint buffers); the tape's per-array read flags."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import treadle as wp
 
@@ -89,3 +90,17 @@ def test_read_flags_follow_recorded_reads():
     assert m._is_read
     m.mark_init()
     assert not m._is_read
+
+
+def test_retain_grad_needs_a_gradient():
+    with pytest.raises(ValueError, match="requires_grad"):
+        wp.zeros(3, dtype=float, retain_grad=True)
+    a = wp.zeros(3, dtype=float)
+    with pytest.raises(ValueError, match="requires_grad"):
+        a.retain_grad = True
+    a.requires_grad = True
+    a.retain_grad = True
+    assert a.retain_grad
+    a.requires_grad = False  # dropping the gradient drops retain_grad
+    assert not a.retain_grad
+    assert wp.zeros(3, dtype=float, requires_grad=True, retain_grad=True).retain_grad

@@ -718,6 +718,9 @@ def test_len_and_misc():
     assert len(a) == 2 and a.size == 6 and a.capacity == 24 and a.device == "cpu"
     a.mark_init()
     a.mark_read()
+    with pytest.warns(UserWarning, match="overwritten after a recorded launch read it"):
+        a.mark_write()  # read flag set: the write is reported
+    a.mark_init()
     a.mark_write()
     assert a.deleter is None and not a.pinned
     with pytest.raises(RuntimeError, match="IPC requires a CUDA device"):

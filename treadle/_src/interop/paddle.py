@@ -173,7 +173,6 @@ def from_paddle(
     if not isinstance(t, paddle.Tensor):
         raise TypeError(f"from_paddle() expects a paddle.Tensor, got {type(t).__name__}")
     result = from_dlpack(paddle.utils.dlpack.to_dlpack(t), dtype=dtype)
-    result.retain_grad = retain_grad
     if requires_grad is None:
         requires_grad = not t.stop_gradient
     if grad is not None:
@@ -186,6 +185,8 @@ def from_paddle(
             result.grad = from_paddle(g, dtype=dtype, requires_grad=False)
         else:
             result.requires_grad = True
+    if retain_grad:
+        result.retain_grad = True  # after the gradient: retain_grad needs one
     return result.__ctype__() if return_ctype else result
 
 

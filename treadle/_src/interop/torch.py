@@ -244,9 +244,10 @@ def from_torch(
         desc.ndim = len(shape)
         return desc
     result = wrap_memory(ptr, wdtype, shape, strides, dev, owner=t)  # the tensor lives as long as the array
-    result.retain_grad = retain_grad
     if g is not None:
         result.grad = g
+    if retain_grad:
+        result.retain_grad = True  # after the gradient: retain_grad needs one
     return result
 
 

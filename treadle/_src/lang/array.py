@@ -379,7 +379,6 @@ class array:
         retain_grad: bool = False,
     ) -> None:
         self._reset_fields()
-        self.retain_grad = retain_grad
         self.deleter = deleter
         if data is None and shape is None and ptr is None:
             self._init_annotation(normalize_dtype(dtype, annotation=True), ndim)
@@ -402,6 +401,8 @@ class array:
             self.grad = grad
         elif requires_grad:
             self._alloc_grad()
+        if retain_grad:
+            self.retain_grad = True  # checked: needs a gradient
 
     # -- construction -------------------------------------------------------------------------------------------
 
@@ -416,7 +417,7 @@ class array:
         self.device: Any = None
         self.pinned = False
         self.deleter = None
-        self.retain_grad = False
+        self._retain_grad = False
         self._is_annotation = False
         self._owner: Any = None
         self._grad: array | None = None
@@ -591,6 +592,7 @@ class array:
         if value is None:
             self._grad = None
             self._requires_grad = False
+            self._retain_grad = False
         else:
             if not isinstance(value, array):
                 value = array(value, dtype=self.dtype, device=self.device)
@@ -625,6 +627,9 @@ class array:
 
     @retain_grad.setter
     def retain_grad(self, value: bool) -> None:
+        if value and self._grad is None:
+            raise ValueError("retain_grad=True needs a gradient: create the array with requires_grad=True (or set "
+                             "requires_grad first)")
         self._retain_grad = bool(value)
         self._ctype = None
 
@@ -640,6 +645,7 @@ class array:
         elif not value:
             self._grad = None
             self._requires_grad = False
+            self._retain_grad = False
             self._ctype = None
 
     # -- properties ---------------------------------------------------------------------------------------------
