@@ -120,3 +120,11 @@ def test_func_decorator_has_typing_overloads() -> None:
     assert len(overloads) == 2
     assert all("Callable" in str(o.__annotations__["return"]) for o in overloads)
     assert list(inspect.signature(ps_apply_default).parameters) == ["g", "x"]
+
+
+def test_functions_without_readable_source_run_as_is() -> None:
+    ns: dict = {"wp": wp}
+    exec("@wp.func\ndef g(x: float):\n    return x * 2.0\n", ns)  # noqa: S102 (no source file to read)
+    assert ns["g"](1.5) == 3.0
+    assert ns["g"](2.0) == 4.0  # again: the unreadable source does not lose the function's definition
+    assert ns["g"](np.float32(0.5)) == 1.0

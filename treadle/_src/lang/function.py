@@ -8,6 +8,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import CodegenError, CodegenTypeError
 from . import scalars
 from .typesys import (
@@ -251,8 +253,8 @@ class Function:
     def defs(self) -> list[FuncDef]:
         """Overloads, parsed on first use (so annotations may name things defined later in the module)."""
         while self._pending:
-            fn = self._pending.pop(0)
-            fdef = FuncDef(fn, self)
+            fdef = FuncDef(self._pending[0], self)  # raises (and stays pending) when the source is unreadable
+            self._pending.pop(0)
             self.overloads = [o for o in self.overloads if o.param_types != fdef.param_types] + [fdef]
         return self.overloads
 
@@ -274,7 +276,11 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the Python body of the overload that the arguments' types select (as kernels would)."""
-        ov = self.get_overload([_py_value_type(a) for a in args], {k: _py_value_type(v) for k, v in kwargs.items()})
+        try:
+            ov = self.get_overload([_py_value_type(a) for a in args],
+                                   {k: _py_value_type(v) for k, v in kwargs.items()})
+        except CodegenError:  # no readable source or annotations (e.g. defined in an exec string): run it as is
+            return self.func(*args, **kwargs)
         if ov is None:
             shown = args if not kwargs else (*args, *(f"{k}={v!r}" for k, v in kwargs.items()))
             raise RuntimeError(f"Error calling function '{self.name}', no overload found for arguments {shown!r}")
@@ -445,9 +451,8 @@ def _py_value_type(v: Any) -> Any:
     """The type of a Python-scope argument for overload selection (``None``: unknown, matches any parameter)."""
     from .array import array as _array
 
-    dt = getattr(v, "dtype", None)
-    if getattr(v, "shape", None) == () and dt is not None and not isinstance(v, scalars.scalar_base):
-        return scalars.scalar_from_numpy(dt)  # NumPy scalars (np.float64 is also a Python float)
+    if isinstance(v, (np.generic, np.ndarray)) and v.ndim == 0:
+        return scalars.scalar_from_numpy(v.dtype)  # NumPy scalars (np.float64 is also a Python float)
     if isinstance(v, bool):
         return _PY_BOOL
     if isinstance(v, int):
