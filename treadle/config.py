@@ -10,6 +10,7 @@ Environment variables read once at import:
 - ``TREADLE_NUM_THREADS``: worker threads for CPU launches (default: all cores).
 - ``TREADLE_DUMP``: comma-separated pipeline stages to dump (``ast,ir,cpp``) into ``dump_dir``.
 - ``TREADLE_MODE``: ``release``, ``debug`` or ``interpret``.
+- ``TREADLE_NATIVE_LAUNCH``: ``0`` turns the native launch fast path off.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ cpu_compiler_flags: list[str] = []
 cxx: str | None = _env.get("TREADLE_CXX") or _env.get("CXX") or None
 #: Number of worker threads for CPU launches (0: all cores).
 num_threads: int = int(_env.get("TREADLE_NUM_THREADS", "0") or 0)
+#: Launch through the native fast path (a small CPython extension built at first use); ``False`` (or
+#: ``TREADLE_NATIVE_LAUNCH=0``) keeps every launch on the Python path. Read when a kernel is first launched.
+native_launch: bool = _env.get("TREADLE_NATIVE_LAUNCH", "1") != "0"
 class DeterministicMode(enum.IntEnum):
     """Deterministic execution modes (``wp.config.deterministic``); any true value asks for run-to-run identity."""
 

@@ -262,7 +262,7 @@ class LaunchPlan:
 
     __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_type", "fwd", "nargs",
                  "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel", "addr", "run1",
-                 "cur_nt", "cfg_fp")
+                 "cur_nt", "cfg_fp", "fast")
 
     def __init__(self, inst: KernelInstance) -> None:
         self.inst = inst
@@ -287,6 +287,8 @@ class LaunchPlan:
         self.addr = 0
         self.run1: Any = None
         self.cur_nt = -1
+        #: the native state of this plan (``runtime/fastlaunch.py``), made with the owner's frame; ``None``: Python
+        self.fast: Any = None
 
     def pack(self, args: Sequence[Any], device: Any) -> ctypes.Structure:
         """A fresh argument struct for ``args`` (checked)."""
@@ -320,9 +322,13 @@ class LaunchPlan:
                     self.addr = self.frame.addr
                     self.run1 = _runtime().run1
                     self.owner = _get_ident()
+                    self.fast = _native_plan(self)
             if not mine:
                 self._run_fresh(args, device, bounds)  # another thread owns the frame
                 return
+        if self.fast is not None:
+            self.fast.run(args, device, bounds, self.nthreads())
+            return
         fr = self.frame
         assert fr is not None
         if device is not self.device:
@@ -376,6 +382,43 @@ class _Unset:
 _UNSET = _Unset()
 
 
+#: Argument kinds the native fast path packs itself (``native/fastlaunch.cpp``); anything else goes through the
+#: plan's Python packer there too.
+_NATIVE_SCALARS: dict[Any, tuple[int, Any]] = {
+    scalars.float32: (2, ctypes.c_float), scalars.float64: (3, ctypes.c_double), scalars.int32: (4, ctypes.c_int32),
+    scalars.int64: (5, ctypes.c_int64), scalars.uint32: (6, ctypes.c_uint32), scalars.uint64: (7, ctypes.c_uint64)}
+
+
+def _native_plan(plan: LaunchPlan) -> Any:
+    """The native state of ``plan`` (owner: the calling thread), or ``None`` when the extension is not in use."""
+    from ..runtime import fastlaunch
+
+    ext = fastlaunch.module()
+    fr = plan.frame
+    if ext is None or fr is None or not config.native_launch:
+        return None
+    kinds, offsets, ndims, dtypes = [], [], [], []
+    for name, t in zip(plan.names, plan.inst.types):
+        field = getattr(plan.args_type, name)
+        kind, ndim, dtype = 0, 0, None
+        if isinstance(t, ArrayT):
+            if not t.indexed and field.size == ctypes.sizeof(ArrayDesc):
+                kind, ndim = 1, t.ndim
+                dtype = None if contains_any(t.dtype) else t.dtype
+        else:
+            k, ct = next((v for st, v in _NATIVE_SCALARS.items() if st is t), (0, None))
+            if ct is not None and field.size == ctypes.sizeof(ct) and t._type_ is ct:
+                kind = k
+        kinds.append(kind)
+        offsets.append(field.offset)
+        ndims.append(ndim)
+        dtypes.append(dtype)
+    ft: Any = plan.frame_type
+    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + ft.args.offset, fr.args, list(plan.names),
+                    list(plan.packers), kinds, offsets, ndims, dtypes, plan.kernel, plan.inst, plan.cfg_mode,
+                    plan.cfg_fp, plan.debug, plan.order_dependent, plan.owner)
+
+
 def _deterministic(kernel: Kernel) -> bool:
     opt = kernel.module.options.get("deterministic")
     return bool(config.deterministic if opt is None else opt)
@@ -385,10 +428,18 @@ _rt: Any = None
 
 
 def _runtime() -> Any:
-    global _rt
+    global _rt, _native_launch
     if _rt is None:
         _rt = _tp.get_cpu_runtime()
+        from ..runtime import fastlaunch
+
+        ext = fastlaunch.module()
+        _native_launch = ext.launch if ext is not None else None
     return _rt
+
+
+#: ``launch(kernel, dim, inputs, outputs, device, record_tape) -> bool`` of the native extension, once loaded.
+_native_launch: Any = None
 
 
 class Launch(ParamSetters):
@@ -526,6 +577,9 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
            adjoint: bool = False, record_tape: bool = True, record_cmd: bool = False, max_blocks: int = 0,
            block_dim: int = 256) -> Launch | None:
     """Launch ``kernel`` over a grid of ``dim`` threads with ``inputs`` followed by ``outputs`` as arguments."""
+    if (_native_launch is not None and not adjoint and not record_cmd
+            and _native_launch(kernel, dim, inputs, outputs, device, record_tape)):
+        return None  # the native fast path launched it (runtime/fastlaunch.py); anything unusual comes here
     plan = getattr(kernel, "_launch_fast", None)
     if (plan is not None and not adjoint and not record_cmd and config.mode is plan.cfg_mode
             and config.verify_fp is plan.cfg_fp and plan.inst in plan.kernel.instances.values()):

@@ -3,7 +3,8 @@
 The library is compiled once per toolchain and header version into the kernel cache (``rt/``), then loaded with
 ``RTLD_GLOBAL`` before any kernel library, so that the kernels' whole-launch entries find its
 ``treadle_rt_parallel_for`` through a weak symbol. Python launches call :meth:`CpuRuntime.run1` (one launch) or
-:meth:`CpuRuntime.run` (a captured sequence) with :class:`Cmd` records: one ctypes call per launch or per graph.
+:meth:`CpuRuntime.run` (a captured sequence) with :class:`Cmd` records: one native call per launch or per graph
+(``run1`` goes through the native launch extension, ``runtime/fastlaunch.py``, when it is available, else ctypes).
 
 If the library cannot be built, launches still work: every command then runs serially on the calling thread
 through the kernel's own range entry (``fallback``), and a warning says why.
@@ -110,6 +111,15 @@ class CpuRuntime:
             self._shutdown()
 
 
+def _use_native_run1(rt: CpuRuntime) -> None:
+    """Make ``rt.run1`` the native extension's (no ctypes call) when the extension is available."""
+    from . import fastlaunch
+
+    ext = fastlaunch.load(int(ctypes.cast(rt.run1, ctypes.c_void_p).value or 0))
+    if ext is not None:
+        rt.run1 = ext.run1
+
+
 def _serial_run1(cmd_addr: int) -> None:
     cmd = Cmd.from_address(cmd_addr)
     fn = _RANGE_FN(cmd.fn)
@@ -180,6 +190,10 @@ def _build_into_holder() -> None:
         _HOLDER.built = build_runtime_library()
     except Exception as e:  # noqa: BLE001 - reported by get_cpu_runtime
         _HOLDER.error = e
+        return
+    from . import fastlaunch
+
+    fastlaunch.prebuild()
 
 
 def prefetch_runtime() -> None:
@@ -205,7 +219,9 @@ def get_cpu_runtime() -> CpuRuntime:
                     raise _HOLDER.error
                 path = _HOLDER.built or build_runtime_library()
                 lib = ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
-                _HOLDER.runtime = CpuRuntime(lib, path)
+                rt = CpuRuntime(lib, path)
+                _use_native_run1(rt)
+                _HOLDER.runtime = rt
             except Exception as e:  # noqa: BLE001 - any failure degrades to serial launches, never to no launches
                 warnings.warn(f"treadle: the CPU thread pool is unavailable ({e}); kernels run on one thread",
                               RuntimeWarning, stacklevel=2)

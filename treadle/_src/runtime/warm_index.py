@@ -39,7 +39,7 @@ FORMAT = "treadle-warm-2"
 
 #: ``wp.config`` settings that cannot change generated code (everything else is part of the fingerprint).
 _CONFIG_IGNORED = frozenset({"quiet", "verbose", "log_level", "num_threads", "print_launches", "verify_cuda",
-                             "kernel_cache_dir", "cache_kernels", "dump_dir", "deterministic"})
+                             "kernel_cache_dir", "cache_kernels", "dump_dir", "deterministic", "native_launch"})
 
 _STDLIB_MODULES = frozenset({"builtins", "math", "cmath", "operator", "typing", "enum", "numbers"})
 

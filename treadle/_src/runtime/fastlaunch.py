@@ -1,0 +1,160 @@
+"""The native launch fast path: a small CPython extension built from ``native/fastlaunch.cpp`` at first use.
+
+``wp.launch`` of a kernel launched before, ``LaunchPlan.run`` and recorded ``Launch.launch()`` then cost one C call
+instead of Python bookkeeping and a ctypes call (see ``lang/launch.py``; figures in ``docs/performance.md``).
+
+The extension is compiled with Treadle's own toolchain against this interpreter's headers
+(``sysconfig.get_paths()["include"]``) into the shared cache (``backends.cpu.shared_cache()``), next to the thread-pool
+runtime library and with the same safety rules: a content-addressed file name (source, Python ABI, compiler and
+flags), a private directory, an atomic rename, a lock against concurrent builds, and a file that another user could
+have replaced is rebuilt rather than loaded. It is loaded with ``importlib.machinery.ExtensionFileLoader``.
+
+When it cannot be built (no ``Python.h``, no compiler, no runtime library) or ``wp.config.native_launch`` is off,
+everything works the same through the Python paths, only slower; :func:`status` says why it is not in use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import sysconfig
+import threading
+from pathlib import Path
+from typing import Any
+
+from ... import config
+
+MODULE_NAME = "_treadle_fastlaunch"
+#: Launches with at least this many threads release the GIL while they run (other Python threads run meanwhile);
+#: smaller ones keep it, because releasing and taking it back costs more than the launch itself.
+GIL_THRESHOLD = 4096
+
+
+class _State:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.module: Any = None
+        self.tried = False
+        self.error: str | None = None
+        self.path: Path | None = None
+
+
+_STATE = _State()
+
+
+def _source_path() -> Path:
+    from ..backends.cpu import NATIVE_DIR
+
+    return NATIVE_DIR / "fastlaunch.cpp"
+
+
+def _flags() -> list[str]:
+    include = sysconfig.get_paths()["include"]
+    return ["-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-w",
+            "-I", include]
+
+
+def build_extension() -> Path:
+    """Compile the extension (once per source, Python ABI and toolchain) and return the path of the library."""
+    from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
+    from .cache import _make_private_dir
+
+    include = Path(sysconfig.get_paths()["include"])
+    if not (include / "Python.h").exists():
+        raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
+    backend = get_cpu_backend()
+    tc = backend.toolchain()
+    flags = _flags()
+    abi = f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')} {sys.hexversion}"
+    h = hashlib.sha256()
+    for part in (config.version, tc.identity, " ".join(flags), abi, _source_path().read_text(),
+                 (NATIVE_DIR / "threads.h").read_text()):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()
+    cache = shared_cache()
+    final = cache.root / "rt" / f"treadle_fastlaunch_{key[:32]}.so"
+    if final.exists() and cache.trusted(final):
+        return final
+    with cache.lock(f"fastlaunch_{key}"):
+        if final.exists() and cache.trusted(final):
+            return final
+        tmp = cache.tmp_dir()
+        try:
+            out = tmp / "treadle_fastlaunch.so"
+            backend.compile_raw(_source_path().read_text(), out, flags)
+            _make_private_dir(final.parent)
+            os.chmod(out, 0o700)
+            os.replace(out, final)
+        finally:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _load(path: Path) -> Any:
+    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, str(path), loader=loader)
+    if spec is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def prebuild() -> None:
+    """Build the extension now if it is missing (the runtime prefetch thread calls this; errors wait for load)."""
+    if not config.native_launch:
+        return
+    try:
+        _STATE.path = build_extension()
+    except Exception:  # noqa: BLE001 - reported when the module is loaded
+        pass
+
+
+def load(run1_address: int) -> Any:
+    """The initialised extension module, or ``None`` when it is unavailable (then :func:`status` says why).
+
+    ``run1_address`` is the address of the runtime library's ``treadle_rt_run1``.
+    """
+    with _STATE.lock:
+        if _STATE.tried:
+            return _STATE.module
+        _STATE.tried = True
+        if not config.native_launch:
+            _STATE.error = "wp.config.native_launch is off"
+            return None
+        try:
+            path = _STATE.path or build_extension()
+            module = _load(path)
+            from ..autodiff import state as tape_state
+            from ..lang.abi import ArrayDesc
+            from ..lang.array import array
+            from . import device, graph, threadpool
+
+            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, config, graph.STATE, tape_state._local,
+                        device._HOLDER, array, ArrayDesc)
+            _STATE.module = module
+            _STATE.path = path
+        except Exception as e:  # noqa: BLE001 - any failure leaves the Python paths in charge
+            _STATE.error = f"{type(e).__name__}: {e}"
+            _STATE.module = None
+        return _STATE.module
+
+
+def module() -> Any:
+    """The loaded extension, or ``None`` (not loaded yet, unavailable, or turned off)."""
+    return _STATE.module
+
+
+def status() -> str:
+    """Whether the native launch path is in use, and if not, why."""
+    if _STATE.module is not None:
+        return f"in use ({_STATE.path})"
+    if _STATE.error:
+        return f"not in use: {_STATE.error}"
+    return "not loaded yet (loads with the CPU runtime at the first launch)"
