@@ -151,3 +151,24 @@ def test_matrix_slices_in_python_scope_match_kernels():
     m[2:, 1] += wp.vec2(10.0, 20.0)
     a[2:, 1] += [10.0, 20.0]
     np.testing.assert_array_equal(_grid(m), a)
+
+
+@wp.kernel
+def single_vector_matrices(v: wp.array(dtype=wp.vec4), out: wp.array(dtype=float)):
+    r = wp.matrix_from_rows(v[0])  # 1x4
+    c = wp.matrix_from_cols(v[0])  # 4x1
+    out[0] = r[0, 1] * 2.0 + c[3, 0] * 3.0 + wp.ddot(r, wp.transpose(c))
+
+
+def test_matrix_from_a_single_vector(device):
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    v = wp.array(x[None], dtype=wp.vec4, device=device, requires_grad=True)
+    out = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(single_vector_matrices, 1, inputs=[v, out], device=device)
+    tape.backward(loss=out)
+    assert out.numpy()[0] == 2.0 * x[1] + 3.0 * x[3] + x @ x
+    np.testing.assert_allclose(v.grad.numpy()[0], np.array([0.0, 2.0, 0.0, 3.0]) + 2.0 * x)
+    assert wp.matrix_from_rows(wp.vec3(1.0, 2.0, 3.0))._shape_ == (1, 3)
+    assert wp.matrix_from_cols(wp.vec2(1.0, 2.0))._shape_ == (2, 1)

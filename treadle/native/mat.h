@@ -372,6 +372,18 @@ TREADLE_SQ_T void adj_inverse(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, co
 }
 
 // ------------------------------------------------------------------------------------------------ from vectors
+template <unsigned N, typename T> TREADLE_FUNC mat_t<N, 1, T> matrix_from_cols(const vec_t<N, T>& c0) {
+    mat_t<N, 1, T> m;
+    for (unsigned i = 0; i < N; ++i)
+        m.data[i][0] = c0.c[i];
+    return m;
+}
+template <unsigned N, typename T> TREADLE_FUNC mat_t<1, N, T> matrix_from_rows(const vec_t<N, T>& r0) {
+    mat_t<1, N, T> m;
+    for (unsigned j = 0; j < N; ++j)
+        m.data[0][j] = r0.c[j];
+    return m;
+}
 template <unsigned N, typename T>
 TREADLE_FUNC mat_t<N, 2, T> matrix_from_cols(const vec_t<N, T>& c0, const vec_t<N, T>& c1) {
     return transpose(mat_t<2, N, T>(c0, c1));
@@ -413,6 +425,14 @@ TREADLE_FUNC void add_row(const mat_t<R, C, T>& g, unsigned k, vec_t<C, T>& v) {
 }
 }  // namespace detail
 
+template <unsigned N, typename T>
+TREADLE_FUNC void adj_matrix_from_cols(const vec_t<N, T>&, vec_t<N, T>& a0, const mat_t<N, 1, T>& g) {
+    detail::add_col(g, 0, a0);
+}
+template <unsigned N, typename T>
+TREADLE_FUNC void adj_matrix_from_rows(const vec_t<N, T>&, vec_t<N, T>& a0, const mat_t<1, N, T>& g) {
+    detail::add_row(g, 0, a0);
+}
 template <unsigned N, typename T>
 TREADLE_FUNC void adj_matrix_from_cols(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& a0, vec_t<N, T>& a1,
                                        const mat_t<N, 2, T>& g) {

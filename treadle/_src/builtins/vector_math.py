@@ -152,7 +152,7 @@ def _identity(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 def _from_vectors(types: Sequence[Any], consts: Sequence[Any]) -> Any:
-    need(2 <= len(types) <= 4, "expected 2 to 4 vectors")
+    need(1 <= len(types) <= 4, "expected 1 to 4 vectors")
     t = same(types)
     need(is_vector(t), f"expected vectors, got {type_str(t)}")
     return t
