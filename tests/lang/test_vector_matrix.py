@@ -607,5 +607,10 @@ def test_matrix_rows_and_columns():
     a[1] = [-1.0, -2.0, -3.0, -4.0]
     a[:, -1] = [10.0, 20.0, 30.0]
     assert all(list(m.get_row(r)) == list(a[r]) for r in range(3))
+    m.set_col(1, 7.0)  # a number fills the column (set_row too)
+    m.set_row(2, 8.0)
+    a[:, 1] = 7.0
+    a[2] = 8.0
+    assert all(list(m.get_row(r)) == list(a[r]) for r in range(3))
     with pytest.raises(ValueError):
         m.set_col(0, [1.0, 2.0])

@@ -163,10 +163,10 @@ class mat_base(composite_base):
         return vector(rows, self._wp_scalar_type_)(*(self._get(i * cols + c) for i in range(rows)))
 
     def set_col(self, c: builtins.int, v: Any) -> None:
-        """Overwrite column ``c`` with the components of ``v``."""
+        """Overwrite column ``c`` with the components of ``v`` (or fill it with the number ``v``)."""
         rows, cols = self._shape_
         c = _norm_index(c, cols, "column")
-        values = flatten_values(v)
+        values = [v] * rows if is_number(v) else flatten_values(v)
         if len(values) != rows:
             raise ValueError(f"expected {rows} values for a column of {type(self).__name__}, got {len(values)}")
         for i, x in enumerate(values):
