@@ -391,7 +391,7 @@ struct bfloat16 {
 // bfloat16 atomics (add, sub, min, max, cas, exch): a compare-and-swap loop on the 16 bits, arithmetic in float32
 // rounded back to bfloat16 (the reference supports the same set; not differentiable, like the storage type itself).
 #define TREADLE_BF16_ATOMIC(name, op)                                                                               \
-    TREADLE_FUNC inline bfloat16 name(bfloat16* addr, bfloat16 v) {                                                \
+    TREADLE_FUNC bfloat16 name(bfloat16* addr, bfloat16 v) {                                                       \
         return detail::cas_update(addr, detail::op<bfloat16>{v});                                                  \
     }
 TREADLE_BF16_ATOMIC(atomic_add, op_add)
@@ -400,7 +400,7 @@ TREADLE_BF16_ATOMIC(atomic_min, op_min)
 TREADLE_BF16_ATOMIC(atomic_max, op_max)
 TREADLE_BF16_ATOMIC(atomic_exch, op_set)
 #undef TREADLE_BF16_ATOMIC
-TREADLE_FUNC inline bfloat16 atomic_cas(bfloat16* addr, bfloat16 compare, bfloat16 value) {
+TREADLE_FUNC bfloat16 atomic_cas(bfloat16* addr, bfloat16 compare, bfloat16 value) {
     bfloat16 old;
     old.u = detail::cas_bits(&addr->u, compare.u, value.u);
     return old;

@@ -6,7 +6,8 @@
 namespace treadle {
 
 template <unsigned R, unsigned C, typename T> struct mat_t {
-    T data[R][C];
+    // An empty slice of a matrix is the 0x0 matrix: CUDA has no zero-length arrays, so it keeps one unused element.
+    T data[R ? R : 1][C ? C : 1];
 
     TREADLE_FUNC mat_t() : data() {}
     TREADLE_FUNC explicit mat_t(T s) {
