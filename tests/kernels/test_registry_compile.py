@@ -18,7 +18,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+# The shared helpers next to this file, also when another tool imports this module as tests.kernels.<name>.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from registry_samples import INTS, accepted_overloads
 

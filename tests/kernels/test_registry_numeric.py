@@ -27,11 +27,17 @@ import importlib.util
 import sys
 import time
 import zlib
+from pathlib import Path
 from typing import Any
 
-import builtin_refs as refs
 import numpy as np
 import pytest
+
+# The shared helpers next to this file, also when another tool imports this module as tests.kernels.<name>.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import builtin_refs as refs
 from registry_samples import accepted_for, accepted_overloads
 
 import treadle as wp
