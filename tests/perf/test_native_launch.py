@@ -283,7 +283,8 @@ def test_launches_work_when_the_extension_cannot_be_built(tmp_path):
         print("ok")
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(wp.__file__)))
-    env = {**os.environ, "TREADLE_CACHE_PATH": str(tmp_path / "cache"),
+    # Fresh kernel and shared caches: an extension built earlier by this user would be found and loaded.
+    env = {**os.environ, "TREADLE_CACHE_PATH": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg"),
            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     path = tmp_path / "no_headers.py"
     path.write_text(script)

@@ -1,7 +1,7 @@
 """The native launch fast path: a small CPython extension built from ``native/fastlaunch.cpp`` at first use.
 
 ``wp.launch`` of a kernel launched before, ``LaunchPlan.run`` and recorded ``Launch.launch()`` then cost one C call
-instead of Python bookkeeping and a ctypes call (see ``lang/launch.py``; figures in ``docs/performance.md``).
+instead of Python bookkeeping and a ctypes call (see ``lang/launch.py``; figures in ``docs/cpu_backend.md``).
 
 The extension is compiled with Treadle's own toolchain against this interpreter's headers
 (``sysconfig.get_paths()["include"]``) into the shared cache (``backends.cpu.shared_cache()``), next to the thread-pool
@@ -20,7 +20,6 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-import sysconfig
 import threading
 from pathlib import Path
 from typing import Any
@@ -51,10 +50,17 @@ def _source_path() -> Path:
     return NATIVE_DIR / "fastlaunch.cpp"
 
 
-def _flags() -> list[str]:
-    include = sysconfig.get_paths()["include"]
-    return ["-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-w",
-            "-I", include]
+_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-w"]
+
+
+def _abi() -> str:
+    """This interpreter's extension ABI, from values that cost nothing to read (``sysconfig`` takes milliseconds).
+
+    Together with the source and the toolchain it names the cached library, so the warm path of a process never
+    loads ``sysconfig``; its include directory is looked up only when the extension has to be built.
+    """
+    return (f"{sys.implementation.cache_tag} {importlib.machinery.EXTENSION_SUFFIXES[0]} {sys.hexversion} "
+            f"{sys.abiflags} {sys.base_prefix}")
 
 
 def build_extension() -> Path:
@@ -62,15 +68,10 @@ def build_extension() -> Path:
     from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
     from .cache import _make_private_dir
 
-    include = Path(sysconfig.get_paths()["include"])
-    if not (include / "Python.h").exists():
-        raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
     backend = get_cpu_backend()
     tc = backend.toolchain()
-    flags = _flags()
-    abi = f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')} {sys.hexversion}"
     h = hashlib.sha256()
-    for part in (config.version, tc.identity, " ".join(flags), abi, _source_path().read_text(),
+    for part in (config.version, tc.identity, " ".join(_FLAGS), _abi(), _source_path().read_text(),
                  (NATIVE_DIR / "threads.h").read_text()):
         h.update(part.encode())
         h.update(b"\0")
@@ -82,10 +83,15 @@ def build_extension() -> Path:
     with cache.lock(f"fastlaunch_{key}"):
         if final.exists() and cache.trusted(final):
             return final
+        import sysconfig
+
+        include = Path(sysconfig.get_paths()["include"])
+        if not (include / "Python.h").exists():
+            raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
         tmp = cache.tmp_dir()
         try:
             out = tmp / "treadle_fastlaunch.so"
-            backend.compile_raw(_source_path().read_text(), out, flags)
+            backend.compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
             _make_private_dir(final.parent)
             os.chmod(out, 0o700)
             os.replace(out, final)
