@@ -90,12 +90,46 @@ def value_reads(f: ir.FuncIR) -> set[int]:
 
     A load whose value only flows (through variables, ``+``, ``-``, and vector construction or extraction) into
     array stores or atomic adds does not need its value to be differentiated: ``x[i] = x[i] + 1.0`` differentiates
-    the same with any ``x``. Every other use (a product, a condition, an index, a function call, ...) needs it.
+    the same with any ``x``. The same holds through a ``@func`` call for a parameter whose value the function only
+    passes on (the same operations) to its result, when the caller does not need that result's value either --
+    e.g. a ``wp.ref`` parameter updated in place. Every other use (a product, a condition, an index, ...) needs it.
     """
+    marks = _needed(f, {}, include_return=True)
+    needed = marks.values
+    stmts = list(ir.walk(f.body))
+    if not f.is_kernel:
+        return set(range(len(f.params)))  # functions: their return value's uses are not visible here
+    origin: dict[int, set[int]] = {p.id: {i} for i, p in enumerate(f.params)}
+    val_origin: dict[int, set[int]] = {}
+    for _ in range(2):
+        for s in stmts:
+            if isinstance(s, ir.LoadLocal):
+                val_origin.setdefault(s.result.id, set()).update(origin.get(s.local.id, set()))
+            elif isinstance(s, ir.StoreLocal) and isinstance(s.value, ir.Value):
+                origin.setdefault(s.local.id, set()).update(val_origin.get(s.value.id, set()))
+            elif isinstance(s, ir.ArrayView) and isinstance(s.array, ir.Value):
+                val_origin.setdefault(s.result.id, set()).update(val_origin.get(s.array.id, set()))
+    out: set[int] = set()
+    for s in stmts:
+        if isinstance(s, ir.ArrayLoad) and s.result.id in needed and isinstance(s.array, ir.Value):
+            out |= val_origin.get(s.array.id, set())
+        elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
+            for a in s.args:  # builtins that take arrays read their values
+                if isinstance(a, ir.Value):
+                    out |= val_origin.get(a.id, set())
+        elif isinstance(s, (ir.CallFunc, ir.CallGrad)):
+            for a in s.args:
+                if isinstance(a, ir.Value):
+                    out |= val_origin.get(a.id, set())
+    return out
+
+
+def _needed(f: ir.FuncIR, memo: dict[int, set[int]], include_return: bool) -> Marks:
+    """The values and locals of ``f`` whose values its backward pass needs (returned values too, if asked)."""
     marks = Marks()
+    stmts = list(ir.walk(f.body))
     needed, needed_locals = marks.values, marks.locals
     need, need_all = marks.add, marks.add_all
-    stmts = list(ir.walk(f.body))
 
     changed = True
     while changed:
@@ -115,7 +149,13 @@ def value_reads(f: ir.FuncIR) -> set[int]:
                 passes = s.overload.builtin.name in _PASS_THROUGH
                 if not passes or (s.result is not None and s.result.id in needed):
                     changed = need_all(s.args) or changed
-            elif isinstance(s, (ir.CallFunc, ir.CallGrad)):
+            elif isinstance(s, ir.CallFunc):
+                passed_on = _passed_on_params(s.func.ir, memo)
+                result_needed = s.result is not None and s.result.id in needed
+                for i, a in enumerate(s.args):
+                    if result_needed or i not in passed_on:
+                        changed = need(a) or changed
+            elif isinstance(s, ir.CallGrad):
                 changed = need_all(s.args) or changed
             elif isinstance(s, (ir.Construct,)):
                 if s.result.id in needed:
@@ -142,30 +182,16 @@ def value_reads(f: ir.FuncIR) -> set[int]:
             elif isinstance(s, ir.LoadLocal):
                 if s.result.id in needed:
                     changed = marks.add_local(s.local.id) or changed
-            elif isinstance(s, ir.Return) and s.value is not None:
+            elif isinstance(s, ir.Return) and s.value is not None and include_return:
                 changed = need(s.value) or changed
-    if not f.is_kernel:
-        return set(range(len(f.params)))  # functions: their return value's uses are not visible here
-    origin: dict[int, set[int]] = {p.id: {i} for i, p in enumerate(f.params)}
-    val_origin: dict[int, set[int]] = {}
-    for _ in range(2):
-        for s in stmts:
-            if isinstance(s, ir.LoadLocal):
-                val_origin.setdefault(s.result.id, set()).update(origin.get(s.local.id, set()))
-            elif isinstance(s, ir.StoreLocal) and isinstance(s.value, ir.Value):
-                origin.setdefault(s.local.id, set()).update(val_origin.get(s.value.id, set()))
-            elif isinstance(s, ir.ArrayView) and isinstance(s.array, ir.Value):
-                val_origin.setdefault(s.result.id, set()).update(val_origin.get(s.array.id, set()))
-    out: set[int] = set()
-    for s in stmts:
-        if isinstance(s, ir.ArrayLoad) and s.result.id in needed and isinstance(s.array, ir.Value):
-            out |= val_origin.get(s.array.id, set())
-        elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
-            for a in s.args:  # builtins that take arrays read their values
-                if isinstance(a, ir.Value):
-                    out |= val_origin.get(a.id, set())
-        elif isinstance(s, (ir.CallFunc, ir.CallGrad)):
-            for a in s.args:
-                if isinstance(a, ir.Value):
-                    out |= val_origin.get(a.id, set())
-    return out
+    return marks
+
+
+def _passed_on_params(f: ir.FuncIR, memo: dict[int, set[int]]) -> set[int]:
+    """Parameters of function ``f`` whose values its backward pass needs only if its caller needs the result."""
+    key = id(f)
+    if key not in memo:
+        memo[key] = set()  # recursion guard (recursion is rejected by the frontend anyway)
+        locals_needed = _needed(f, memo, include_return=False).locals
+        memo[key] = {i for i, p in enumerate(f.params) if p.id not in locals_needed}
+    return memo[key]
