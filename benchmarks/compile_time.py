@@ -70,6 +70,16 @@ def module_source(lib: str, n: int) -> str:
     return "".join(out)
 
 
+#: Both Warp-API drivers run every kernel once after ``load_module`` (same code for Treadle and warp-lang).
+_LAUNCH_EACH_KERNEL = """
+        x = wp.ones(16, dtype=float); y = wp.ones(16, dtype=float); t = wp.zeros(1, dtype=float)
+        v = wp.ones(16, dtype=wp.vec3); w = wp.ones(16, dtype=wp.vec3)
+        args = {"k_saxpy": [x, y, 2.0], "k_scale": [v, 2.0], "k_norm": [v, x], "k_sum": [x, t], "k_step": [v, w, 0.1]}
+        for name, k in sorted(vars(kmod).items()):
+            if isinstance(k, wp.Kernel):
+                wp.launch(k, 16, inputs=args[name.rstrip("0123456789")], device="cpu")
+        wp.synchronize()"""
+
 _DRIVERS = {
     "treadle": """
         import os, sys, time, json
@@ -79,13 +89,7 @@ _DRIVERS = {
         sys.path.insert(0, os.environ["BENCH_DIR"])
         import kmod
         wp.load_module(kmod)
-        x = wp.ones(16, dtype=float); y = wp.ones(16, dtype=float); t = wp.zeros(1, dtype=float)
-        v = wp.ones(16, dtype=wp.vec3); w = wp.ones(16, dtype=wp.vec3)
-        args = {"k_saxpy": [x, y, 2.0], "k_scale": [v, 2.0], "k_norm": [v, x], "k_sum": [x, t], "k_step": [v, w, 0.1]}
-        for name, k in sorted(vars(kmod).items()):
-            if isinstance(k, wp.Kernel):
-                wp.launch(k, 16, inputs=args[name.rstrip("0123456789")], device="cpu")
-        wp.synchronize()
+        LAUNCH_EACH_KERNEL
         t1 = time.perf_counter()
         n = sum(1 for k in kmod.__dict__.values() if isinstance(k, wp.Kernel) and k.get_instance(None).entry)
         print(json.dumps({"seconds": t1 - t0, "ready": n}))
@@ -100,13 +104,7 @@ _DRIVERS = {
         sys.path.insert(0, os.environ["BENCH_DIR"])
         import kmod
         wp.load_module(kmod, device="cpu")
-        x = wp.ones(16, dtype=float); y = wp.ones(16, dtype=float); t = wp.zeros(1, dtype=float)
-        v = wp.ones(16, dtype=wp.vec3); w = wp.ones(16, dtype=wp.vec3)
-        args = {"k_saxpy": [x, y, 2.0], "k_scale": [v, 2.0], "k_norm": [v, x], "k_sum": [x, t], "k_step": [v, w, 0.1]}
-        for name, k in sorted(vars(kmod).items()):
-            if isinstance(k, wp.Kernel):
-                wp.launch(k, 16, inputs=args[name.rstrip("0123456789")], device="cpu")
-        wp.synchronize()
+        LAUNCH_EACH_KERNEL
         t1 = time.perf_counter()
         print(json.dumps({"seconds": t1 - t0, "ready": -1}))
     """,
@@ -191,8 +189,8 @@ def _child_env(tmp: Path) -> dict[str, str]:
 
 def _run(peer: str, work: Path, cache: Path, env: dict[str, str]) -> float:
     env = dict(env, BENCH_DIR=str(work), BENCH_CACHE=str(cache), NUMBA_CACHE_DIR=str(cache))
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_DRIVERS[peer])], capture_output=True, text=True,
-                          env=env, timeout=900)
+    driver = textwrap.dedent(_DRIVERS[peer].replace("\n        LAUNCH_EACH_KERNEL", _LAUNCH_EACH_KERNEL))
+    proc = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, env=env, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"{peer} compile benchmark failed:\n{proc.stderr[-2000:]}")
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
