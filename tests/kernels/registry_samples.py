@@ -120,3 +120,18 @@ def accepted_for(names: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     sigs = _signatures()
     found = {n: _probe(REGISTRY.builtins[n], sigs) for n in names}
     return {n: v for n, v in found.items() if v}
+
+
+class TypeTable:
+    """Types referenced by generated kernel source as ``T[i]`` (the module's ``T`` is set to :attr:`types`)."""
+
+    def __init__(self) -> None:
+        self.types: list[Any] = []
+        self._index: dict[Any, int] = {}
+
+    def ref(self, t: Any) -> str:
+        """The source expression naming type ``t``."""
+        if t not in self._index:
+            self._index[t] = len(self.types)
+            self.types.append(t)
+        return f"T[{self._index[t]}]"

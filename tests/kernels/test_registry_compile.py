@@ -25,7 +25,7 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from registry_samples import INTS, accepted_overloads
+from registry_samples import INTS, TypeTable, accepted_overloads
 
 import treadle as wp
 from treadle._src.builtins import REGISTRY
@@ -42,14 +42,8 @@ def _ctor(t: Any) -> str:
 
 
 def _module_source(found: dict[str, list[tuple[Any, ...]]]) -> tuple[str, list[Any]]:
-    types: list[Any] = []
-    index: dict[Any, int] = {}
-
-    def tref(t: Any) -> str:
-        if t not in index:
-            index[t] = len(types)
-            types.append(t)
-        return f"T[{index[t]}]"
+    table = TypeTable()
+    tref = table.ref
 
     lines = ["import treadle as wp", "from treadle._src.builtins import REGISTRY as _R", "T = None", ""]
     for name, sigs in found.items():
@@ -60,7 +54,7 @@ def _module_source(found: dict[str, list[tuple[Any, ...]]]) -> tuple[str, list[A
             call = f"_R.builtins['{name}'](" + ", ".join(f"a{j}_{i}" for i in range(len(sig))) + ")"
             lines.append(f"    {decls + '; ' if decls else ''}{call}")
         lines.append("")
-    return "\n".join(lines), types
+    return "\n".join(lines), table.types
 
 
 def test_every_builtin_overload_compiles(tmp_path):

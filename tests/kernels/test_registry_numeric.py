@@ -38,7 +38,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import builtin_refs as refs
-from registry_samples import accepted_for, accepted_overloads
+from registry_samples import TypeTable, accepted_for, accepted_overloads
 
 import treadle as wp
 from treadle._src.builtins import REGISTRY
@@ -213,14 +213,8 @@ def check_host(case: Case, results: list[np.ndarray]) -> list[str]:
 
 
 def _source(chunks: list[tuple[str, list[Case]]]) -> tuple[str, list[Any]]:
-    types: list[Any] = []
-    index: dict[Any, int] = {}
-
-    def tref(t: Any) -> str:
-        if t not in index:
-            index[t] = len(types)
-            types.append(t)
-        return f"T[{index[t]}]"
+    table = TypeTable()
+    tref = table.ref
 
     lines = ["import treadle as wp", "from treadle._src.builtins import REGISTRY as _R", ""]
     opts = "module_options={'optimization_level': 0}, enable_backward=False"
@@ -243,7 +237,7 @@ def _source(chunks: list[tuple[str, list[Case]]]) -> tuple[str, list[Any]]:
             for m, p in enumerate(refpos):
                 body.append(f"    y{j}_{nret + m}[t] = a{j}_{p}")
         lines += [f"@wp.kernel(module='{MODULE}', {opts})", f"def {kname}(" + ", ".join(params) + "):", *body, ""]
-    return "\n".join(lines), types
+    return "\n".join(lines), table.types
 
 
 def _covered() -> dict[str, list[tuple[Any, ...]]]:
