@@ -169,7 +169,6 @@ template <int ND, typename T> TREADLE_FUNC void make_dense(indexedarray_t<T>&) {
 // An index table may list an element twice, so gradients of indexed arrays always accumulate atomically; their
 // gradient buffer lies within the underlying array's (grad_own / grad_span of the reverse sweep).
 template <int ND, typename T> TREADLE_FUNC bool grad_own(const indexedarray_t<T>&) { return false; }
-template <typename T> TREADLE_FUNC bool grad_none(const indexedarray_t<T>& a) { return grad_none(a.arr); }
 template <int ND, typename T> TREADLE_FUNC auto grad_span(const indexedarray_t<T>& a) { return grad_span<ND>(a.arr); }
 
 }  // namespace treadle

@@ -157,8 +157,6 @@ template <int ND, typename T> TREADLE_FUNC grad_span_t grad_span(const array_t<T
 }
 // Whether distinct indices of `a` address distinct gradient elements: sorted by size, each stride clears the span of
 // the smaller dimensions (true for contiguous arrays and their slices; false for zero or overlapping strides).
-// Whether an array has no gradient buffer (its loads add no gradient at all).
-template <typename T> TREADLE_FUNC bool grad_none(const array_t<T>& a) { return !a.grad; }
 template <int ND, typename T> TREADLE_FUNC bool grad_own(const array_t<T>& a) {
     if (!a.grad)
         return false;

@@ -265,7 +265,6 @@ class AdjointEmitter(Emitter):
         self.ckpt_now = False
         self.dummy = 0
         self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
-        self.own_all: list[str] = []  # per-array own conditions over ``args`` (the dense loop's ``_own`` test)
         self.live: set[int] | None = None  # values whose adjoint can be non-zero (adjoint_live); None: all
         self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
 
@@ -556,20 +555,14 @@ class AdjointEmitter(Emitter):
         arrays = [p for p in f.params if isinstance(p.type, ArrayT)]
         nd = max(1, getattr(f, "launch_ndim", 1))
         lines = []
-        self.own_all = []
-
-        def conds(p: Any, v: str) -> str:
-            out = [f"treadle::grad_own<{p.type.ndim}>({v}{p.name})"]
-            if nd > 1:
-                out.append(f"bounds.ndim == {nd}")
-            mine = f"treadle::grad_span<{p.type.ndim}>({v}{p.name})"
-            out += [f"treadle::grad_apart({mine}, treadle::grad_span<{q.type.ndim}>({v}{q.name}))"
-                    for q in arrays if q is not p]
-            return " && ".join(out)
-
         for p in {id(p): p for p in found.values()}.values():
-            lines.append(f"    const bool _own_{p.name} = _own || ({conds(p, 'var_')});")
-            self.own_all.append(f"(treadle::grad_none(args.p_{p.name}) || ({conds(p, 'args.p_')}))")
+            conds = [f"treadle::grad_own<{p.type.ndim}>(var_{p.name})"]
+            if nd > 1:
+                conds.append(f"bounds.ndim == {nd}")
+            mine = f"treadle::grad_span<{p.type.ndim}>(var_{p.name})"
+            conds += [f"treadle::grad_apart({mine}, treadle::grad_span<{q.type.ndim}>(var_{q.name}))"
+                      for q in arrays if q is not p]
+            lines.append(f"    const bool _own_{p.name} = {' && '.join(conds)};")
         for vid, p in found.items():
             self.own[vid] = f"_own_{p.name}"
         return lines
@@ -737,9 +730,7 @@ class AdjointEmitter(Emitter):
         self.own = {}
         lines.append("}")
         lines.append("")
-        own_all = " && ".join(self.own_all)
-        self.own_all = []
-        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f, own_all=own_all))
+        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f))
         return "\n".join(lines)
 
     def _depth(self, t: Any) -> int:

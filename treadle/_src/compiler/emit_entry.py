@@ -38,7 +38,7 @@ def loop_ndim(f: ir.FuncIR) -> int:
 
 def body_head(name: str) -> list[str]:
     """The first lines of a per-thread body (its template header, signature and opening brace)."""
-    return ["template <bool _dense, bool _own = false>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
+    return ["template <bool _dense>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
 
 
 def dense_line(name: str, t: Any) -> str | None:
@@ -58,14 +58,11 @@ def tid_lines(f: ir.FuncIR) -> list[str]:
 
 
 def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False,
-            privatized: list[Any] | None = None, own_all: str = "") -> str:
+            privatized: list[Any] | None = None) -> str:
     """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``).
 
     ``privatized`` (from ``reductions.privatize``) names the arrays that ``<body>_priv`` reduces into with plain
     adds: that body runs with them pointing at chunk-local buffers, added into the real arrays at the end.
-    ``own_all`` (backward bodies): a condition on ``args`` and ``bounds`` under which every gradient the body may add
-    to with plain adds is its thread's own; the dense loop then runs the ``_own`` instantiation, whose per-element
-    tests of those flags fold away.
     """
     arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
     nd = loop_ndim(f)
@@ -131,11 +128,7 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
     lines.append("    const Args args = *static_cast<const Args*>(a);")
     if arrays and not checked:
         dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.p_{name})" for name, nd_a in arrays)
-        if own_all:
-            lines += [f"    if ({dense}) {{", f"        if ({own_all}) {{", f"            {loop('true, true')}",
-                      "            return;", "        }", f"        {loop('true')}", "        return;", "    }"]
-        else:
-            lines += [f"    if ({dense}) {{", f"        {loop('true')}", "        return;", "    }"]
+        lines += [f"    if ({dense}) {{", f"        {loop('true')}", "        return;", "    }"]
     lines += [
         f"    {loop('false')}",
         "}",
