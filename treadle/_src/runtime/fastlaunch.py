@@ -15,10 +15,8 @@ everything works the same through the Python paths, only slower; :func:`status` 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import importlib.util
-import os
 import sys
 import threading
 from pathlib import Path
@@ -65,41 +63,19 @@ def _abi() -> str:
 
 def build_extension() -> Path:
     """Compile the extension (once per source, Python ABI and toolchain) and return the path of the library."""
-    from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
-    from .cache import _make_private_dir
+    from ..backends.cpu import NATIVE_DIR, get_cpu_backend
+    from .threadpool import shared_library
 
-    backend = get_cpu_backend()
-    tc = backend.toolchain()
-    h = hashlib.sha256()
-    for part in (config.version, tc.identity, " ".join(_FLAGS), _abi(), _source_path().read_text(),
-                 (NATIVE_DIR / "threads.h").read_text()):
-        h.update(part.encode())
-        h.update(b"\0")
-    key = h.hexdigest()
-    cache = shared_cache()
-    final = cache.root / "rt" / f"treadle_fastlaunch_{key[:32]}.so"
-    if final.exists() and cache.trusted(final):
-        return final
-    with cache.lock(f"fastlaunch_{key}"):
-        if final.exists() and cache.trusted(final):
-            return final
+    def build(out: Path) -> None:
         import sysconfig
 
         include = Path(sysconfig.get_paths()["include"])
         if not (include / "Python.h").exists():
             raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
-        tmp = cache.tmp_dir()
-        try:
-            out = tmp / "treadle_fastlaunch.so"
-            backend.compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
-            _make_private_dir(final.parent)
-            os.chmod(out, 0o700)
-            os.replace(out, final)
-        finally:
-            import shutil
+        get_cpu_backend().compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
 
-            shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi(), _source_path().read_text(),
+                                                 (NATIVE_DIR / "threads.h").read_text()], build)
 
 
 def _load(path: Path) -> Any:

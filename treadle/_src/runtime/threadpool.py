@@ -17,6 +17,7 @@ import hashlib
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,40 +138,52 @@ def _source() -> str:
     return '#define TREADLE_RT_IMPLEMENTATION\n#include "threads.h"\n'
 
 
-def build_runtime_library() -> Path:
-    """Compile the runtime library (once per toolchain and header version, shared by kernel caches).
+def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None]) -> Path:
+    """``<shared>/rt/<stem>_<key>.so``, built once per content key (Treadle's own native build products).
 
-    It lives in ``backends.cpu.shared_cache()``; a library there that another user could have replaced is rebuilt.
+    The key hashes ``key_parts`` with Treadle's version and the compiler's identity. A library there that another
+    user could have replaced is rebuilt; concurrent processes build it once (lock), publish it atomically and
+    privately (``build(out)`` compiles into ``out`` in a private temporary directory).
     """
-    from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
+    from ..backends.cpu import get_cpu_backend, shared_cache
     from .cache import _make_private_dir
 
-    backend = get_cpu_backend()
-    tc = backend.toolchain()
-    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
     h = hashlib.sha256()
-    for part in (config.version, tc.identity, " ".join(flags), (NATIVE_DIR / "threads.h").read_text()):
+    for part in (config.version, get_cpu_backend().toolchain().identity, *key_parts):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()
     cache = shared_cache()
-    final = cache.root / "rt" / f"treadle_rt_{key[:32]}.so"
+    final = cache.root / "rt" / f"{stem}_{key[:32]}.so"
     if final.exists() and cache.trusted(final):
         return final
-    with cache.lock(f"rt_{key}"):
+    with cache.lock(f"{stem}_{key}"):
         if final.exists() and cache.trusted(final):
             return final
         tmp = cache.tmp_dir()
         try:
-            out = tmp / "treadle_rt.so"
-            backend.compile_raw(_source(), out, flags)
+            out = tmp / f"{stem}.so"
+            build(out)
             _make_private_dir(final.parent)
+            os.chmod(out, 0o700)
             os.replace(out, final)
         finally:
             import shutil
 
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def build_runtime_library() -> Path:
+    """Compile the runtime library (once per toolchain and header version, shared by kernel caches).
+
+    It lives in ``backends.cpu.shared_cache()``; a library there that another user could have replaced is rebuilt.
+    """
+    from ..backends.cpu import NATIVE_DIR, get_cpu_backend
+
+    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
+    return shared_library("treadle_rt", [" ".join(flags), (NATIVE_DIR / "threads.h").read_text()],
+                          lambda out: get_cpu_backend().compile_raw(_source(), out, flags))
 
 
 class _Holder:
