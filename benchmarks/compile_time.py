@@ -5,7 +5,8 @@ precompiled header are not kernels: they live in the per-user default cache dire
 and are built once per installation (here by the priming run below, as warp-lang ships its runtime prebuilt). The time is from after ``import`` of
 the library to every kernel having run once on small arrays (defining the kernels, ``load_module`` and one launch
 of each: a library whose loading is deferred to the first launch is counted, as Numba and Taichi compile at the
-first call); imports are excluded for every peer. Child processes write Python bytecode caches to a private directory, so Treadle's own lazily
+first call); imports are excluded for every peer, and so is ``wp.init()`` (device discovery) for both Warp-API peers,
+which run the same driver. Child processes write Python bytecode caches to a private directory, so Treadle's own lazily
 imported modules do not get recompiled from source on every start (a normal installation caches bytecode too).
 """
 
@@ -85,6 +86,7 @@ _DRIVERS = {
         import os, sys, time, json
         import treadle as wp
         wp.config.kernel_cache_dir = os.environ["BENCH_CACHE"]
+        wp.init()
         t0 = time.perf_counter()
         sys.path.insert(0, os.environ["BENCH_DIR"])
         import kmod
