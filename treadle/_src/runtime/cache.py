@@ -47,10 +47,10 @@ def _warn(msg: str) -> None:
         print(f"treadle: warning: {msg}", file=sys.stderr)
 
 
-def unsafe_reason(path: Path, st: os.stat_result | None = None) -> str | None:
+def unsafe_reason(path: str | Path, st: os.stat_result | None = None) -> str | None:
     """Why ``path`` must not be trusted (another user's, or writable by group/others), or ``None`` if it is safe."""
     if st is None:
-        st = path.stat()
+        st = os.stat(path)
     getuid = getattr(os, "getuid", None)
     if getuid is not None and st.st_uid != getuid():
         return f"it is owned by another user (uid {st.st_uid})"
@@ -204,12 +204,19 @@ class KernelCache:
 _cache: KernelCache | None = None
 
 
+_cache_setting: str | None = None
+
+
 def get_cache() -> KernelCache:
     """The cache for the current ``config.kernel_cache_dir`` (re-created when the setting changes)."""
-    global _cache
+    global _cache, _cache_setting
+    setting = config.kernel_cache_dir
+    if setting and _cache is not None and setting is _cache_setting:  # the same setting as last time: no path work
+        return _cache
     root = default_cache_dir()
     if _cache is None or _cache.requested != root:
         _cache = KernelCache(root)
+    _cache_setting = setting if isinstance(setting, str) else None
     return _cache
 
 

@@ -74,8 +74,8 @@ def build_extension() -> Path:
             raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
         get_cpu_backend().compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
 
-    return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi(), _source_path().read_text(),
-                                                 (NATIVE_DIR / "threads.h").read_text()], build)
+    return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], build,
+                          (_source_path(), NATIVE_DIR / "threads.h"))
 
 
 def _load(path: Path) -> Any:

@@ -12,6 +12,7 @@ through the kernel's own range entry (``fallback``), and a warning says why.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -138,39 +139,53 @@ def _source() -> str:
     return '#define TREADLE_RT_IMPLEMENTATION\n#include "threads.h"\n'
 
 
-def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None]) -> Path:
+def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None],
+                   sources: tuple[Path, ...] = ()) -> Path:
     """``<shared>/rt/<stem>_<key>.so``, built once per content key (Treadle's own native build products).
 
-    The key hashes ``key_parts`` with Treadle's version and the compiler's identity. A library there that another
-    user could have replaced is rebuilt; concurrent processes build it once (lock), publish it atomically and
-    privately (``build(out)`` compiles into ``out`` in a private temporary directory).
+    The key hashes ``key_parts`` and the text of the ``sources`` files with Treadle's version and the compiler's
+    identity. A library there that another user could have replaced is rebuilt; concurrent processes build it once
+    (lock), publish it atomically and privately (``build(out)`` compiles into ``out`` in a private temporary
+    directory). Where every source is a native file, a warm start takes the library's path from the environment
+    memo (``warm_env.product``: its stamp covers the compiler and those files) instead of reading and hashing them.
     """
-    from ..backends.cpu import get_cpu_backend, shared_cache
-    from .cache import _make_private_dir
+    from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
+    from . import warm_env
+    from .cache import _make_private_dir, unsafe_reason
 
+    memo_key = None
+    if all(src.parent == NATIVE_DIR and src.suffix in (".h", ".cpp") for src in sources):  # what the stamp covers
+        memo_key = hashlib.sha256("\0".join([stem, config.version, *key_parts, *(src.name for src in sources)])
+                                  .encode()).hexdigest()
+        known = warm_env.product(stem, memo_key)
+        if known is not None:
+            with contextlib.suppress(OSError):
+                if unsafe_reason(known) is None:
+                    return Path(known)
     h = hashlib.sha256()
-    for part in (config.version, get_cpu_backend().toolchain().identity, *key_parts):
+    for part in (config.version, get_cpu_backend().toolchain().identity, *key_parts,
+                 *(src.read_text() for src in sources)):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()
     cache = shared_cache()
     final = cache.root / "rt" / f"{stem}_{key[:32]}.so"
-    if final.exists() and cache.trusted(final):
-        return final
-    with cache.lock(f"{stem}_{key}"):
-        if final.exists() and cache.trusted(final):
-            return final
-        tmp = cache.tmp_dir()
-        try:
-            out = tmp / f"{stem}.so"
-            build(out)
-            _make_private_dir(final.parent)
-            os.chmod(out, 0o700)
-            os.replace(out, final)
-        finally:
-            import shutil
+    if not (final.exists() and cache.trusted(final)):
+        with cache.lock(f"{stem}_{key}"):
+            if not (final.exists() and cache.trusted(final)):
+                tmp = cache.tmp_dir()
+                try:
+                    out = tmp / f"{stem}.so"
+                    build(out)
+                    _make_private_dir(final.parent)
+                    os.chmod(out, 0o700)
+                    os.replace(out, final)
+                finally:
+                    import shutil
 
-            shutil.rmtree(tmp, ignore_errors=True)
+                    shutil.rmtree(tmp, ignore_errors=True)
+    if memo_key is not None:
+        warm_env.remember_product(stem, memo_key, str(final))
     return final
 
 
@@ -182,8 +197,8 @@ def build_runtime_library() -> Path:
     from ..backends.cpu import NATIVE_DIR, get_cpu_backend
 
     flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
-    return shared_library("treadle_rt", [" ".join(flags), (NATIVE_DIR / "threads.h").read_text()],
-                          lambda out: get_cpu_backend().compile_raw(_source(), out, flags))
+    return shared_library("treadle_rt", [" ".join(flags)],
+                          lambda out: get_cpu_backend().compile_raw(_source(), out, flags), (NATIVE_DIR / "threads.h",))
 
 
 class _Holder:

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ _FALLBACK_COMPILER = "c++"
 # config.cxx -> (cache root, stamp, facts) still to record, or None once primed or recorded (the facts do not depend on
 # the cache: a process primes once per compiler setting)
 _state: dict[Any, tuple[str, str, dict[str, Any]] | None] = {}
+# config.cxx -> (cache root, stamp, memo) of the memo this process read or wrote: where products are remembered
+_loaded: dict[Any, tuple[str, str, dict[str, Any]]] = {}
 
 
 def _search_path() -> list[str]:
@@ -88,6 +91,10 @@ def _boot_id() -> str | None:
         return None
 
 
+def _name(e: os.DirEntry[str]) -> str:
+    return e.name
+
+
 def _st(st: os.stat_result) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}"
 
@@ -102,12 +109,10 @@ def compute_stamp() -> tuple[str, dict[str, Any]] | None:
         return None
     parts = [FORMAT, config.version, repr(config.cxx), str(LOOP_KERNELS_WITH_GXX), treadle_signature(), boot]
     with os.scandir(NATIVE_DIR) as it:
-        names = sorted(e.name for e in it if e.name.endswith(".h"))
-    headers = []
-    for name in names:
-        st = os.stat(os.path.join(NATIVE_DIR, name))
-        headers.append((name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
-    parts.append(repr(headers))
+        native = sorted((e for e in it if e.name.endswith((".h", ".cpp"))), key=_name)
+    for e in native:  # headers, and the sources of Treadle's own native products (runtime library, extension)
+        st = e.stat()
+        parts.append(f"{e.name}:{_st(st)}")
     cxx = config.cxx
     loop: tuple[str, os.stat_result] | None = None
     default: tuple[str, os.stat_result] | None
@@ -169,6 +174,7 @@ def prime() -> None:
     from ..backends.toolchain import prime_toolchain
     from ..compiler.pipeline import prime_header_hash
 
+    _loaded[key] = (root, stamp, memo)
     prime_header_hash(memo["header_hash"])
     prime_toolchain(facts["cxx"], memo["version"], memo["cpu_fp"])
     get_cpu_backend().prime_loop_compiler(memo["loop_cxx"], facts["loop_sig"])
@@ -195,7 +201,7 @@ def remember() -> None:
         from ..backends.cpu import get_cpu_backend
         from ..backends.toolchain import cpu_fingerprint, get_toolchain
         from ..compiler.pipeline import header_hash
-        from .cache import _make_private_dir, get_cache
+        from .cache import get_cache
 
         tc = get_toolchain(get_cache().root)
         memo = {"format": FORMAT, "stamp": stamp, "cxx": tc.path, "version": tc.version,
@@ -204,14 +210,61 @@ def remember() -> None:
         again = compute_stamp()  # nothing changed while the facts were derived
         if again is None or again[0] != stamp or not _valid(memo, stamp, facts):
             return
-        d = os.path.join(root, "warm")
-        _make_private_dir(Path(d))
-        path = _memo_path(root, stamp)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(memo))
-        os.replace(tmp, os.path.join(d, os.path.basename(path)))
+        _write(root, stamp, memo)
+        _loaded[key] = (root, stamp, memo)
+
+
+def _write(root: str, stamp: str, memo: dict[str, Any]) -> None:
+    from .cache import _make_private_dir
+
+    d = os.path.join(root, "warm")
+    _make_private_dir(Path(d))
+    path = _memo_path(root, stamp)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(memo))
+    os.replace(tmp, path)
+
+
+def product(stem: str, key: str) -> str | None:
+    """The path of Treadle's native product ``stem`` remembered under this process's stamp for ``key``, or ``None``.
+
+    ``key`` names the product's settings (flags, Python ABI, the names of its native sources); the stamp covers the
+    compiler and the native sources' status, so a path found here is the one that hashing their text would give.
+    The caller still checks that the file is there and trusted.
+    """
+    m = _loaded.get(config.cxx)
+    if m is None:
+        return None
+    products = m[2].get("products")
+    p = products.get(key) if isinstance(products, dict) else None
+    if not isinstance(p, str) or not os.path.isabs(p):
+        return None
+    d, name = os.path.split(p)
+    if os.path.basename(d) != "rt" or not name.startswith(f"{stem}_") or not name.endswith(".so"):
+        return None
+    return p
+
+
+def remember_product(stem: str, key: str, path: str) -> None:
+    """Record where native product ``stem`` lives for ``key``, under the stamp of this process (best effort)."""
+    k = config.cxx
+    m = _loaded.get(k)
+    if m is None:
+        return
+    root, stamp, memo = m
+    products = memo.get("products")
+    products = dict(products) if isinstance(products, dict) else {}
+    if products.get(key) == path:
+        return
+    products[key] = path
+    new = dict(memo, products=products)
+    _loaded[k] = (root, stamp, new)
+    with contextlib.suppress(Exception):  # not written: the next start derives the path again
+        again = compute_stamp()  # the product's sources are those the stamp saw
+        if again is not None and again[0] == stamp:
+            _write(root, stamp, new)
 
 
 def _forget_facts() -> None:
@@ -229,8 +282,9 @@ def forget() -> None:
     from .warm_index import forget_signature
 
     _state.clear()
+    _loaded.clear()
     forget_signature()
     _forget_facts()
 
 
-__all__ = ["compute_stamp", "prime", "remember", "forget", "which_many"]
+__all__ = ["compute_stamp", "prime", "remember", "forget", "which_many", "product", "remember_product"]

@@ -28,6 +28,7 @@ import contextlib
 import enum
 import hashlib
 import json
+import operator
 import os
 import types
 from pathlib import Path
@@ -77,42 +78,49 @@ _CODEGEN_PARTS = ("_src/compiler", "_src/builtins", "_src/lang", "_src/backends"
                   "_src/runtime/warm_index.py")
 
 
+def _name(e: os.DirEntry[str]) -> str:
+    return e.name
+
+
 def treadle_signature() -> str:
     """Names, sizes and modification times of Treadle's code-generating sources (once per process).
 
-    The native headers are covered by ``pipeline.header_hash``. About a hundred ``stat`` calls: kept lean, since
-    every warm start pays for them.
+    The native headers are covered by ``pipeline.header_hash``. One ``stat`` per source file (an edit in place
+    changes no directory, so nothing cheaper is safe), with as little Python around each as possible: every warm
+    start pays for it.
     """
     global _toolkit_sig
     if _toolkit_sig is None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the ``treadle`` package
-        seen: list[Any] = []
-        stat = os.stat
+        seen: list[str] = []
+        add = seen.append
 
         def walk(path: str) -> None:
             with os.scandir(path) as it:
-                entries = {e.name: e for e in it}
-            for name in sorted(entries):
+                entries = sorted(it, key=_name)
+            for e in entries:
+                name = e.name
                 if name.endswith(".py"):
-                    st = stat(entries[name].path)
-                    seen.append((name, st.st_size, st.st_mtime_ns))
-                elif name != "__pycache__" and "." not in name and entries[name].is_dir(follow_symlinks=False):
-                    seen.append(name)
-                    walk(entries[name].path)
+                    st = e.stat()  # follows links, as ``os.stat`` does
+                    add(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+                elif name != "__pycache__" and "." not in name and e.is_dir(follow_symlinks=False):
+                    add(name + "/")
+                    walk(e.path)
+                    add("..")
 
         for part in _CODEGEN_PARTS:
             path = os.path.join(root, part)
-            seen.append(part)
+            add(part)
             try:
-                st = stat(path)
+                st = os.stat(path)
             except OSError:
-                seen.append("-")
+                add("-")
                 continue
-            if os.path.isdir(path):
+            if st.st_mode & 0o170000 == 0o040000:  # a directory
                 walk(path)
             else:
-                seen.append((st.st_size, st.st_mtime_ns))
-        _toolkit_sig = hashlib.sha256(repr(seen).encode()).hexdigest()
+                add(f"{st.st_size}:{st.st_mtime_ns}")
+        _toolkit_sig = hashlib.sha256("\n".join(seen).encode()).hexdigest()
     return _toolkit_sig
 
 
@@ -325,11 +333,22 @@ _EMPTY = _Empty()
 
 
 _config_memo: dict[Any, str] = {}
+# (names, values, copies of the list values) of ``wp.config`` at the last call, and its text: the values are held, so
+# an identity that matches is the same object (no address reused), and lists are compared by content
+_config_last: tuple[tuple[str, ...], tuple[Any, ...], tuple[Any, ...], str] | None = None
 
 
 def _config_state() -> str:
     """The code-generation settings of ``wp.config`` as text (remembered per distinct set of values)."""
-    raw = tuple((n, tuple(v) if isinstance(v, list) else v) for n, v in vars(config).items()
+    global _config_last
+    d = vars(config)
+    names, values = tuple(d), tuple(d.values())
+    lists = tuple(tuple(v) for v in values if type(v) is list)
+    last = _config_last
+    if (last is not None and names == last[0] and len(values) == len(last[1])
+            and all(map(operator.is_, values, last[1])) and lists == last[2]):
+        return last[3]
+    raw = tuple((n, tuple(v) if isinstance(v, list) else v) for n, v in d.items()
                 if not n.startswith("_") and n not in _CONFIG_IGNORED
                 and (v is None or type(v) in (bool, int, float, str, list, tuple)))
     try:
@@ -340,6 +359,7 @@ def _config_state() -> str:
         hit = ";".join(f"{n}={v!r}" for n, v in sorted(raw, key=lambda x: x[0]))
         with contextlib.suppress(TypeError):
             _config_memo[raw] = hit
+    _config_last = (names, values, lists, hit)
     return hit
 
 
@@ -404,7 +424,7 @@ def _read_trusted(path: str) -> str | None:
         return None
     try:
         st = os.fstat(fd)
-        if unsafe_reason(Path(path), st) is not None:
+        if unsafe_reason(path, st) is not None:
             return None
         chunks = []
         while True:
@@ -438,7 +458,7 @@ def lookup(fp: str) -> dict[str, Any] | None:
             return None
         lib = os.path.join(root, "lib", name)
         st = os.stat(lib)
-        if [st.st_size, st.st_mtime_ns, st.st_ino] != entry["stat"] or unsafe_reason(Path(lib), st) is not None:
+        if [st.st_size, st.st_mtime_ns, st.st_ino] != entry["stat"] or unsafe_reason(lib, st) is not None:
             return None
         # the kernel cache still points this kernel at that library (not cleared, found damaged or rebuilt)
         if _read_trusted(os.path.join(root, "ref", f"k_{key}.ref")) != entry["ref"]:
