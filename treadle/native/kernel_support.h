@@ -125,6 +125,18 @@ namespace treadle {
 
 // Accumulate an adjoint: a += b (struct and tuple overloads are generated next to their types).
 template <typename T> TREADLE_FUNC void adj_accum(T& a, const T& b) { a = treadle::add(a, b); }
+// The value an adjoint starts from (and is reset to): -0.0 in every float32/float64 component, else zero. Both are
+// zero; -0.0 is the exact additive identity (x + -0.0 == x for every x, where +0.0 + -0.0 is +0.0), so the compiler
+// may fold an adjoint's first accumulation (and an fma into it) into a plain copy without any fast-math licence,
+// which it may not do from +0.0. Gradient buffers start from +0.0 and only receive sums, so they come out the same.
+template <typename T> TREADLE_FUNC T adj_zero() {
+    typedef typename detail::scalar_of<T>::type S;
+    if constexpr (detail::is_float<S>::value)
+        return T(S(-0.0));
+    else
+        return T{};
+}
+template <typename T> TREADLE_FUNC void adj_reset(T& a) { a = adj_zero<T>(); }
 // Accumulate into a gradient buffer element that other threads may update too.
 template <typename T> TREADLE_FUNC void adj_atomic_accum(T* g, const T& v) { treadle::atomic_add(g, v); }
 

@@ -280,7 +280,7 @@ class AdjointEmitter(Emitter):
             if r is not None and r.id not in seen:
                 seen.add(r.id)
                 t = self.ct(r.type)
-                lines.append(f"    {t} _v{r.id}{{}}; {t} adj_v{r.id}{{}};")
+                lines.append(f"    {t} _v{r.id}{{}}; {t} adj_v{r.id} = treadle::adj_zero<{t}>();")
                 if r.id in self.partner:
                     lines.append(f"    {t} _pc{r.id}{{}};")
             if isinstance(s, ir.LocalArray):
@@ -295,7 +295,7 @@ class AdjointEmitter(Emitter):
         if with_locals:
             for loc in f.locals:
                 t = self.ct(loc.type)
-                lines.append(f"    {t} var_{loc.name}{{}}; {t} adj_var_{loc.name}{{}};")
+                lines.append(f"    {t} var_{loc.name}{{}}; {t} adj_var_{loc.name} = treadle::adj_zero<{t}>();")
         return lines
 
     # Sweeps -----------------------------------------------------------------------------------------------------
@@ -413,7 +413,7 @@ class AdjointEmitter(Emitter):
                     lines.append(f"{ind}if ({guard})")
                 self.emit_adj(lines, ind + ("    " if guard else ""),
                               f"treadle::adj_{cpp}{tmpl}({', '.join(args)})", dummies)
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.CallFunc):
             native = getattr(s.func.ir, "native", None) is not None
             # arrays carry gradients too: the callee's adjoint accumulates into their gradient buffers
@@ -432,11 +432,11 @@ class AdjointEmitter(Emitter):
             args = [op(a) for a in s.args] + adjs + ([f"adj_v{r.id}"] if r is not None else [])
             self.emit_adj(lines, ind, f"adj_{s.func.cname}({', '.join(args)})", dummies)
             if r is not None:
-                lines.append(f"{ind}adj_v{r.id} = {{}};")
+                lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.Construct):
             if differentiable(r.type):
                 self.rev_construct(s, lines, ind)
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.Extract):
             if differentiable(r.type):
                 if s.field is not None:
@@ -452,17 +452,17 @@ class AdjointEmitter(Emitter):
                     call = (f"treadle::adj_extract({op(s.src)}, {', '.join(idx)}, {self.adj(s.src)}, "
                             f"{', '.join(didx)}, adj_v{r.id})")
                     self.emit_adj(lines, ind, call, dummies)
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.Insert):
             if differentiable(r.type):
                 self.rev_insert(s, lines, ind)
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.ArrayLoad) and is_struct(r.type):
             if differentiable(r.type):
                 where = ", ".join(op(i) for i in s.indices)
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_atomic_accum(_g, adj_v{r.id}); }}")
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.ArrayStore) and is_struct(s.value.type):
             tgt = self.adj(s.value)
             where = ", ".join(op(i) for i in s.indices)
@@ -485,7 +485,7 @@ class AdjointEmitter(Emitter):
                 dummies.append(f"{self.ct(s.array.type)} _da{{}};")
                 args = [op(s.array)] + [op(i) for i in s.indices] + ["_da"] + didx + [f"adj_v{r.id}"]
                 self.emit_adj(lines, ind, f"treadle::adj_load({', '.join(args)})", dummies)
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.ArrayStore):
             tgt = self.adj(s.value)
             if tgt is not None and differentiable(s.value.type):
@@ -509,14 +509,14 @@ class AdjointEmitter(Emitter):
                         f"treadle::grad_address({op(s.array)}, {idx_text}), {tgt}, {adj_r})")
                 self.emit_adj(lines, ind, call, dummies)
             if r is not None:
-                lines.append(f"{ind}adj_v{r.id} = {{}};")
+                lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.LoadLocal):
             self.accum(lines, ind, f"adj_var_{s.local.name}", f"adj_v{r.id}", r.type)
-            lines.append(f"{ind}adj_v{r.id} = {{}};")
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.StoreLocal):
             if differentiable(s.local.type):
                 self.accum(lines, ind, self.adj(s.value), f"adj_var_{s.local.name}", s.local.type)
-                lines.append(f"{ind}adj_var_{s.local.name} = {{}};")
+                lines.append(f"{ind}treadle::adj_reset(adj_var_{s.local.name});")
         elif isinstance(s, ir.If):
             then: list[str] = []
             orelse: list[str] = []
