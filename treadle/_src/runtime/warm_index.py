@@ -139,6 +139,11 @@ def _code_names(code: types.CodeType, out: set[str]) -> set[str]:
 
 
 # ---------------------------------------------------------------------------------------------- values
+#: id -> (value, description) for values described by identity alone (types, Treadle's and built-in functions, enum
+#: members): a class's or function's description never changes while it exists
+_STABLE: dict[int, tuple[Any, str]] = {}
+
+
 class _Fingerprinter:
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -146,6 +151,11 @@ class _Fingerprinter:
 
     def add(self, s: str) -> None:
         self.parts.append(s)
+
+    def stable(self, v: Any, s: str) -> None:
+        """Add ``s``, the description of ``v`` that depends on its identity alone (remembered for the process)."""
+        self.parts.append(s)
+        _STABLE[id(v)] = (v, s)  # ``v`` is held: its id is not reused while the entry exists
 
     def function(self, fn: Any, closure: dict[str, Any] | None = None, depth: int = 0) -> None:
         """A Python function by its file, position, free names and defaults."""
@@ -191,6 +201,10 @@ class _Fingerprinter:
             self.add("empty")
             return
         key = id(v)
+        hit = _STABLE.get(key)
+        if hit is not None and hit[0] is v:  # described before in this process, by identity alone
+            self.parts.append(hit[1])
+            return
         if key in self.seen:
             self.add(f"@{self.seen[key]}")
             return
@@ -239,19 +253,19 @@ class _Fingerprinter:
                 self.value(t, names, depth + 1)
             return
         if isinstance(v, OpaqueType):
-            self.add(f"OT:{v.__name__}:{getattr(v, 'cname', '')}")
+            self.stable(v, f"OT:{v.__name__}:{getattr(v, 'cname', '')}")
             return
         if isinstance(v, type):
             if scalars.is_scalar_type(v):
-                self.add(f"S:{v.__name__}")
+                self.stable(v, f"S:{v.__name__}")
                 return
             if issubclass(v, composite_base):
                 params = ",".join(p.__name__ if isinstance(p, type) else str(p)
                                   for p in getattr(v, "_wp_type_params_", ()))
-                self.add(f"V:{v.__module__}:{v.__qualname__}:{getattr(v, '_wp_generic_type_str_', '')}({params})")
+                self.stable(v, f"V:{v.__module__}:{v.__qualname__}:{getattr(v, '_wp_generic_type_str_', '')}({params})")
                 return
         if isinstance(v, enum.Enum):
-            self.add(f"E:{type(v).__module__}:{type(v).__qualname__}:{v.value!r}")
+            self.stable(v, f"E:{type(v).__module__}:{type(v).__qualname__}:{v.value!r}")
             return
         if isinstance(v, (scalars.scalar_base, composite_base)):
             t = type(v)
@@ -276,10 +290,10 @@ class _Fingerprinter:
         if isinstance(v, (type, types.FunctionType, types.BuiltinFunctionType)):
             owner = getattr(v, "__module__", None)
         if isinstance(v, types.BuiltinFunctionType) or (isinstance(v, type) and owner in _STDLIB_MODULES):
-            self.add(f"B:{owner}:{getattr(v, '__qualname__', getattr(v, '__name__', ''))}")
+            self.stable(v, f"B:{owner}:{getattr(v, '__qualname__', getattr(v, '__name__', ''))}")
             return
         if isinstance(v, (type, types.FunctionType)) and isinstance(owner, str) and owner.split(".")[0] == "treadle":
-            self.add(f"TR:{owner}:{v.__qualname__}")  # part of Treadle: covered by treadle_signature()
+            self.stable(v, f"TR:{owner}:{v.__qualname__}")  # part of Treadle: covered by treadle_signature()
             return
         if isinstance(v, types.FunctionType):
             self.function(v, depth=depth)
@@ -428,10 +442,11 @@ def _read_trusted(path: str) -> str | None:
             return None
         chunks = []
         while True:
-            b = os.read(fd, max(st.st_size + 1, 4096))
-            if not b:
-                break
+            want = max(st.st_size + 1, 4096)
+            b = os.read(fd, want)
             chunks.append(b)
+            if len(b) < want:  # the end of a regular file (cache files are replaced, never appended to)
+                break
         return b"".join(chunks).decode()
     except (OSError, UnicodeDecodeError):
         return None
