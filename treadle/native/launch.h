@@ -101,13 +101,43 @@ template <int ND> inline bool launch_fast(const launch_bounds_t& b, int64 end) {
     return end <= 0x7fffffff && (ND <= 1 || b.ndim == ND);
 }
 
-// Runs f(flat, t0, t1, t2, t3) for the threads [begin, end) of a launch with ND dimensions (see launch_fast).
-template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
+namespace detail {
+// Threads [k0, k1) of one row of the innermost launch dimension (a0..a2: the outer indices). `Lanes` tells the
+// compiler that the iterations (threads) are independent: kernel threads are unordered, so a thread's accesses
+// never have to wait for another's, and g++ may vectorize this loop with threads as lanes even when the body has
+// loops of its own (launch_loop_lanes).
+template <int ND, bool Lanes, typename F>
+inline void launch_row(F& f, int64 base, int32 k0, int32 k1, int32 a0, int32 a1, int32 a2) {
+    if constexpr (Lanes) {
+#pragma GCC ivdep
+        for (int32 k = k0; k < k1; ++k) {
+            if constexpr (ND <= 1)
+                f((int64)k, k, 0, 0, 0);
+            else if constexpr (ND == 2)
+                f(base + k, a0, k, 0, 0);
+            else if constexpr (ND == 3)
+                f(base + k, a0, a1, k, 0);
+            else
+                f(base + k, a0, a1, a2, k);
+        }
+    } else {
+        for (int32 k = k0; k < k1; ++k) {
+            if constexpr (ND <= 1)
+                f((int64)k, k, 0, 0, 0);
+            else if constexpr (ND == 2)
+                f(base + k, a0, k, 0, 0);
+            else if constexpr (ND == 3)
+                f(base + k, a0, a1, k, 0);
+            else
+                f(base + k, a0, a1, a2, k);
+        }
+    }
+}
+
+template <int ND, bool Lanes, typename F> inline void launch_rows(const launch_bounds_t& b, int64 begin, int64 end, F& f) {
     if constexpr (ND <= 1) {
         (void)b;
-        const int32 e = (int32)end;
-        for (int32 i = (int32)begin; i < e; ++i)
-            f((int64)i, i, 0, 0, 0);
+        launch_row<ND, Lanes>(f, 0, (int32)begin, (int32)end, 0, 0, 0);
     } else {
         int32 t[4] = {0, 0, 0, 0};
         int64 r = begin;
@@ -121,16 +151,7 @@ template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, 
             const int32 k0 = t[ND - 1];
             const int64 left = end - flat;
             const int32 k1 = left < (int64)(inner - k0) ? k0 + (int32)left : inner;
-            const int32 a0 = t[0], a1 = t[1], a2 = t[2];
-            const int64 base = flat - k0;
-            for (int32 k = k0; k < k1; ++k) {
-                if constexpr (ND == 2)
-                    f(base + k, a0, k, 0, 0);
-                else if constexpr (ND == 3)
-                    f(base + k, a0, a1, k, 0);
-                else
-                    f(base + k, a0, a1, a2, k);
-            }
+            launch_row<ND, Lanes>(f, flat - k0, k0, k1, t[0], t[1], t[2]);
             flat += k1 - k0;
             t[ND - 1] = 0;
             for (int d = ND - 2; d >= 0; --d) {
@@ -140,6 +161,18 @@ template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, 
             }
         }
     }
+}
+}  // namespace detail
+
+// Runs f(flat, t0, t1, t2, t3) for the threads [begin, end) of a launch with ND dimensions (see launch_fast).
+template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
+    detail::launch_rows<ND, false>(b, begin, end, f);
+}
+
+// launch_loop for a body whose thread loop may be vectorized with threads as lanes (see detail::launch_row): the
+// `_nonempty` instantiation of a body whose loops have launch-constant ranges (compiler/uniform.py).
+template <int ND, typename F> inline void launch_loop_lanes(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
+    detail::launch_rows<ND, true>(b, begin, end, f);
 }
 
 // The flat loop of a 1-d launch with the threads dealt round-robin to four bodies (threads i, i+1, i+2, i+3 to

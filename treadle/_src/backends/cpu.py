@@ -50,7 +50,7 @@ class CompileOptions:
 
     def flags(self) -> list[str]:
         flags = ["-std=c++17", f"-O{self.opt_level}", "-march=native", "-fPIC", "-shared",
-                 "-fno-math-errno", "-fvisibility=hidden", "-w"]
+                 "-fno-math-errno", "-ffp-contract=off", "-fvisibility=hidden", "-w"]
         if self.mode == "debug":
             flags += ["-DTREADLE_CHECKED", "-g"]
         return flags + self.extra

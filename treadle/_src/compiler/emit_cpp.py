@@ -22,7 +22,7 @@ from ..lang.typesys import (
     normalize_annotation,
     scalar_of,
 )
-from . import emit_entry, ir, reductions
+from . import emit_entry, ir, reductions, uniform
 
 _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
                   ir.CallFunc)
@@ -231,12 +231,14 @@ class Emitter:
         self.collect_types(f)
         fields = "\n".join(f"    {cpp_type(p.type, self.tuple_names)} p_{p.name};" for p in f.params)
         args_struct = f"struct Args {{\n{fields}\n    char _treadle_pad;\n}};"
-        bodies = [self.kernel_body(f, "kernel_body")]
         priv = None if self.checked else reductions.privatize(f)
+        self.uniform_loops = {} if self.checked else uniform.uniform_ranges(f)
+        bodies = [self.kernel_body(f, "kernel_body")]
+        nonempty = " && ".join(dict.fromkeys(self.uniform_loops.values()))
         if priv is not None:  # a second body, with reductions into fixed elements done in chunk-local buffers
             bodies.append(self.kernel_body(priv[0], "kernel_body_priv"))
         entry = emit_entry.entries(symbol, "forward", "kernel_body", f, checked=self.checked,
-                                   privatized=priv[1] if priv is not None else None)
+                                   privatized=priv[1] if priv is not None else None, nonempty=nonempty or None)
         return args_struct, "\n\n".join(bodies) + "\n\n" + entry
 
     def kernel_body(self, f: ir.FuncIR, name: str) -> str:
@@ -264,6 +266,8 @@ class Emitter:
 
     #: Adjoint code declares every value once at the top of the function (so the reverse sweep can read it).
     hoist = False
+    #: The kernel's loops with launch-constant ranges (``uniform.uniform_ranges``; empty outside forward kernels).
+    uniform_loops: dict[int, str] = {}  # noqa: RUF012 - replaced, never mutated
 
     def decl(self, v: ir.Value) -> str:
         if self.hoist:
@@ -431,12 +435,22 @@ class Emitter:
         else:
             cond = f"({op(step)} > 0 ? {it} < {op(s.stop)} : {it} > {op(s.stop)})"
         self.loop_prologue(s, lines, ind)
-        lines.append(f"{ind}for ({t} {it} = {op(s.start)}; {cond}; {it} += {op(step)}) {{")
+        if id(s) in self.uniform_loops:
+            # A launch-constant range (see uniform.py): the `_nonempty` instantiation, which the entry runs when
+            # every such range is known to be non-empty, enters the loop without testing (a do-while).
+            lt = "<" if step.value > 0 else ">"
+            lines.append(f"{ind}if (_nonempty || {op(s.start)} {lt} {op(s.stop)}) {{")
+            lines.append(f"{ind}{t} {it} = {op(s.start)};")
+            lines.append(f"{ind}do {{")
+            close = f"{ind}}} while (({it} += {op(step)}) {lt} {op(s.stop)}); }}"
+        else:
+            lines.append(f"{ind}for ({t} {it} = {op(s.start)}; {cond}; {it} += {op(step)}) {{")
+            close = f"{ind}}}"
         lines.append(f"{ind}    var_{s.var.name} = {it};")
         self.iter_prologue(s, lines, ind + "    ")
         self.block(s.body, lines, ind + "    ")
         self.iter_epilogue(s, lines, ind + "    ")
-        lines.append(f"{ind}}}")
+        lines.append(close)
 
     def call_grad(self, s: Any, lines: list[str], ind: str) -> None:
         """Seed the adjoint of the result with 1 and collect the argument adjoints."""

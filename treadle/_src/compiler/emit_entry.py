@@ -38,7 +38,7 @@ def loop_ndim(f: ir.FuncIR) -> int:
 
 def body_head(name: str) -> list[str]:
     """The first lines of a per-thread body (its template header, signature and opening brace)."""
-    return ["template <bool _dense>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
+    return ["template <bool _dense, bool _nonempty = false>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
 
 
 def dense_line(name: str, t: Any) -> str | None:
@@ -58,18 +58,21 @@ def tid_lines(f: ir.FuncIR) -> list[str]:
 
 
 def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False,
-            privatized: list[Any] | None = None) -> str:
+            privatized: list[Any] | None = None, nonempty: str | None = None) -> str:
     """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``).
 
     ``privatized`` (from ``reductions.privatize``) names the arrays that ``<body>_priv`` reduces into with plain
     adds: that body runs with them pointing at chunk-local buffers, added into the real arrays at the end.
+    ``nonempty`` (from ``uniform.uniform_ranges``) tests, over ``args``, that every launch-constant loop range of the
+    body runs at least once: when it holds for dense arguments, the ``_nonempty`` instantiation runs in
+    ``treadle::launch_loop_lanes``, whose thread loop the compiler may vectorize (lanes = threads).
     """
     arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
     nd = loop_ndim(f)
     rng = f"{symbol}_cpu_{kind}_range"
 
-    def loop(variant: str, fn: str = body) -> str:
-        return (f"treadle::launch_loop<{nd}>(bounds, begin, end, [&](treadle::int64 _f, treadle::int32 _a, "
+    def loop(variant: str, fn: str = body, runner: str = "launch_loop") -> str:
+        return (f"treadle::{runner}<{nd}>(bounds, begin, end, [&](treadle::int64 _f, treadle::int32 _a, "
                 f"treadle::int32 _b, treadle::int32 _c, treadle::int32 _d) {{ {fn}<{variant}>(bounds, _f, _a, _b, "
                 "_c, _d, args); });")
 
@@ -128,7 +131,11 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
     lines.append("    const Args args = *static_cast<const Args*>(a);")
     if arrays and not checked:
         dense = " && ".join(f"treadle::is_dense<{nd_a}>(args.p_{name})" for name, nd_a in arrays)
-        lines += [f"    if ({dense}) {{", f"        {loop('true')}", "        return;", "    }"]
+        lines.append(f"    if ({dense}) {{")
+        if nonempty:
+            lines += [f"        if ({nonempty}) {{", f"            {loop('true, true', runner='launch_loop_lanes')}",
+                      "            return;", "        }"]
+        lines += [f"        {loop('true')}", "        return;", "    }"]
     lines += [
         f"    {loop('false')}",
         "}",

@@ -1,0 +1,94 @@
+"""Run-time ``for`` loops whose range is the same for every thread of a launch (a *uniform* range).
+
+A kernel such as an all-pairs n-body sum runs, in every thread, ``for j in range(n)`` with ``n`` a kernel argument.
+Each thread's floating-point sums must keep their order, so the inner loop cannot be vectorized across ``j``; the
+thread loop around it can (lanes = threads, each lane doing exactly the scalar operations in order), but only when
+the inner loop is entered unconditionally: g++ gives up on the loop nest when the inner loop's entry test
+(``0 < n``) sits inside the thread loop. ``uniform_ranges`` finds the loops whose bounds are launch constants (literals,
+integer kernel arguments never assigned in the body, ``len``/``shape`` of array arguments, integer ``+ - *`` of
+those) and spells, for each, the test that it runs at least once as C++ over the launch's ``Args``. The entry
+(``emit_entry``) evaluates those tests once per launch and, when they all hold, runs the ``_nonempty`` instantiation of
+the body, in which those loops are emitted without the entry test (``Emitter.for_range``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..lang.typesys import ArrayT, is_int
+from . import ir
+
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def _mutated(f: ir.FuncIR) -> set[int]:
+    """Ids of the locals the body assigns or passes by reference (their value may change)."""
+    out: set[int] = set()
+
+    def visit(x: Any) -> None:
+        if isinstance(x, ir.LocalRef):
+            out.add(x.local.id)
+
+    for s in ir.walk(f.body):
+        if isinstance(s, ir.StoreLocal):
+            out.add(s.local.id)
+        for name in ("args", "indices"):
+            for a in getattr(s, name, None) or ():
+                visit(a)
+        for name in ("value", "src", "array", "cond", "start", "stop", "step"):
+            visit(getattr(s, name, None))
+    return out
+
+
+def uniform_ranges(f: ir.FuncIR) -> dict[int, str]:
+    """``{id(ForRange): C++ test that it runs at least once}`` for the kernel's loops with launch-constant bounds.
+
+    The tests read the launch's arguments as ``args.p_<name>``; loops with a non-constant step are left out.
+    """
+    from .emit_cpp import cpp_const, cpp_type
+
+    params = {p.id: p for p in f.params}
+    stable = set(params) - _mutated(f)
+    defs: dict[int, ir.Stmt] = {}
+    for s in ir.walk(f.body):
+        r = getattr(s, "result", None)
+        if isinstance(r, ir.Value):
+            defs[r.id] = s
+
+    def array_param(x: Any) -> ir.Local | None:
+        s = defs.get(x.id) if isinstance(x, ir.Value) else None
+        if isinstance(s, ir.LoadLocal) and s.local.id in stable and isinstance(s.local.type, ArrayT):
+            return s.local
+        return None
+
+    def expr(x: Any) -> str | None:
+        if isinstance(x, ir.Const):
+            return cpp_const(x) if is_int(x.type) else None
+        s = defs.get(x.id) if isinstance(x, ir.Value) else None
+        if s is None or not is_int(x.type):
+            return None
+        if isinstance(s, ir.LoadLocal):
+            return f"args.p_{s.local.name}" if s.local.id in stable else None
+        if isinstance(s, ir.Call):
+            name = s.overload.builtin.name
+            if name == "len" and array_param(s.args[0]) is not None:
+                return f"treadle::int32(args.p_{array_param(s.args[0]).name}.shape[0])"  # type: ignore[union-attr]
+            if name == "_array_dim" and isinstance(s.args[1], ir.Const):
+                a = array_param(s.args[0])
+                return f"treadle::int32(args.p_{a.name}.shape[{int(s.args[1].value)}])" if a is not None else None
+            if name in _ARITH and len(s.args) == 2:
+                lhs, rhs = expr(s.args[0]), expr(s.args[1])
+                if lhs is not None and rhs is not None:
+                    return f"{cpp_type(x.type)}({lhs} {_ARITH[name]} {rhs})"
+        return None
+
+    out: dict[int, str] = {}
+    for s in ir.walk(f.body):
+        if not isinstance(s, ir.ForRange) or not isinstance(s.step, ir.Const) or s.step.value == 0:
+            continue
+        start, stop = expr(s.start), expr(s.stop)
+        if start is None or stop is None:
+            continue
+        t = cpp_type(s.var.type)
+        out[id(s)] = f"{t}({start}) {'<' if s.step.value > 0 else '>'} {t}({stop})"
+    return out
