@@ -30,8 +30,11 @@ from ..compiler import frontend as _frontend  # noqa: F401 - imported with tread
 from ..compiler import pipeline as _pipeline  # noqa: F401
 from ..errors import LaunchError
 from ..interop.common import coerce_foreign_array
+from ..runtime import fastlaunch as _fastlaunch  # noqa: F401 - needed by every first launch, imported with treadle
 from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
+from ..runtime import warm_env as _warm_env  # noqa: F401 - needed by every kernel load, imported with treadle
+from ..runtime import warm_index as _warm_index  # noqa: F401
 from ..runtime.device import get_device
 from . import scalars
 from .abi import ARRAY_KEEP_GRAD, MAX_DIMS, ArrayDesc, LaunchBounds
