@@ -198,8 +198,12 @@ def _run(peer: str, work: Path, cache: Path, env: dict[str, str]) -> float:
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def cold_warm(peer: str, n_kernels: int = 5, warm_runs: int = 3) -> tuple[float, float]:
-    """``(cold seconds, median warm seconds)`` for ``peer`` compiling ``n_kernels`` kernels."""
+def cold_warm(peer: str, n_kernels: int = 5, warm_runs: int = 9) -> tuple[float, float]:
+    """``(cold seconds, median warm seconds)`` for ``peer`` compiling ``n_kernels`` kernels.
+
+    Warm starts take a few milliseconds, so one busy moment of a shared machine moves a single run by several: the
+    median of ``warm_runs`` fresh processes is taken.
+    """
     with tempfile.TemporaryDirectory(prefix=f"bench-compile-{peer}-") as d:
         tmp = Path(d)
         work = tmp / "src"
