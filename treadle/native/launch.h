@@ -23,6 +23,9 @@
 // Provided by the runtime library (threads.h); null when it is not loaded.
 extern "C" __attribute__((weak, visibility("default"))) void treadle_rt_parallel_for(
     void (*fn)(const void*, const void*, long long, long long), const void* bounds, const void* args, int nthreads);
+extern "C" __attribute__((weak, visibility("default"))) void treadle_rt_stream_copy(void* dst, const void* src,
+                                                                                  long long bytes);
+extern "C" __attribute__((weak, visibility("default"))) void treadle_rt_stream_fence();
 
 namespace treadle {
 
@@ -134,7 +137,8 @@ inline void launch_row(F& f, int64 base, int32 k0, int32 k1, int32 a0, int32 a1,
     }
 }
 
-template <int ND, bool Lanes, typename F> inline void launch_rows(const launch_bounds_t& b, int64 begin, int64 end, F& f) {
+template <int ND, bool Lanes, typename F>
+inline void launch_rows(const launch_bounds_t& b, int64 begin, int64 end, F& f) {
     if constexpr (ND <= 1) {
         (void)b;
         launch_row<ND, Lanes>(f, 0, (int32)begin, (int32)end, 0, 0, 0);
@@ -173,6 +177,47 @@ template <int ND, typename F> inline void launch_loop(const launch_bounds_t& b, 
 // `_nonempty` instantiation of a body whose loops have launch-constant ranges (compiler/uniform.py).
 template <int ND, typename F> inline void launch_loop_lanes(const launch_bounds_t& b, int64 begin, int64 end, F&& f) {
     detail::launch_rows<ND, true>(b, begin, end, f);
+}
+
+// Outputs at least this large (bytes) are written with streaming stores (launch_loop_streamed); smaller ones are
+// likely to be read again soon from the caches, which streaming stores bypass.
+#ifndef TREADLE_STREAM_MIN_BYTES
+#define TREADLE_STREAM_MIN_BYTES (64ll << 20)
+#endif
+
+// Whether launch_loop_streamed may write the dense 1-d output `out` for threads [begin, end).
+template <typename T> inline bool stream_fits(const array_t<T>& out, int64 begin, int64 end) {
+    typedef __UINTPTR_TYPE__ uptr;
+    return treadle_rt_stream_copy && treadle_rt_stream_fence && end - begin >= 4096 && end <= out.shape[0] &&
+           out.shape[0] * (int64)sizeof(T) >= TREADLE_STREAM_MIN_BYTES && ((uptr)out.data % alignof(T)) == 0;
+}
+
+// A 1-d launch whose body writes `out[i]` exactly once, unconditionally, and never reads `out`
+// (compiler/streaming.py): blocks of threads write into an aligned local buffer (the descriptor's data pointer is
+// moved so that thread i's element is buf[i - first]), which is then streamed to memory whole with non-temporal
+// stores -- no read-for-ownership of the output's cache lines. Threads before the first 64-byte boundary and after
+// the last whole block write directly.
+template <typename T, typename F> inline void launch_loop_streamed(int64 begin, int64 end, array_t<T>& out, F&& f) {
+    constexpr int32 B = sizeof(T) <= 16 ? 1024 : 256;  // B * sizeof(T) is a multiple of 64
+    typedef __UINTPTR_TYPE__ uptr;
+    alignas(64) unsigned char storage[B * sizeof(T)];
+    T* const real = out.data;
+    int32 i = (int32)begin;
+    const int32 e = (int32)end;
+    for (int32 n = 0; i < e && ((uptr)(real + i) % 64) != 0 && n < 64; ++n)
+        f(i++);
+    if (((uptr)(real + i) % 64) == 0) {
+        for (; i + B <= e; i += B) {
+            out.data = reinterpret_cast<T*>(reinterpret_cast<uptr>(storage) - (uptr)i * sizeof(T));
+            for (int32 k = i; k < i + B; ++k)
+                f(k);
+            treadle_rt_stream_copy(real + i, storage, (long long)(B * sizeof(T)));
+        }
+        out.data = real;
+    }
+    for (; i < e; ++i)
+        f(i);
+    treadle_rt_stream_fence();
 }
 
 // The flat loop of a 1-d launch with the threads dealt round-robin to four bodies (threads i, i+1, i+2, i+3 to

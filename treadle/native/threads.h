@@ -361,4 +361,30 @@ TREADLE_RT_EXPORT void treadle_rt_shutdown() {
 
 TREADLE_RT_EXPORT int32_t treadle_rt_workers() { return (int32_t)treadle_rt::pool().nthreads; }
 
+// Copies `bytes` (a multiple of 64) from `src` to `dst` (both 64-byte aligned) with non-temporal stores, which write
+// whole cache lines without reading them first (launch_loop_streamed in launch.h); the caller ends its range with
+// treadle_rt_stream_fence(). Compiler builtins rather than <emmintrin.h>: this file must stay quick to compile.
+TREADLE_RT_EXPORT void treadle_rt_stream_copy(void* dst, const void* src, int64_t bytes) {
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+    typedef long long v2di __attribute__((vector_size(16)));
+    const v2di* s = (const v2di*)src;
+    v2di* d = (v2di*)dst;
+    for (int64_t k = 0; k < bytes / 16; ++k) {
+#if defined(__clang__)
+        __builtin_nontemporal_store(s[k], d + k);
+#else
+        __builtin_ia32_movntdq(d + k, s[k]);
+#endif
+    }
+#else
+    __builtin_memcpy(dst, src, (size_t)bytes);
+#endif
+}
+
+TREADLE_RT_EXPORT void treadle_rt_stream_fence() {
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+    __builtin_ia32_sfence();
+#endif
+}
+
 #endif  // TREADLE_RT_IMPLEMENTATION

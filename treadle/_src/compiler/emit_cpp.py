@@ -22,7 +22,7 @@ from ..lang.typesys import (
     normalize_annotation,
     scalar_of,
 )
-from . import emit_entry, ir, reductions, uniform
+from . import emit_entry, ir, reductions, streaming, uniform
 
 _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
                   ir.CallFunc)
@@ -235,10 +235,12 @@ class Emitter:
         self.uniform_loops = {} if self.checked else uniform.uniform_ranges(f)
         bodies = [self.kernel_body(f, "kernel_body")]
         nonempty = " && ".join(dict.fromkeys(self.uniform_loops.values()))
+        out = None if self.checked or nonempty else streaming.streamed_output(f)
         if priv is not None:  # a second body, with reductions into fixed elements done in chunk-local buffers
             bodies.append(self.kernel_body(priv[0], "kernel_body_priv"))
         entry = emit_entry.entries(symbol, "forward", "kernel_body", f, checked=self.checked,
-                                   privatized=priv[1] if priv is not None else None, nonempty=nonempty or None)
+                                   privatized=priv[1] if priv is not None else None, nonempty=nonempty or None,
+                                   streamed=out.name if out is not None else None)
         return args_struct, "\n\n".join(bodies) + "\n\n" + entry
 
     def kernel_body(self, f: ir.FuncIR, name: str) -> str:

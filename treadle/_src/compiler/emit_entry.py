@@ -58,7 +58,7 @@ def tid_lines(f: ir.FuncIR) -> list[str]:
 
 
 def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False,
-            privatized: list[Any] | None = None, nonempty: str | None = None) -> str:
+            privatized: list[Any] | None = None, nonempty: str | None = None, streamed: str | None = None) -> str:
     """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``).
 
     ``privatized`` (from ``reductions.privatize``) names the arrays that ``<body>_priv`` reduces into with plain
@@ -66,6 +66,8 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
     ``nonempty`` (from ``uniform.uniform_ranges``) tests, over ``args``, that every launch-constant loop range of the
     body runs at least once: when it holds for dense arguments, the ``_nonempty`` instantiation runs in
     ``treadle::launch_loop_lanes``, whose thread loop the compiler may vectorize (lanes = threads).
+    ``streamed`` (from ``streaming.streamed_output``) names a 1-d output whose stores a large dense 1-d launch writes
+    through ``treadle::launch_loop_streamed`` (non-temporal stores).
     """
     arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
     nd = loop_ndim(f)
@@ -134,6 +136,12 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         lines.append(f"    if ({dense}) {{")
         if nonempty:
             lines += [f"        if ({nonempty}) {{", f"            {loop('true, true', runner='launch_loop_lanes')}",
+                      "            return;", "        }"]
+        if streamed and nd == 1:
+            lines += [f"        if (treadle::stream_fits(args.p_{streamed}, begin, end)) {{",
+                      "            Args sargs = args;",
+                      f"            treadle::launch_loop_streamed(begin, end, sargs.p_{streamed}, [&](treadle::int32 _i) {{ "
+                      f"{body}<true>(bounds, _i, _i, 0, 0, 0, sargs); }});",
                       "            return;", "        }"]
         lines += [f"        {loop('true')}", "        return;", "    }"]
     lines += [

@@ -403,15 +403,28 @@ def format_func(f: FuncIR) -> str:
     return "\n".join(out)
 
 
+def operands(s: Stmt) -> Iterator[Any]:
+    """The operands ``s`` itself reads (not those of nested blocks; a ``While``'s condition is included)."""
+
+    def flat(op: Any) -> Iterator[Any]:
+        if isinstance(op, SliceSpec):
+            for part in (op.start, op.stop, op.step):
+                yield from flat(part)
+        elif op is not None:
+            yield op
+
+    for name in ("args", "index", "indices"):
+        for op in getattr(s, name, None) or []:
+            yield from flat(op)
+    for name in ("src", "value", "array", "cond", "start", "stop", "step", "compare"):
+        yield from flat(getattr(s, name, None))
+
+
 def verify(f: FuncIR) -> None:
     """Check structural invariants: each value defined once and before use, break/continue inside loops."""
     defined: set[int] = set()
 
     def use(op: Any) -> None:
-        if isinstance(op, SliceSpec):
-            for part in (op.start, op.stop, op.step):
-                use(part)
-            return
         if isinstance(op, Value) and op.id not in defined:
             raise AssertionError(f"IR: {op!r} used before definition in {f.name}")
 
@@ -424,13 +437,9 @@ def verify(f: FuncIR) -> None:
 
     def check(block: Block, in_loop: bool) -> None:
         for s in block.stmts:
-            for name in ("args", "index", "indices"):
-                for op in getattr(s, name, None) or []:
+            for op in operands(s):
+                if not (isinstance(s, While) and op is s.cond):  # defined in the condition block, checked below
                     use(op)
-            for name in ("src", "value", "array", "cond", "start", "stop", "step", "compare"):
-                if name == "cond" and isinstance(s, While):
-                    continue
-                use(getattr(s, name, None))
             if isinstance(s, (Break, Continue)) and not in_loop:
                 raise AssertionError(f"IR: {type(s).__name__} outside a loop in {f.name}")
             if isinstance(s, If):

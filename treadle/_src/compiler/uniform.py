@@ -24,19 +24,10 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 def _mutated(f: ir.FuncIR) -> set[int]:
     """Ids of the locals the body assigns or passes by reference (their value may change)."""
     out: set[int] = set()
-
-    def visit(x: Any) -> None:
-        if isinstance(x, ir.LocalRef):
-            out.add(x.local.id)
-
     for s in ir.walk(f.body):
         if isinstance(s, ir.StoreLocal):
             out.add(s.local.id)
-        for name in ("args", "indices"):
-            for a in getattr(s, name, None) or ():
-                visit(a)
-        for name in ("value", "src", "array", "cond", "start", "stop", "step"):
-            visit(getattr(s, name, None))
+        out.update(op.local.id for op in ir.operands(s) if isinstance(op, ir.LocalRef))
     return out
 
 
