@@ -165,3 +165,20 @@ def test_an_untrusted_or_foreign_remembered_path_is_not_returned(isolated):
         os.chmod(memo, 0o600)
         _start(root)
         assert warm_env.product(STEM, key) is None
+
+
+def test_a_memo_of_another_cache_or_shared_directory_is_not_used(isolated, monkeypatch):
+    root, native = isolated, isolated / "native"
+    builds: list[str] = []
+    _start(root)
+    first = _product(native, builds)
+    (key,) = _memo_products(root)
+    _start(root)
+    assert warm_env.product(STEM, key) == str(first)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(root / "xdg2"))
+    monkeypatch.setattr(cpu, "_shared", None)
+    assert warm_env.product(STEM, key) is None  # products live in another directory now
+    second = _product(native, builds)
+    assert str(second).startswith(str(root / "xdg2")) and len(builds) == 2
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(root / "other-cache"))
+    assert warm_env.product(STEM, key) is None  # the memo read belongs to the first kernel cache

@@ -6,13 +6,18 @@ loops. Deriving them means hashing (or looking up) the headers, reading ``/proc/
 searching ``$PATH`` several times: about 1.5 ms of every start.
 
 The *stamp* is a hash of cheap facts about everything those depend on: the names, sizes, modification times and
-inodes of the native headers; Treadle's code-generating sources (``warm_index.treadle_signature``); where ``$PATH``
-finds each compiler (searched once, for all names) and the status of that binary; the boot id (a reboot may bring
-another CPU); the compiler settings. ``<cache>/warm/env_<stamp>.json`` remembers the derived facts under it. A
+inodes of the native headers and sources (``native/*.h``, ``native/*.cpp``); Treadle's code-generating sources
+(``warm_index.treadle_signature``); where ``$PATH`` finds each compiler (searched once, for all names) and the status
+of that binary; the boot id (a reboot may bring another CPU); the compiler settings. ``<cache>/warm/env_<stamp>.json`` remembers the derived facts under it. A
 process whose stamp matches takes them from there; any change (a header touched or edited, a compiler upgraded,
 replaced or shadowed by another one earlier in ``$PATH``, a reboot, an edit of Treadle) gives another stamp: the
 facts are derived the normal way and remembered under the new stamp. A memo that is not ours, is writable by others
 or does not parse is ignored, like every cache file.
+
+The memo also remembers where Treadle's own native products are (runtime library, launch extension:
+``threadpool.shared_library``), so that a warm start does not read and hash their sources to find their content key:
+:func:`product` / :func:`remember_product`, keyed by the product's settings, under the stamp that covers its sources
+and the compiler.
 """
 
 from __future__ import annotations
@@ -234,26 +239,39 @@ def product(stem: str, key: str) -> str | None:
     compiler and the native sources' status, so a path found here is the one that hashing their text would give.
     The caller still checks that the file is there and trusted.
     """
+    from .warm_index import _root
+
     m = _loaded.get(config.cxx)
     if m is None:
+        return None
+    root = _root()
+    if m[0] != root:  # the memo of another kernel cache (the setting changed since it was read)
         return None
     products = m[2].get("products")
     p = products.get(key) if isinstance(products, dict) else None
     if not isinstance(p, str) or not os.path.isabs(p):
         return None
     d, name = os.path.split(p)
-    if os.path.basename(d) != "rt" or not name.startswith(f"{stem}_") or not name.endswith(".so"):
+    if not name.startswith(f"{stem}_") or not name.endswith(".so"):
+        return None
+    # where ``backends.cpu.shared_cache()`` puts products now: the per-user default directory or this kernel cache
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if d not in (os.path.join(base, "treadle", config.version, "rt"), os.path.join(root, "rt")):
         return None
     return p
 
 
 def remember_product(stem: str, key: str, path: str) -> None:
     """Record where native product ``stem`` lives for ``key``, under the stamp of this process (best effort)."""
+    from .warm_index import _root
+
     k = config.cxx
     m = _loaded.get(k)
     if m is None:
         return
     root, stamp, memo = m
+    if root != _root():
+        return
     products = memo.get("products")
     products = dict(products) if isinstance(products, dict) else {}
     if products.get(key) == path:
