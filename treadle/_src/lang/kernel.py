@@ -12,6 +12,7 @@ from ... import config
 from ..compiler.source import remember_source
 from ..errors import CodegenError, TreadleError
 from . import scalars
+from .abi import ArrayDesc, IndexedArrayDesc
 from .function import Function
 from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 
@@ -416,8 +417,6 @@ def make_args_struct(names: list[str], types: tuple[Any, ...]) -> type[ctypes.St
 
 def ctype_of(t: Any) -> Any:
     """The ctypes type that mirrors a kernel value type."""
-    from .abi import ArrayDesc, IndexedArrayDesc
-
     if isinstance(t, ArrayT):
         return IndexedArrayDesc if t.indexed else ArrayDesc
     if scalars.is_scalar_type(t):

@@ -27,10 +27,10 @@ import numpy as np
 from ... import config
 from ..autodiff.state import active_tape
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
-from ..compiler import pipeline as _pipeline  # noqa: F401
+from ..compiler import pipeline as _pipeline
 from ..errors import LaunchError
 from ..interop.common import coerce_foreign_array
-from ..runtime import fastlaunch as _fastlaunch  # noqa: F401 - needed by every first launch, imported with treadle
+from ..runtime import fastlaunch as _fastlaunch  # needed by every first launch: imported with treadle
 from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
 from ..runtime import warm_env as _warm_env  # noqa: F401 - needed by every kernel load, imported with treadle
@@ -223,10 +223,8 @@ def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
 
 def _range_entry(inst: KernelInstance, kind: str) -> int:
     """The address of an instance's range entry (``<sym>_cpu_forward_range`` / ``..._backward_range``)."""
-    from ..compiler.pipeline import load_library
-
     built = inst.built if kind == "forward" else inst.backward_built()
-    fn = getattr(load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
+    fn = getattr(_pipeline.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
     return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
 
 
@@ -426,9 +424,7 @@ _NATIVE_SCALARS: dict[Any, tuple[int, Any]] = {
 
 def _native_plan(plan: LaunchPlan) -> Any:
     """The native state of ``plan`` (owner: the calling thread), or ``None`` when the extension is not in use."""
-    from ..runtime import fastlaunch
-
-    ext = fastlaunch.module()
+    ext = _fastlaunch.module()
     fr = plan.frame
     if ext is None or fr is None or not config.native_launch:
         return None

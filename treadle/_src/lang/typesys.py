@@ -13,6 +13,7 @@ Kernel values have one of these types:
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import dataclasses
 import typing
 from typing import Any
@@ -77,8 +78,6 @@ def is_callable_object(obj: Any) -> bool:
 
 def is_function_annotation(t: Any) -> bool:
     """True for parameter annotations that take a function: ``wp.Function``, ``Callable`` (bare or subscripted)."""
-    import collections.abc
-
     if t is collections.abc.Callable or t is typing.Callable:
         return True
     if typing.get_origin(t) is collections.abc.Callable:
@@ -265,11 +264,17 @@ def normalize_annotation(t: Any) -> Any:
     return t
 
 
+_array_mod: Any = None
+
+
 def is_array_annotation(t: Any) -> bool:
     """True for ``wp.array(dtype=..., ndim=...)`` objects (annotations or real arrays)."""
-    from . import array as array_mod
+    global _array_mod
+    if _array_mod is None:  # imported at first use (``array`` imports this module), then kept
+        from . import array as array_mod
 
-    return isinstance(t, array_mod.array)
+        _array_mod = array_mod
+    return isinstance(t, _array_mod.array)
 
 
 def types_match(expected: Any, actual: Any) -> bool:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import config
+from .cache import get_cache, unsafe_reason
 
 FORMAT = "treadle-warm-2"
 
@@ -377,23 +378,35 @@ def _config_state() -> str:
     return hit
 
 
+_MODULES: tuple[Any, ...] | None = None
+
+
+def _modules() -> tuple[Any, ...]:
+    """``backends.cpu``, ``compiler.pipeline`` and ``warm_env`` (imported once: no import statement per kernel)."""
+    global _MODULES
+    if _MODULES is None:
+        from ..backends import cpu
+        from ..compiler import pipeline
+        from . import warm_env
+
+        _MODULES = (cpu, pipeline, warm_env)
+    return _MODULES
+
+
 def fingerprint(inst: Any) -> str | None:
     """The warm-start fingerprint of a kernel instance, or ``None`` when it cannot be taken safely."""
     if not config.cache_kernels or config.dump or inst.options.mode == "debug":
         return None
     kernel = inst.kernel
     try:
-        from ..backends.cpu import get_cpu_backend
-        from ..compiler.pipeline import header_hash
-        from . import warm_env
-
+        cpu, pipeline, warm_env = _modules()
         warm_env.prime()
         fp = _Fingerprinter()
         fp.add(FORMAT)
         fp.add(config.version)
         fp.add(treadle_signature())
-        fp.add(header_hash())
-        backend = get_cpu_backend()
+        fp.add(pipeline.header_hash())
+        backend = cpu.get_cpu_backend()
         fp.add(backend.identity(inst.options))
         fp.add(backend.loop_compiler_signature())  # kernels with loops may be built by another compiler
         fp.add(_config_state())
@@ -423,15 +436,11 @@ def _hex(s: Any, lo: int, hi: int) -> bool:
 
 
 def _root() -> str:
-    from .cache import get_cache
-
     return str(get_cache().root)
 
 
 def _read_trusted(path: str) -> str | None:
     """A cache file's text, if it is ours and not writable by group or others (the kernel cache's own rule)."""
-    from .cache import unsafe_reason
-
     try:
         fd = os.open(path, os.O_RDONLY)  # no file object: these small reads are on every warm start's path
     except OSError:
@@ -456,8 +465,6 @@ def _read_trusted(path: str) -> str | None:
 
 def lookup(fp: str) -> dict[str, Any] | None:
     """The recorded entry for ``fp`` when its library is still the one recorded, else ``None``."""
-    from .cache import unsafe_reason
-
     root = _root()
     text = _read_trusted(os.path.join(root, "warm", f"w_{fp[:40]}.json"))
     if text is None:
@@ -491,7 +498,7 @@ def record(fp: str, inst: Any, order_dependent: bool) -> None:
     if lib is None:
         return
     with contextlib.suppress(OSError, TypeError, ValueError):
-        from .cache import _make_private_dir, get_cache
+        from .cache import _make_private_dir
 
         cache = get_cache()
         if cache.lookup(built.key) != lib:  # verified (owner, permissions, checksum) once, when the entry is written
