@@ -348,9 +348,9 @@ _EMPTY = _Empty()
 
 
 _config_memo: dict[Any, str] = {}
-# (names, values, copies of the list values) of ``wp.config`` at the last call, and its text: the values are held, so
-# an identity that matches is the same object (no address reused), and lists are compared by content
-_config_last: tuple[tuple[str, ...], tuple[Any, ...], tuple[Any, ...], str] | None = None
+# (names, values, (position, copy) of each list value) of ``wp.config`` at the last call, and its text: the values
+# are held, so an identity that matches is the same object (no address reused); lists are compared by content too
+_config_last: tuple[tuple[str, ...], tuple[Any, ...], tuple[tuple[int, tuple[Any, ...]], ...], str] | None = None
 
 
 def _config_state() -> str:
@@ -358,10 +358,9 @@ def _config_state() -> str:
     global _config_last
     d = vars(config)
     names, values = tuple(d), tuple(d.values())
-    lists = tuple(tuple(v) for v in values if type(v) is list)
     last = _config_last
     if (last is not None and names == last[0] and len(values) == len(last[1])
-            and all(map(operator.is_, values, last[1])) and lists == last[2]):
+            and all(map(operator.is_, values, last[1])) and all(tuple(values[i]) == c for i, c in last[2])):
         return last[3]
     raw = tuple((n, tuple(v) if isinstance(v, list) else v) for n, v in d.items()
                 if not n.startswith("_") and n not in _CONFIG_IGNORED
@@ -374,7 +373,7 @@ def _config_state() -> str:
         hit = ";".join(f"{n}={v!r}" for n, v in sorted(raw, key=lambda x: x[0]))
         with contextlib.suppress(TypeError):
             _config_memo[raw] = hit
-    _config_last = (names, values, lists, hit)
+    _config_last = (names, values, tuple((i, tuple(v)) for i, v in enumerate(values) if type(v) is list), hit)
     return hit
 
 
@@ -430,9 +429,12 @@ def fingerprint(inst: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- the index
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
 def _hex(s: Any, lo: int, hi: int) -> bool:
     """Whether ``s`` is lowercase hexadecimal of ``lo`` to ``hi`` digits (no regular expression to compile at start)."""
-    return isinstance(s, str) and lo <= len(s) <= hi and not s.strip("0123456789abcdef")
+    return isinstance(s, str) and lo <= len(s) <= hi and _HEX_DIGITS.issuperset(s)
 
 
 def _root() -> str:
