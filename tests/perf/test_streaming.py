@@ -55,6 +55,12 @@ def reads_output(a: wp.array(dtype=float), b: wp.array(dtype=float)):
 
 
 @wp.kernel
+def indexed_out(a: wp.indexedarray(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = b[i]
+
+
+@wp.kernel
 def early_return(a: wp.array(dtype=float), b: wp.array(dtype=float)):
     i = wp.tid()
     if b[i] < 0.1:
@@ -70,7 +76,7 @@ def _ir(k):
 def test_which_outputs_are_streamed():
     assert streamed_output(_ir(triad)[0]).name == "a"
     assert streamed_output(_ir(scale_only)[0]).name == "out"
-    for k in (scale3, conditional, shifted, reads_output, early_return):
+    for k in (scale3, conditional, shifted, reads_output, early_return, indexed_out):
         assert streamed_output(_ir(k)[0]) is None, k.key
     assert "launch_loop_streamed" in emit_kernel_block(*_ir(triad))[0]
     assert "launch_loop_streamed" not in emit_kernel_block(*_ir(conditional))[0]

@@ -33,7 +33,7 @@ def streamed_output(f: ir.FuncIR) -> ir.Local | None:
 
     found: ir.Local | None = None
     for p in f.params:
-        if not isinstance(p.type, ArrayT) or p.type.ndim != 1 or p.id in stored:
+        if not isinstance(p.type, ArrayT) or p.type.ndim != 1 or p.type.indexed or p.id in stored:
             continue
         loads = {s.result.id for s in stmts if isinstance(s, ir.LoadLocal) and s.local.id == p.id}
         uses = [(s, op) for s in stmts for op in ir.operands(s)
