@@ -228,32 +228,53 @@ def _range_entry(inst: KernelInstance, kind: str) -> int:
     return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
 
 
+class _FrameLayout:
+    """Where a frame keeps its command, bounds and arguments: the layout of a C struct of the three.
+
+    Computed with ``ctypes.alignment`` / ``ctypes.sizeof`` instead of making a ``ctypes.Structure`` type per kernel
+    (a structure type costs as much as the rest of a launch plan).
+    """
+
+    __slots__ = ("args_type", "bounds_off", "args_off", "size")
+
+    def __init__(self, args_type: Any) -> None:
+        def up(n: int, a: int) -> int:
+            return (n + a - 1) // a * a
+
+        self.args_type = args_type
+        self.bounds_off = up(ctypes.sizeof(_tp.Cmd), ctypes.alignment(LaunchBounds))
+        self.args_off = up(self.bounds_off + ctypes.sizeof(LaunchBounds), ctypes.alignment(args_type))
+        align = max(ctypes.alignment(_tp.Cmd), ctypes.alignment(LaunchBounds), ctypes.alignment(args_type))
+        self.size = up(self.args_off + ctypes.sizeof(args_type), align)
+
+
 class _Frame:
     """A launch command with its own bounds and argument memory (one C buffer)."""
 
-    __slots__ = ("buf", "addr", "args", "cmd", "bounds_addr")
+    __slots__ = ("buf", "addr", "args", "cmd", "bounds_addr", "layout")
 
-    def __init__(self, frame_type: Any, fn: int) -> None:
-        buf = frame_type()
+    def __init__(self, layout: _FrameLayout, fn: int) -> None:
+        buf = (ctypes.c_char * layout.size)()  # zeroed, as a structure instance would be
         addr = ctypes.addressof(buf)
         self.buf = buf
         self.addr = addr
-        self.cmd = buf.cmd
-        self.args = buf.args
-        self.bounds_addr = addr + frame_type.bounds.offset
+        self.layout = layout
+        self.cmd = _tp.Cmd.from_buffer(buf)
+        self.args = layout.args_type.from_buffer(buf, layout.args_off)
+        self.bounds_addr = addr + layout.bounds_off
         self.cmd.fn = fn
         self.cmd.bounds = self.bounds_addr
-        self.cmd.args = addr + frame_type.args.offset
+        self.cmd.args = addr + layout.args_off
 
     def set_bounds(self, b: LaunchBounds) -> None:
-        self.buf.bounds = b
+        ctypes.memmove(self.bounds_addr, ctypes.addressof(b), ctypes.sizeof(LaunchBounds))
 
     def clone(self) -> _Frame:
         """A copy with its own memory (same entry, bounds, arguments and thread count)."""
-        ft = type(self.buf)
-        fr = _Frame(ft, int(self.cmd.fn or 0))
-        off = ft.bounds.offset
-        ctypes.memmove(fr.addr + off, self.addr + off, ctypes.sizeof(ft) - off)
+        layout = self.layout
+        fr = _Frame(layout, int(self.cmd.fn or 0))
+        off = layout.bounds_off
+        ctypes.memmove(fr.addr + off, self.addr + off, layout.size - off)
         fr.cmd.nthreads = self.cmd.nthreads
         return fr
 
@@ -274,8 +295,7 @@ class LaunchPlan:
         self.args_type = inst.args_type
         self.debug = inst.options.mode == "debug"
         self.order_dependent = inst.order_dependent()
-        self.frame_type = type("Frame", (ctypes.Structure,), {"_fields_": [
-            ("cmd", _tp.Cmd), ("bounds", LaunchBounds), ("args", self.args_type)]})
+        self.frame_type = _FrameLayout(self.args_type)
         self.fwd = _range_entry(inst, "forward")
         self.cfg_mode = config.mode
         self.cfg_fp = config.verify_fp
@@ -363,7 +383,7 @@ class LaunchPlan:
             else:  # mutable values (vectors, structs, NumPy arrays...) are packed every time
                 last[i], last_desc[i] = _UNSET, None
         if bounds is not self.last_bounds:
-            fr.buf.bounds = bounds
+            fr.set_bounds(bounds)
             self.last_bounds = bounds
         if self.order_dependent and _deterministic(self.kernel):
             nt = 1
@@ -444,8 +464,7 @@ def _native_plan(plan: LaunchPlan) -> Any:
         offsets.append(field.offset)
         ndims.append(ndim)
         dtypes.append(dtype)
-    ft: Any = plan.frame_type
-    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + ft.args.offset, fr.args, list(plan.names),
+    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + plan.frame_type.args_off, fr.args, list(plan.names),
                     list(plan.packers), kinds, offsets, ndims, dtypes, plan.kernel, plan.inst, plan.cfg_mode,
                     plan.cfg_fp, plan.debug, plan.order_dependent, plan.owner)
 
