@@ -200,6 +200,10 @@ template <typename T, typename F> inline void launch_loop_streamed(int64 begin, 
     T* const real = out.data;
     int32 i = (int32)begin;
     const int32 e = (int32)end;
+    // The head (< 64 threads) and the tail (< B threads) stay scalar: vectorizing them would only cost build time.
+#if defined(__clang__)
+#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
+#endif
     for (int32 n = 0; i < e && ((uptr)(real + i) % 64) != 0 && n < 64; ++n)
         f(i++);
     if (((uptr)(real + i) % 64) == 0) {
@@ -211,6 +215,9 @@ template <typename T, typename F> inline void launch_loop_streamed(int64 begin, 
         }
         out.data = real;
     }
+#if defined(__clang__)
+#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
+#endif
     for (; i < e; ++i)
         f(i);
     treadle_rt_stream_fence();
