@@ -64,6 +64,10 @@ num_threads: int = int(_env.get("TREADLE_NUM_THREADS", "0") or 0)
 #: Launch through the native fast path (a small CPython extension built at first use); ``False`` (or
 #: ``TREADLE_NATIVE_LAUNCH=0``) keeps every launch on the Python path. Read when a kernel is first launched.
 native_launch: bool = _env.get("TREADLE_NATIVE_LAUNCH", "1") != "0"
+#: Streaming (non-temporal) stores for CPU kernels whose output is written once per thread at the thread index and
+#: never read, when a launch writes at least 64 MB of it (docs/cpu_backend.md). Off by default: it saves a quarter of
+#: the memory traffic of such launches, but costs build time for every eligible kernel. ``TREADLE_STREAM_STORES=1``.
+stream_stores: bool = _env.get("TREADLE_STREAM_STORES", "0") == "1"
 class DeterministicMode(enum.IntEnum):
     """Deterministic execution modes (``wp.config.deterministic``); any true value asks for run-to-run identity."""
 

@@ -1,7 +1,8 @@
 """Streaming (non-temporal) stores for outputs written once per thread (compiler/streaming.py, launch.h).
 
-Real launches only stream outputs of 64 MB and more; these tests compile the kernels with the threshold at 0 so
-that small arrays take the streaming path, and compare with NumPy exactly.
+Streaming is opt-in (``wp.config.stream_stores``) and real launches only stream outputs of 64 MB and more; these
+tests turn it on and compile the kernels with the threshold at 0 so that small arrays take the streaming path, and
+compare with NumPy exactly.
 """
 
 from __future__ import annotations
@@ -78,14 +79,17 @@ def test_which_outputs_are_streamed():
     assert streamed_output(_ir(scale_only)[0]).name == "out"
     for k in (scale3, conditional, shifted, reads_output, early_return, indexed_out):
         assert streamed_output(_ir(k)[0]) is None, k.key
-    assert "launch_loop_streamed" in emit_kernel_block(*_ir(triad))[0]
-    assert "launch_loop_streamed" not in emit_kernel_block(*_ir(conditional))[0]
+    with wp.config.override(stream_stores=True):
+        assert "launch_loop_streamed" in emit_kernel_block(*_ir(triad))[0]
+        assert "launch_loop_streamed" not in emit_kernel_block(*_ir(conditional))[0]
+    assert "launch_loop_streamed" not in emit_kernel_block(*_ir(triad))[0]  # off by default
 
 
 @pytest.fixture
 def stream_everything():
     """Fresh kernels compiled with the streaming threshold at 0 (compile flags are fixed when a kernel is built)."""
-    with wp.config.override(cpu_compiler_flags=["-DTREADLE_STREAM_MIN_BYTES=0"], num_threads=2):
+    flags = ["-DTREADLE_STREAM_MIN_BYTES=0"]
+    with wp.config.override(stream_stores=True, cpu_compiler_flags=flags, num_threads=2):
 
         @wp.kernel
         def triad0(a: wp.array(dtype=float), b: wp.array(dtype=float), c: wp.array(dtype=float), s: float):

@@ -188,39 +188,42 @@ template <typename T> inline bool stream_fits(const array_t<T>& out, int64 begin
            out.shape[0] * (int64)sizeof(T) >= TREADLE_STREAM_MIN_BYTES && ((uptr)out.data % alignof(T)) == 0;
 }
 
-// A 1-d launch whose body writes `out[i]` exactly once, unconditionally, and never reads `out`
-// (compiler/streaming.py): blocks of threads write into an aligned local buffer (the descriptor's data pointer is
-// moved so that thread i's element is buf[i - first]), which is then streamed to memory whole with non-temporal
-// stores -- no read-for-ownership of the output's cache lines. Threads before the first 64-byte boundary and after
-// the last whole block write directly.
-template <typename T, typename F> inline void launch_loop_streamed(int64 begin, int64 end, array_t<T>& out, F&& f) {
-    constexpr int32 B = sizeof(T) <= 16 ? 1024 : 256;  // B * sizeof(T) is a multiple of 64
+// A dense 1-d launch whose body writes `out[i]` exactly once, unconditionally, and never reads `out`
+// (compiler/streaming.py). Threads run in blocks of B; with `stream` (see stream_fits), a whole block writes into an
+// aligned local buffer (the descriptor's data pointer is moved so that thread i's element is buf[i - first]) which
+// is then streamed to memory with non-temporal stores -- no read-for-ownership of the output's cache lines. Threads
+// before the first 64-byte boundary and a last partial block write directly. The block loop is the only inlined
+// copy of the body that the compiler vectorizes, streaming or not, so streaming costs next to no build time.
+template <typename T, typename F>
+inline void launch_loop_streamed(int64 begin, int64 end, array_t<T>& out, bool stream, F&& f) {
     typedef __UINTPTR_TYPE__ uptr;
+    constexpr int32 B = sizeof(T) <= 16 ? 1024 : 256;  // B * sizeof(T) is a multiple of 64
     alignas(64) unsigned char storage[B * sizeof(T)];
     T* const real = out.data;
     int32 i = (int32)begin;
     const int32 e = (int32)end;
-    // The head (< 64 threads) and the tail (< B threads) stay scalar: vectorizing them would only cost build time.
+    if (stream) {
 #if defined(__clang__)
 #pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
 #endif
-    for (int32 n = 0; i < e && ((uptr)(real + i) % 64) != 0 && n < 64; ++n)
-        f(i++);
-    if (((uptr)(real + i) % 64) == 0) {
-        for (; i + B <= e; i += B) {
+        for (int32 n = 0; i < e && ((uptr)(real + i) % 64) != 0 && n < 64; ++n)
+            f(i++);
+        stream = ((uptr)(real + i) % 64) == 0;
+    }
+    for (; i < e; i += B) {
+        const int32 stop = e - i < B ? e : i + B;
+        const bool whole = stream && stop - i == B;
+        if (whole)
             out.data = reinterpret_cast<T*>(reinterpret_cast<uptr>(storage) - (uptr)i * sizeof(T));
-            for (int32 k = i; k < i + B; ++k)
-                f(k);
+        for (int32 k = i; k < stop; ++k)
+            f(k);
+        if (whole) {
+            out.data = real;
             treadle_rt_stream_copy(real + i, storage, (long long)(B * sizeof(T)));
         }
-        out.data = real;
     }
-#if defined(__clang__)
-#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
-#endif
-    for (; i < e; ++i)
-        f(i);
-    treadle_rt_stream_fence();
+    if (stream)
+        treadle_rt_stream_fence();
 }
 
 // The flat loop of a 1-d launch with the threads dealt round-robin to four bodies (threads i, i+1, i+2, i+3 to

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ... import config
 from ..lang import scalars
 from ..lang.typesys import (
     ArrayT,
@@ -235,7 +236,7 @@ class Emitter:
         self.uniform_loops = {} if self.checked else uniform.uniform_ranges(f)
         bodies = [self.kernel_body(f, "kernel_body")]
         nonempty = " && ".join(dict.fromkeys(self.uniform_loops.values()))
-        out = None if self.checked or nonempty else streaming.streamed_output(f)
+        out = None if self.checked or nonempty or not config.stream_stores else streaming.streamed_output(f)
         if priv is not None:  # a second body, with reductions into fixed elements done in chunk-local buffers
             bodies.append(self.kernel_body(priv[0], "kernel_body_priv"))
         entry = emit_entry.entries(symbol, "forward", "kernel_body", f, checked=self.checked,

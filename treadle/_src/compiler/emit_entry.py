@@ -137,13 +137,14 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         if nonempty:
             lines += [f"        if ({nonempty}) {{", f"            {loop('true, true', runner='launch_loop_lanes')}",
                       "            return;", "        }"]
-        if streamed and nd == 1:
-            lines += [f"        if (treadle::stream_fits(args.p_{streamed}, begin, end)) {{",
-                      "            Args sargs = args;",
-                      f"            treadle::launch_loop_streamed(begin, end, sargs.p_{streamed}, [&](treadle::int32 _i) {{ "
-                      f"{body}<true>(bounds, _i, _i, 0, 0, 0, sargs); }});",
-                      "            return;", "        }"]
-        lines += [f"        {loop('true')}", "        return;", "    }"]
+        if streamed and nd == 1:  # the dense loop, with stores streamed when the launch is large enough
+            lines += ["        Args sargs = args;",
+                      f"        treadle::launch_loop_streamed(begin, end, sargs.p_{streamed}, "
+                      f"treadle::stream_fits(args.p_{streamed}, begin, end), [&](treadle::int32 _i) {{ "
+                      f"{body}<true>(bounds, _i, _i, 0, 0, 0, sargs); }});"]
+        else:
+            lines.append(f"        {loop('true')}")
+        lines += ["        return;", "    }"]
     lines += [
         f"    {loop('false')}",
         "}",
