@@ -59,19 +59,43 @@ class CompileOptions:
         return " ".join(self.flags()) + (f" [cxx={self.cxx}]" if self.cxx else "")
 
 
+#: ``-fuse-ld=`` flag of a faster linker than the system default, found once per process ("" when there is none,
+#: when ``$TREADLE_FAST_LINKER=0``, or after it failed once). Linking dominates the fixed cost of a small build:
+#: an empty library links in ~0.06 s with GNU ld and ~0.03 s with gold, out of ~0.11 s for the whole compiler run.
+_fast_ld: str | None = None
+#: What clang++ and g++ print when the link step (not the compilation) failed.
+_LINK_FAILED = ("linker command failed", "ld returned", "invalid linker name", "fuse-ld")
+
+
+def fast_linker_flag() -> str:
+    """``-fuse-ld=lld`` or ``-fuse-ld=gold`` when that linker is installed, else ``""``."""
+    global _fast_ld
+    if _fast_ld is None:
+        _fast_ld = ""
+        if os.environ.get("TREADLE_FAST_LINKER", "1") != "0":
+            for name in ("lld", "gold"):
+                if shutil.which(f"ld.{name}"):
+                    _fast_ld = f"-fuse-ld={name}"
+                    break
+    return _fast_ld
+
+
 class CompileJob:
     """A compiler process started by :meth:`CpuBackend.start`; :meth:`wait` finishes it."""
 
-    def __init__(self, proc: subprocess.Popen | None, src: Path, out: Path, error: str | None = None) -> None:
+    def __init__(self, proc: subprocess.Popen | None, src: Path, out: Path, error: str | None = None,
+                 cmd: list[str] | None = None) -> None:
         self.proc = proc
         self.src = src
         self.out = out
         self.error = error
+        self.cmd = cmd or []
         self.t0 = time.perf_counter()
         self.seconds = 0.0
 
     def wait(self) -> None:
         """Wait for the compiler; raise :class:`CompileError` if it failed."""
+        global _fast_ld
         if self.proc is None:
             raise CompileError(f"could not run the C++ compiler: {self.error}")
         try:
@@ -79,8 +103,18 @@ class CompileJob:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise CompileError("the C++ compiler did not finish within 600 s") from None
+        ok = self.proc.returncode == 0 and self.out.exists()
+        ld = next((f for f in self.cmd if f.startswith("-fuse-ld=")), None)
+        text = (stderr or "") + (stdout or "")
+        if not ok and ld is not None and any(m in text for m in _LINK_FAILED):
+            # The faster linker may not work with this compiler: link with the default one from now on.
+            retry = subprocess.run([f for f in self.cmd if f != ld], capture_output=True, text=True, timeout=600)
+            if retry.returncode == 0 and self.out.exists():
+                _fast_ld = ""
+                ok = True
+            stdout, stderr = retry.stdout, retry.stderr
         self.seconds = time.perf_counter() - self.t0
-        if self.proc.returncode != 0 or not self.out.exists():
+        if not ok:
             raise compile_error_from_output((stderr or "") + (stdout or ""), self.src)
 
 
@@ -195,12 +229,13 @@ class CpuBackend:
         tc = self.toolchain(options)
         src = out.with_suffix(".cpp")
         src.write_text(source)
-        cmd = [tc.path, *flags, "-I", str(NATIVE_DIR), "-o", str(out), str(src)]
+        ld = fast_linker_flag() if "-shared" in flags else ""
+        cmd = [tc.path, *flags, *([ld] if ld else []), "-I", str(NATIVE_DIR), "-o", str(out), str(src)]
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except OSError as e:
             return CompileJob(None, src, out, str(e))
-        return CompileJob(proc, src, out)
+        return CompileJob(proc, src, out, cmd=cmd)
 
     # Precompiled header -------------------------------------------------------------------------------------------
     def _pch_paths(self, prelude: str, options: CompileOptions, header_hash: str) -> tuple[Path, Path, list[str]]:
