@@ -9,7 +9,6 @@ that a memo that is not ours or does not fit is ignored.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -21,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh_module import import_fresh
 
 import treadle as wp
 from treadle._src.backends import cpu, toolchain
 from treadle._src.compiler import pipeline
-from treadle._src.lang.kernel import modules
 from treadle._src.runtime import warm_env, warm_index
 
 KERNEL = """
@@ -62,15 +61,7 @@ def isolated(fresh: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def _module(root: Path, name: str, c: float = 1.0):  # noqa: ANN202 - a module object
-    path = root / f"{name}.py"
-    if not path.exists() or path.read_text() != KERNEL.format(c=c):
-        path.write_text(KERNEL.format(c=c))
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    sys.modules.pop(name, None)
-    modules().modules.pop(name, None)
-    importlib.invalidate_caches()
-    return importlib.import_module(name)
+    return import_fresh(root, name, KERNEL.format(c=c))
 
 
 def _facts() -> dict[str, object]:

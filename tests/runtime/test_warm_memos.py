@@ -9,15 +9,13 @@ same fingerprints as describing everything afresh.
 from __future__ import annotations
 
 import enum
-import importlib
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_module import import_fresh
 
 import treadle as wp
-from treadle._src.lang.kernel import modules
 from treadle._src.runtime import warm_index
 
 SOURCE = """
@@ -47,13 +45,7 @@ def k(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
 def _load(root: Path, name: str, mode: str):  # noqa: ANN202 - a module object
     # the variants differ in size too: a rewrite within one timestamp tick is still seen (by Python's bytecode
     # cache as by the index's file digests)
-    (root / f"{name}.py").write_text(SOURCE.format(mode=mode) + "#" * (ord(mode) - ord("A")) + "\n")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    sys.modules.pop(name, None)
-    modules().modules.pop(name, None)
-    importlib.invalidate_caches()
-    return importlib.import_module(name)
+    return import_fresh(root, name, SOURCE.format(mode=mode) + "#" * (ord(mode) - ord("A")) + "\n")
 
 
 @pytest.fixture
