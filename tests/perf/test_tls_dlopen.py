@@ -75,3 +75,50 @@ def test_loop_gradients_while_libraries_load(tmp_path):
         stop.set()
         t.join()
     assert loaded
+
+
+@wp.kernel
+def scaled(a: wp.array(dtype=float), out: wp.array(dtype=float), c: float, d: float):
+    i = wp.tid()
+    v = a[i] * c
+    out[i] = v + d * v
+
+
+def test_checked_mode_kernels_while_libraries_load(tmp_path):
+    """Checked builds record each thread's statement in thread-local storage: never inline among live values.
+
+    (The first launch of a checked kernel, right after its library was loaded, once produced garbage this way: the
+    dynamic linker's slow TLS path clobbered the register holding ``c``.)
+    """
+    m = 1 << 15
+    a = wp.array(np.linspace(0.5, 1.5, m, dtype=np.float32), dtype=float)
+    out = wp.zeros(m, dtype=float)
+    want = a.numpy() * np.float32(2.0)
+    want = want + np.float32(0.25) * want
+    with wp.config.override(mode="debug"):
+        wp.launch(scaled, m, inputs=[a, out, 2.0, 0.25])
+        np.testing.assert_array_equal(out.numpy(), want)
+        lib = scaled.get_instance(None).built.lib_path
+    stop = threading.Event()
+    loaded: list[ctypes.CDLL] = []
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set() and i < 300:
+            copy = tmp_path / f"copy{i}.so"
+            shutil.copyfile(lib, copy)
+            loaded.append(ctypes.CDLL(str(copy), mode=getattr(ctypes, "RTLD_LOCAL", 0)))
+            i += 1
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        with wp.config.override(mode="debug", num_threads=1):
+            for _ in range(60):
+                out.zero_()
+                wp.launch(scaled, m, inputs=[a, out, 2.0, 0.25])
+                np.testing.assert_array_equal(out.numpy(), want)
+    finally:
+        stop.set()
+        t.join()
+    assert loaded

@@ -52,8 +52,14 @@ template <typename... Args> TREADLE_FUNC void printf_flush(const char* fmt, Args
 // table kept on the Python side); the first failed check of a launch is stored here and read back by the launcher.
 #if defined(TREADLE_CHECKED) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 namespace treadle {
-inline thread_local int tl_loc = -1;
-inline thread_local long long tl_tid = -1;
+// The statement (index into the location table) and the thread each thread is executing. Reached only through the
+// out-of-line check_slot(), never by an inline TLS access: see ckpt_stack() below for why.
+struct check_slot_t {
+    int loc = -1;
+    long long tid = -1;
+};
+inline thread_local check_slot_t tl_check;
+__attribute__((noinline)) inline check_slot_t* check_slot() { return &tl_check; }
 static int g_error_set = 0;
 static long long g_error[8];  // location index, thread, dimension (or code), index, extent, indices 1..3
 }  // namespace treadle
@@ -61,8 +67,9 @@ static long long g_error[8];  // location index, thread, dimension (or code), in
 extern "C" void treadle_report_oob(int dim, long long index, long long extent) {
     int expected = 0;
     if (__atomic_compare_exchange_n(&treadle::g_error_set, &expected, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        treadle::g_error[0] = treadle::tl_loc;
-        treadle::g_error[1] = treadle::tl_tid;
+        const treadle::check_slot_t* slot = treadle::check_slot();
+        treadle::g_error[0] = slot->loc;
+        treadle::g_error[1] = slot->tid;
         treadle::g_error[2] = dim;
         treadle::g_error[3] = index;
         treadle::g_error[4] = extent;
@@ -76,7 +83,8 @@ extern "C" void treadle_report_oob(int dim, long long index, long long extent) {
 static void treadle_report_fp(int code, int nidx, long long i0, long long i1, long long i2, long long i3) {
     int expected = 0;
     if (__atomic_compare_exchange_n(&treadle::g_error_set, &expected, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        const long long rec[8] = {treadle::tl_loc, treadle::tl_tid, code, i0, nidx, i1, i2, i3};
+        const treadle::check_slot_t* slot = treadle::check_slot();
+        const long long rec[8] = {slot->loc, slot->tid, code, i0, nidx, i1, i2, i3};
         for (int i = 0; i < 8; ++i) treadle::g_error[i] = rec[i];
         __atomic_store_n(&treadle::g_error_set, 1, __ATOMIC_RELEASE);
     }
@@ -113,8 +121,8 @@ inline void verify_fp(const V& v, int nidx, long long i0, long long i1 = 0, long
     }
 }
 }  // namespace treadle
-#define TREADLE_AT(loc) treadle::tl_loc = (loc);
-#define TREADLE_THREAD(t) treadle::tl_tid = (t);
+#define TREADLE_AT(at) treadle::check_slot()->loc = (at);
+#define TREADLE_THREAD(t) treadle::check_slot()->tid = (t);
 #else
 #define TREADLE_AT(loc)
 #define TREADLE_THREAD(t)
