@@ -10,22 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+# the all-pairs sum of the n-body benchmark: for j in range(n), n an argument
+from test_compiler_choice import pair_sum as nbody  # a sibling test module (pytest's rootdir import)
+
 import treadle as wp
 from treadle._src.compiler.pipeline import emit_kernel_block
 from treadle._src.compiler.uniform import uniform_ranges
-
-
-@wp.kernel
-def nbody(pos: wp.array(dtype=wp.vec3), acc: wp.array(dtype=wp.vec3), n: int):
-    i = wp.tid()
-    p = pos[i]
-    a = wp.vec3(0.0, 0.0, 0.0)
-    for j in range(n):
-        d = pos[j] - p
-        r2 = wp.dot(d, d) + 0.01
-        inv = 1.0 / wp.sqrt(r2)
-        a = a + d * (inv * inv * inv)
-    acc[i] = a
 
 
 @wp.kernel

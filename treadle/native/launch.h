@@ -105,6 +105,18 @@ template <int ND> inline bool launch_fast(const launch_bounds_t& b, int64 end) {
 }
 
 namespace detail {
+// One thread: the body called with its flat index and per-dimension indices.
+template <int ND, typename F> inline void launch_one(F& f, int64 base, int32 k, int32 a0, int32 a1, int32 a2) {
+    if constexpr (ND <= 1)
+        f((int64)k, k, 0, 0, 0);
+    else if constexpr (ND == 2)
+        f(base + k, a0, k, 0, 0);
+    else if constexpr (ND == 3)
+        f(base + k, a0, a1, k, 0);
+    else
+        f(base + k, a0, a1, a2, k);
+}
+
 // Threads [k0, k1) of one row of the innermost launch dimension (a0..a2: the outer indices). `Lanes` tells the
 // compiler that the iterations (threads) are independent: kernel threads are unordered, so a thread's accesses
 // never have to wait for another's, and g++ may vectorize this loop with threads as lanes even when the body has
@@ -113,27 +125,11 @@ template <int ND, bool Lanes, typename F>
 inline void launch_row(F& f, int64 base, int32 k0, int32 k1, int32 a0, int32 a1, int32 a2) {
     if constexpr (Lanes) {
 #pragma GCC ivdep
-        for (int32 k = k0; k < k1; ++k) {
-            if constexpr (ND <= 1)
-                f((int64)k, k, 0, 0, 0);
-            else if constexpr (ND == 2)
-                f(base + k, a0, k, 0, 0);
-            else if constexpr (ND == 3)
-                f(base + k, a0, a1, k, 0);
-            else
-                f(base + k, a0, a1, a2, k);
-        }
+        for (int32 k = k0; k < k1; ++k)
+            launch_one<ND>(f, base, k, a0, a1, a2);
     } else {
-        for (int32 k = k0; k < k1; ++k) {
-            if constexpr (ND <= 1)
-                f((int64)k, k, 0, 0, 0);
-            else if constexpr (ND == 2)
-                f(base + k, a0, k, 0, 0);
-            else if constexpr (ND == 3)
-                f(base + k, a0, a1, k, 0);
-            else
-                f(base + k, a0, a1, a2, k);
-        }
+        for (int32 k = k0; k < k1; ++k)
+            launch_one<ND>(f, base, k, a0, a1, a2);
     }
 }
 
