@@ -78,9 +78,9 @@ template <int NA, int NB, typename A, typename B> inline bool disjoint(const arr
 
 // Thread-local storage of a kernel library is allocated by the first `__tls_get_addr` of each thread (and updated
 // after later dlopen()s). That slow path can clobber vector registers (glibc's AVX-512 string functions use
-// zmm16-31, which compilers assume it preserves), so a range entry touches its library's TLS first, in a call made
-// before any vector value is live; the TLS accesses of the kernel body (checkpoint stacks, checked mode) then take
-// the fast path.
+// zmm16-31, which compilers assume an inline TLS access preserves), so kernel code reaches its TLS only through
+// out-of-line calls (kernel_support.h: ckpt_stack, check_slot), and a range entry touches its library's TLS first,
+// before any vector value is live, so that those calls usually take the fast path.
 static __thread int tl_warm;
 TREADLE_NOINLINE inline void warm_tls() { tl_warm = 1; }
 
