@@ -361,6 +361,36 @@ TREADLE_RT_EXPORT void treadle_rt_shutdown() {
 
 TREADLE_RT_EXPORT int32_t treadle_rt_workers() { return (int32_t)treadle_rt::pool().nthreads; }
 
+namespace treadle_rt {
+struct MemsetJob {
+    char* dst;
+    int64_t bytes;
+    int value;
+};
+static const int64_t kMemsetUnit = 4096;  // bytes per "thread" of a memset job
+static void memset_range(const void*, const void* a, int64_t begin, int64_t end) {
+    const MemsetJob* j = static_cast<const MemsetJob*>(a);
+    const int64_t lo = begin * kMemsetUnit;
+    const int64_t hi = end * kMemsetUnit < j->bytes ? end * kMemsetUnit : j->bytes;
+    if (hi > lo)
+        __builtin_memset(j->dst + lo, j->value, (size_t)(hi - lo));
+}
+}  // namespace treadle_rt
+
+// Sets `bytes` bytes at `dst` to `value` on up to `nthreads` threads of the pool (zero_() of large arrays: each
+// thread clears part of the buffer, and the lines it clears stay in its own cache).
+TREADLE_RT_EXPORT void treadle_rt_memset(void* dst, int32_t value, int64_t bytes, int32_t nthreads) {
+    treadle_rt::Pool& p = treadle_rt::pool();
+    treadle_rt::MemsetJob job{static_cast<char*>(dst), bytes, (int)value};
+    const int64_t units = (bytes + treadle_rt::kMemsetUnit - 1) / treadle_rt::kMemsetUnit;
+    if (nthreads <= 1 || units < 2 * p.min_chunk || pthread_mutex_trylock(&p.submit) != 0) {
+        __builtin_memset(dst, value, (size_t)bytes);
+        return;
+    }
+    p.run_locked(treadle_rt::memset_range, nullptr, &job, units, nthreads);
+    pthread_mutex_unlock(&p.submit);
+}
+
 // Copies `bytes` (a multiple of 64) from `src` to `dst` (both 64-byte aligned) with non-temporal stores, which write
 // whole cache lines without reading them first (launch_loop_streamed in launch.h); the caller ends its range with
 // treadle_rt_stream_fence(). Compiler builtins rather than <emmintrin.h>: this file must stay quick to compile.

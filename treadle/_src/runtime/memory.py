@@ -84,6 +84,11 @@ class Allocator:
         self.memcpy(dst, src, nbytes)
 
 
+#: Host memsets at least this large (``zero_()`` of big arrays and gradients) run on the thread pool: a 4 MB gradient
+#: that two threads wrote in a backward pass is cleared in about half the time, each thread in its own cache.
+PARALLEL_MEMSET_BYTES = 2 << 20
+
+
 class CpuAllocator(Allocator):
     """Host memory: 64-byte aligned NumPy-owned buffers."""
 
@@ -95,7 +100,12 @@ class CpuAllocator(Allocator):
         return Allocation(ptr=ptr, nbytes=nbytes, owner=buf, allocator=self)
 
     def memset(self, ptr: int, value: int, nbytes: int) -> None:
-        """Set ``nbytes`` bytes at ``ptr`` to the byte ``value``."""
+        """Set ``nbytes`` bytes at ``ptr`` to the byte ``value`` (large buffers on the thread pool's threads)."""
+        if nbytes >= PARALLEL_MEMSET_BYTES:
+            from .threadpool import parallel_memset
+
+            if parallel_memset(ptr, value & 0xFF, nbytes):
+                return
         if nbytes > 0:
             ctypes.memset(ptr, value & 0xFF, nbytes)
 

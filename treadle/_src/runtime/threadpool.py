@@ -88,10 +88,14 @@ class CpuRuntime:
             self._shutdown.restype = None
             self._workers = lib.treadle_rt_workers
             self._workers.restype = ctypes.c_int32
+            self.memset = lib.treadle_rt_memset
+            self.memset.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
+            self.memset.restype = None
             self.configure(serial_threshold=SERIAL_THRESHOLD, spin_ns=SPIN_NS, min_chunk=MIN_CHUNK)
         else:
             self.run1 = _serial_run1
             self.run = _serial_run
+            self.memset = None
 
     @property
     def parallel(self) -> bool:
@@ -230,6 +234,21 @@ def prefetch_runtime() -> None:
         if _HOLDER.runtime is None and _HOLDER.prefetch is None:
             _HOLDER.prefetch = threading.Thread(target=_build_into_holder, daemon=False, name="treadle-rt-build")
             _HOLDER.prefetch.start()
+
+
+def parallel_memset(ptr: int, value: int, nbytes: int) -> bool:
+    """Set ``nbytes`` at ``ptr`` to the byte ``value`` on the pool's threads.
+
+    ``False`` when no pool is loaded or a single thread is configured: the caller then sets them itself.
+    """
+    rt = _HOLDER.runtime
+    if rt is None or rt.memset is None:
+        return False
+    nt = num_threads()
+    if nt <= 1:
+        return False
+    rt.memset(ptr, value, nbytes, nt)
+    return True
 
 
 def get_cpu_runtime() -> CpuRuntime:
