@@ -7,9 +7,12 @@ slow path; the checkpoint stack of differentiated loops is therefore reached thr
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import shutil
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -36,6 +39,30 @@ def _grad_ref(x: np.ndarray, n: int) -> np.ndarray:
     return g
 
 
+@contextlib.contextmanager
+def libraries_loading(lib: Path, tmp_path: Path, count: int) -> Iterator[None]:
+    """While the block runs, another thread dlopen()s up to ``count`` copies of the library ``lib``."""
+    stop = threading.Event()
+    loaded: list[ctypes.CDLL] = []
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set() and i < count:
+            copy = tmp_path / f"copy{i}.so"
+            shutil.copyfile(lib, copy)
+            loaded.append(ctypes.CDLL(str(copy), mode=getattr(ctypes, "RTLD_LOCAL", 0)))
+            i += 1
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+    assert loaded
+
+
 def test_loop_gradients_while_libraries_load(tmp_path):
     m, n = 4096, 12
     x_np = np.random.default_rng(3).random(m).astype(np.float32) * 0.5
@@ -55,26 +82,9 @@ def test_loop_gradients_while_libraries_load(tmp_path):
     np.testing.assert_allclose(grad(), want, rtol=2e-3, atol=2e-3)
     lib = looped.get_instance(None).built.lib_path
     load_library(lib)
-    stop = threading.Event()
-    loaded: list[ctypes.CDLL] = []
-
-    def churn() -> None:
-        i = 0
-        while not stop.is_set() and i < 200:
-            copy = tmp_path / f"copy{i}.so"
-            shutil.copyfile(lib, copy)
-            loaded.append(ctypes.CDLL(str(copy), mode=getattr(ctypes, "RTLD_LOCAL", 0)))
-            i += 1
-
-    t = threading.Thread(target=churn)
-    t.start()
-    try:
+    with libraries_loading(lib, tmp_path, 200):
         for _ in range(20):
             np.testing.assert_allclose(grad(), want, rtol=2e-3, atol=2e-3)
-    finally:
-        stop.set()
-        t.join()
-    assert loaded
 
 
 @wp.kernel
@@ -99,26 +109,8 @@ def test_checked_mode_kernels_while_libraries_load(tmp_path):
         wp.launch(scaled, m, inputs=[a, out, 2.0, 0.25])
         np.testing.assert_array_equal(out.numpy(), want)
         lib = scaled.get_instance(None).built.lib_path
-    stop = threading.Event()
-    loaded: list[ctypes.CDLL] = []
-
-    def churn() -> None:
-        i = 0
-        while not stop.is_set() and i < 300:
-            copy = tmp_path / f"copy{i}.so"
-            shutil.copyfile(lib, copy)
-            loaded.append(ctypes.CDLL(str(copy), mode=getattr(ctypes, "RTLD_LOCAL", 0)))
-            i += 1
-
-    t = threading.Thread(target=churn)
-    t.start()
-    try:
-        with wp.config.override(mode="debug", num_threads=1):
-            for _ in range(60):
-                out.zero_()
-                wp.launch(scaled, m, inputs=[a, out, 2.0, 0.25])
-                np.testing.assert_array_equal(out.numpy(), want)
-    finally:
-        stop.set()
-        t.join()
-    assert loaded
+    with libraries_loading(lib, tmp_path, 300), wp.config.override(mode="debug", num_threads=1):
+        for _ in range(60):
+            out.zero_()
+            wp.launch(scaled, m, inputs=[a, out, 2.0, 0.25])
+            np.testing.assert_array_equal(out.numpy(), want)

@@ -8,18 +8,16 @@ path, and that a remembered file that is not trusted or not a product is never r
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_module import import_fresh
 
 import treadle as wp
 from treadle._src.backends import cpu
-from treadle._src.lang.kernel import modules
 from treadle._src.runtime import threadpool, warm_env, warm_index
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
@@ -56,16 +54,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def _start(root: Path) -> None:
     """What a fresh process does before its first launch: fingerprint a kernel (takes the stamp, reads the memo)."""
     warm_env.forget()
-    name = "warm_products_kernel"
-    path = root / f"{name}.py"
-    if not path.exists():
-        path.write_text(KERNEL)
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    sys.modules.pop(name, None)
-    modules().modules.pop(name, None)
-    importlib.invalidate_caches()
-    mod = importlib.import_module(name)
+    mod = import_fresh(root, "warm_products_kernel", KERNEL)
     assert warm_index.fingerprint(mod.bump.get_instance(None)) is not None
 
 
