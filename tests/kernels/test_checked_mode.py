@@ -258,3 +258,25 @@ def test_location_after_a_func_call(debug_mode):
     text = str(info.value)
     assert f"{__file__}:{_line(oob_after_call)}" in text
     assert "thread 3" in text
+
+
+@wp.func
+def checked_get_next(a: wp.array(dtype=float), j: int) -> float:
+    return a[j + 1]  # <-
+
+
+@wp.kernel(module="unique")
+def oob_inside_call(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = checked_get_next(a, i)
+
+
+def test_location_inside_a_func(debug_mode):
+    """A function's statements record their location through the thread's slot, as the kernel's do."""
+    a = wp.zeros(4, dtype=float)
+    out = wp.zeros(4, dtype=float)
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(oob_inside_call, dim=4, inputs=[a, out])
+    text = str(info.value)
+    assert f"{__file__}:{_line(checked_get_next)}" in text
+    assert "thread 3" in text and "index 4 is out of bounds" in text

@@ -60,6 +60,10 @@ struct check_slot_t {
 };
 inline thread_local check_slot_t tl_check;
 __attribute__((noinline)) inline check_slot_t* check_slot() { return &tl_check; }
+// TREADLE_AT stores through `treadle_chk`: in a kernel body, the local pointer to the slot that TREADLE_THREAD takes
+// once per thread; elsewhere (functions), the global null below, which looks the slot up at each statement.
+inline void check_at(check_slot_t* slot, int at) { slot->loc = at; }
+inline void check_at(decltype(nullptr), int at) { check_slot()->loc = at; }
 static int g_error_set = 0;
 static long long g_error[8];  // location index, thread, dimension (or code), index, extent, indices 1..3
 }  // namespace treadle
@@ -121,8 +125,11 @@ inline void verify_fp(const V& v, int nidx, long long i0, long long i1 = 0, long
     }
 }
 }  // namespace treadle
-#define TREADLE_AT(at) treadle::check_slot()->loc = (at);
-#define TREADLE_THREAD(t) treadle::check_slot()->tid = (t);
+static constexpr decltype(nullptr) treadle_chk = nullptr;
+#define TREADLE_AT(at) treadle::check_at(treadle_chk, (at));
+#define TREADLE_THREAD(t)                                                                                              \
+    treadle::check_slot_t* const treadle_chk = treadle::check_slot();                                                  \
+    treadle_chk->tid = (t);
 #else
 #define TREADLE_AT(loc)
 #define TREADLE_THREAD(t)
