@@ -27,6 +27,13 @@ def _line(k) -> int:
     return first + next(i for i, t in enumerate(lines) if "# <-" in t)
 
 
+def _checked_error(kernel, dim: int, inputs: list) -> str:
+    """The message of the CheckedModeError that launching ``kernel`` raises."""
+    with pytest.raises(wp.CheckedModeError) as info:
+        wp.launch(kernel, dim=dim, inputs=inputs)
+    return str(info.value)
+
+
 @pytest.fixture
 def debug_mode():
     old = wp.config.mode
@@ -36,11 +43,7 @@ def debug_mode():
 
 
 def test_out_of_bounds_read_raises(debug_mode):
-    a = wp.zeros(8, dtype=float)
-    out = wp.zeros(8, dtype=float)
-    with pytest.raises(wp.CheckedModeError) as info:
-        wp.launch(oob_read, dim=8, inputs=[a, out])
-    text = str(info.value)
+    text = _checked_error(oob_read, 8, [wp.zeros(8, dtype=float), wp.zeros(8, dtype=float)])
     assert f"{__file__}:{_line(oob_read)}" in text
     assert "thread 7" in text
     assert "index 8 is out of bounds for dimension 0 of extent 8" in text
@@ -251,11 +254,7 @@ def test_location_after_branches_in_a_loop(debug_mode):
 
 
 def test_location_after_a_func_call(debug_mode):
-    a = wp.zeros(4, dtype=float)
-    out = wp.zeros(4, dtype=float)
-    with pytest.raises(wp.CheckedModeError) as info:
-        wp.launch(oob_after_call, dim=4, inputs=[a, out])
-    text = str(info.value)
+    text = _checked_error(oob_after_call, 4, [wp.zeros(4, dtype=float), wp.zeros(4, dtype=float)])
     assert f"{__file__}:{_line(oob_after_call)}" in text
     assert "thread 3" in text
 
@@ -273,10 +272,6 @@ def oob_inside_call(a: wp.array(dtype=float), out: wp.array(dtype=float)):
 
 def test_location_inside_a_func(debug_mode):
     """A function's statements record their location through the thread's slot, as the kernel's do."""
-    a = wp.zeros(4, dtype=float)
-    out = wp.zeros(4, dtype=float)
-    with pytest.raises(wp.CheckedModeError) as info:
-        wp.launch(oob_inside_call, dim=4, inputs=[a, out])
-    text = str(info.value)
+    text = _checked_error(oob_inside_call, 4, [wp.zeros(4, dtype=float), wp.zeros(4, dtype=float)])
     assert f"{__file__}:{_line(checked_get_next)}" in text
     assert "thread 3" in text and "index 4 is out of bounds" in text
