@@ -262,14 +262,14 @@ struct Pool {
     }
 
     void run(treadle_range_fn f, const void* bnd, const void* a, int nt) {
-        const int64_t size = launch_size(bnd);
+        run_sized(f, bnd, a, launch_size(bnd), nt, serial_threshold);
+    }
+
+    // `size` threads of `f` on up to `nt` threads; serially below `threshold`, or when another thread is launching.
+    void run_sized(treadle_range_fn f, const void* bnd, const void* a, int64_t size, int nt, int64_t threshold) {
         if (size <= 0)
             return;
-        if (nt <= 1 || size < serial_threshold) {
-            f(bnd, a, 0, size);
-            return;
-        }
-        if (pthread_mutex_trylock(&submit) != 0) {  // another thread is launching: run on this one
+        if (nt <= 1 || size < threshold || pthread_mutex_trylock(&submit) != 0) {
             f(bnd, a, 0, size);
             return;
         }
@@ -383,12 +383,7 @@ TREADLE_RT_EXPORT void treadle_rt_memset(void* dst, int32_t value, int64_t bytes
     treadle_rt::Pool& p = treadle_rt::pool();
     treadle_rt::MemsetJob job{static_cast<char*>(dst), bytes, (int)value};
     const int64_t units = (bytes + treadle_rt::kMemsetUnit - 1) / treadle_rt::kMemsetUnit;
-    if (nthreads <= 1 || units < 2 * p.min_chunk || pthread_mutex_trylock(&p.submit) != 0) {
-        __builtin_memset(dst, value, (size_t)bytes);
-        return;
-    }
-    p.run_locked(treadle_rt::memset_range, nullptr, &job, units, nthreads);
-    pthread_mutex_unlock(&p.submit);
+    p.run_sized(treadle_rt::memset_range, nullptr, &job, units, nthreads, 2 * p.min_chunk);
 }
 
 // Copies `bytes` (a multiple of 64) from `src` to `dst` (both 64-byte aligned) with non-temporal stores, which write

@@ -282,7 +282,7 @@ class _Frame:
 class LaunchPlan:
     """Everything about launching one kernel instance that does not depend on the argument values."""
 
-    __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_type", "fwd", "nargs",
+    __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_layout", "fwd", "nargs",
                  "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel", "addr", "run1",
                  "cur_nt", "cfg_fp", "fast", "bwd_entry", "bwd_addr", "bwd_frame", "bwd_owner")
 
@@ -295,7 +295,7 @@ class LaunchPlan:
         self.args_type = inst.args_type
         self.debug = inst.options.mode == "debug"
         self.order_dependent = inst.order_dependent()
-        self.frame_type = _FrameLayout(self.args_type)
+        self.frame_layout = _FrameLayout(self.args_type)
         self.fwd = _range_entry(inst, "forward")
         self.cfg_mode = config.mode
         self.cfg_fp = config.verify_fp
@@ -326,7 +326,7 @@ class LaunchPlan:
 
     def new_frame(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> _Frame:
         """A frame of its own holding ``args`` and ``bounds`` (for recorded launches and other threads)."""
-        fr = _Frame(self.frame_type, self.fwd)
+        fr = _Frame(self.frame_layout, self.fwd)
         fargs = fr.args
         for name, packer, v in zip(self.names, self.packers, args):
             setattr(fargs, name, packer(v, device))
@@ -345,7 +345,7 @@ class LaunchPlan:
             with _CLAIM:
                 mine = self.frame is None
                 if mine:  # the first launching thread owns the plan's frame from now on
-                    self.frame = _Frame(self.frame_type, self.fwd)
+                    self.frame = _Frame(self.frame_layout, self.fwd)
                     self.addr = self.frame.addr
                     self.run1 = _runtime().run1
                     self.owner = _get_ident()
@@ -410,7 +410,7 @@ class LaunchPlan:
         fr = self.bwd_frame
         if fr is None or self.bwd_owner != _get_ident():
             with _CLAIM:
-                fr = _Frame(self.frame_type, self.bwd_addr)
+                fr = _Frame(self.frame_layout, self.bwd_addr)
                 if self.bwd_frame is None:
                     self.bwd_frame = fr
                     self.bwd_owner = _get_ident()
@@ -464,7 +464,7 @@ def _native_plan(plan: LaunchPlan) -> Any:
         offsets.append(field.offset)
         ndims.append(ndim)
         dtypes.append(dtype)
-    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + plan.frame_type.args_off, fr.args, list(plan.names),
+    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + plan.frame_layout.args_off, fr.args, list(plan.names),
                     list(plan.packers), kinds, offsets, ndims, dtypes, plan.kernel, plan.inst, plan.cfg_mode,
                     plan.cfg_fp, plan.debug, plan.order_dependent, plan.owner)
 
