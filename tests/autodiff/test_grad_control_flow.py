@@ -148,6 +148,82 @@ CASES = [
 ]
 
 
+# Loops whose checkpoints leave locals out (compiler/checkpoints.py): each kernel breaks one of the rules if the rule
+# were applied too widely, so a wrong pruning shows up as a wrong gradient.
+@wp.kernel
+def read_then_reassigned(x: wp.array(dtype=wp.float64), n: int, loss: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[i]
+    c = v * wp.float64(2.0)  # read in the loop, reassigned after it: the iterations must see the old value
+    acc = v
+    for _k in range(n):
+        acc = acc * wp.float64(0.5) + wp.sin(acc * c)
+    c = c * c * wp.float64(3.0)
+    wp.atomic_add(loss, 0, acc + c)
+
+
+def read_then_reassigned_ref(v: float, n: int = 5) -> float:
+    c = v * 2.0
+    acc = v
+    for _ in range(n):
+        acc = acc * 0.5 + np.sin(acc * c)
+    return acc + c * c * 3.0
+
+
+@wp.kernel
+def written_after_inner(x: wp.array(dtype=wp.float64), n: int, loss: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[i]
+    t = v
+    s = wp.float64(0.0)
+    for _a in range(n):
+        for _b in range(n - 1):  # dynamic: a static range would be unrolled
+            s = s * wp.float64(0.5) + wp.sin(t * s) * wp.float64(0.3) + t * wp.float64(0.1)
+        t = t * wp.float64(0.9) + v * wp.float64(0.2)  # after the inner loop, inside the outer one
+    wp.atomic_add(loss, 0, s)
+
+
+def written_after_inner_ref(v: float, n: int = 4) -> float:
+    t, s = v, 0.0
+    for _ in range(n):
+        for _ in range(n - 1):
+            s = s * 0.5 + np.sin(t * s) * 0.3 + t * 0.1
+        t = t * 0.9 + v * 0.2
+    return s
+
+
+@wp.kernel
+def temporaries(x: wp.array(dtype=wp.float64), n: int, loss: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[i]
+    acc = v
+    d = wp.float64(0.0)
+    e = wp.float64(1.0)
+    for k in range(n):
+        d = acc * v  # assigned first in every iteration: not saved
+        if k % 2 == 0:
+            e = acc * wp.float64(0.7)  # assigned on some iterations only: saved
+        acc = acc * wp.float64(0.8) + wp.sin(d) * e
+    wp.atomic_add(loss, 0, acc + d * e)
+
+
+def temporaries_ref(v: float, n: int = 7) -> float:
+    acc, d, e = v, 0.0, 1.0
+    for k in range(n):
+        d = acc * v
+        if k % 2 == 0:
+            e = acc * 0.7
+        acc = acc * 0.8 + np.sin(d) * e
+    return acc + d * e
+
+
+CASES += [
+    (read_then_reassigned, read_then_reassigned_ref, 5),
+    (written_after_inner, written_after_inner_ref, 4),
+    (temporaries, temporaries_ref, 7),
+]
+
+
 @pytest.mark.parametrize("kernel,ref,n", CASES, ids=[c[0].key for c in CASES])
 def test_control_flow_gradients(kernel, ref, n):
     xs = np.array([-0.7, 0.2, 0.55, 0.9, 1.3, 1.7])

@@ -6,7 +6,7 @@ walks the statements backwards and calls each builtin's ``adj_`` function. The i
 forward sweep computed.
 
 Loops are differentiated exactly, including dynamic bounds, ``while``, ``break`` and ``continue``: each iteration of
-a loop pushes the variables the body modifies onto a per-thread checkpoint stack; the reverse sweep walks the
+a loop pushes the variables its replay needs onto a per-thread checkpoint stack (:mod:`.checkpoints` says which); the reverse sweep walks the
 iterations backwards, restores each iteration's state, replays that iteration forward and then reverses it. Loops
 nested in a loop are checkpointed during the replay of their enclosing iteration, so memory is proportional to the
 trip count of one loop level, not to the product.
@@ -21,6 +21,7 @@ from typing import Any
 from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
+from .checkpoints import checkpoint_sets
 from .access import _METADATA_ONLY
 from .dataflow import Marks
 from .emit_cpp import Emitter, cpp_field, cpp_type
@@ -39,26 +40,6 @@ def differentiable(t: Any) -> bool:
     if isinstance(t, TupleT):
         return any(differentiable(x) for x in t.types)
     return False
-
-
-def _loop_modified(s: Any) -> list[ir.Local]:
-    """Locals a loop's iterations depend on: its variable, stores, by-reference arguments and reads in its body.
-
-    Reads are included because code after the loop may reassign a variable the loop read; the replay of an
-    iteration must see the value the variable had then, not its final one.
-    """
-    out: dict[int, ir.Local] = {}
-    if isinstance(s, ir.ForRange):
-        out[s.var.id] = s.var
-    for t in ir.walk(s.body):
-        if isinstance(t, (ir.StoreLocal, ir.LoadLocal)):
-            out[t.local.id] = t.local
-        elif isinstance(t, ir.ForRange):
-            out[t.var.id] = t.var
-        for a in getattr(t, "args", None) or []:
-            if isinstance(a, ir.LocalRef):
-                out[a.local.id] = a.local
-    return list(out.values())
 
 
 _NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
@@ -267,6 +248,7 @@ class AdjointEmitter(Emitter):
         self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
         self.live: set[int] | None = None  # values whose adjoint can be non-zero (adjoint_live); None: all
         self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
+        self.saved: dict[int, list[ir.Local]] = {}  # loop statement id -> locals an iteration saves (checkpoints.py)
 
     # Declarations ----------------------------------------------------------------------------------------------
     def ct(self, t: Any) -> str:
@@ -334,14 +316,13 @@ class AdjointEmitter(Emitter):
         s._ckpt = self.ckpt_now
         if self.ckpt_now:
             n = self.loop_ids[id(s)]
-            mods = _loop_modified(s)
-            size = " + ".join(f"sizeof(var_{m.name})" for m in mods) or "0"
+            size = " + ".join(f"sizeof(var_{m.name})" for m in self.saved[id(s)]) or "0"
             lines.append(f"{ind}_base{n} = treadle::ckpt_size(); _cnt{n} = 0; _esz{n} = {size};")
 
     def iter_prologue(self, s: Any, lines: list[str], ind: str) -> None:
         if s._ckpt:
             n = self.loop_ids[id(s)]
-            for m in _loop_modified(s):
+            for m in self.saved[id(s)]:
                 lines.append(f"{ind}treadle::ckpt_push(var_{m.name});")
             lines.append(f"{ind}++_cnt{n};")
         s._saved_ckpt = self.ckpt_now
@@ -636,7 +617,7 @@ class AdjointEmitter(Emitter):
 
     def rev_loop(self, s: Any, lines: list[str], ind: str) -> None:
         n = self.loop_ids[id(s)]
-        mods = _loop_modified(s)
+        mods = self.saved[id(s)]
         body: list[str] = []
         self.reverse(s.body, body, ind + "    ")
         if not body:
@@ -664,6 +645,7 @@ class AdjointEmitter(Emitter):
         lines = [f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(params + adj_params + ret)})", "{"]
         live = adjoint_live(f)
         self.partner = self.sincos_calls(f, live)
+        self.saved = checkpoint_sets(f)
         lines += self.declarations(f, with_locals=True)
         self.forward(f.body, lines, "    ", ckpt=True)
         retval = getattr(f, "retval", None)
@@ -719,6 +701,7 @@ class AdjointEmitter(Emitter):
                 lines.append(dense)
         live = adjoint_live(f)
         self.partner = self.sincos_calls(f, live)
+        self.saved = checkpoint_sets(f)
         lines += self.declarations(f, with_locals=True)
         lines += emit_entry.tid_lines(f)
         lines += self.own_flags(f)
