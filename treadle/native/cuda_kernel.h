@@ -70,6 +70,7 @@ struct cuda_ckpt_t {
     unsigned char* data;
     unsigned long long size;  // bytes pushed (may exceed cap: then the thread overflowed)
     unsigned long long cap;
+    unsigned long long need;  // the largest size a push that did not fit asked for (0: every push fit)
 };
 
 }  // namespace treadle
@@ -97,6 +98,8 @@ template <typename T> TREADLE_FUNC void ckpt_push(const T& v) {
     cuda_ckpt_t& s = cuda_ckpt();
     if (s.size + sizeof(T) <= s.cap)
         memcpy(s.data + s.size, &v, sizeof(T));
+    else if (s.size + sizeof(T) > s.need)
+        s.need = s.size + sizeof(T);  // kept past ckpt_pop_to: the launch reports it
     s.size += sizeof(T);
 #else
     (void)v;
@@ -122,23 +125,22 @@ TREADLE_FUNC void ckpt_pop_to(size_t pos) {
 #endif
 }
 
-// Entry-point helpers: bind the thread's stack before its first thread index, check it after each one.
+// Entry-point helpers: bind the thread's stack before its first thread index, empty it after each one, report
+// an overflow at the end. (The backward body pops every loop's checkpoints before it returns, so the size it
+// reached is only known from `need`.)
 __device__ __forceinline__ void cuda_ckpt_bind(cuda_ckpt_t& s, unsigned char* buf, unsigned long long cap) {
     s.data = buf;
     s.size = 0;
     s.cap = cap;
+    s.need = 0;
     treadle_ckpt_slots[threadIdx.x] = &s;
 }
 
-__device__ __forceinline__ void cuda_ckpt_check(cuda_ckpt_t& s, unsigned long long& high) {
-    if (s.size > high)
-        high = s.size;
-    s.size = 0;
-}
+__device__ __forceinline__ void cuda_ckpt_check(cuda_ckpt_t& s) { s.size = 0; }
 
-__device__ __forceinline__ void cuda_ckpt_report(const cuda_ckpt_t& s, unsigned long long high) {
-    if (high > s.cap)
-        atomicMax(&treadle_cuda_ckpt_overflow, high);
+__device__ __forceinline__ void cuda_ckpt_report(const cuda_ckpt_t& s) {
+    if (s.need > 0)
+        atomicMax(&treadle_cuda_ckpt_overflow, s.need);
 }
 
 }  // namespace treadle
