@@ -313,6 +313,9 @@ class FakeDriver:
         self.functions[h] = name.decode()
         return h
 
+    def _cuOccupancyMaxActiveBlocksPerMultiprocessor(self, f: int, block: int, smem: int) -> int:
+        return 2048 // int(block)  # an H200's 2048 resident threads per multiprocessor
+
     def _cuModuleGetGlobal(self, mod: int, name: bytes) -> tuple[int, int]:
         key = (int(mod), name.decode())
         if key not in self.globals:

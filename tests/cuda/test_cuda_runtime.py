@@ -241,6 +241,11 @@ def test_launch_packs_bounds_and_args(fake):
     nogrid = mod.function("k2", block_dim=256, grid_stride=False)
     with pytest.raises(wp.LaunchError, match="grid-stride"):
         nogrid.launch_config(10_000, max_blocks=2)
+    # grid-stride kernels run at most one wave of resident blocks (132 SMs x 2048 threads); max_blocks overrides it
+    assert fn.launch_config(2**28) == (132 * 16, 128)
+    assert fn.launch_config(2**28, max_blocks=2**31 - 1) == (2**28 // 128, 128)
+    assert fn.launch_config(2**28, block_dim=64) == (132 * 32, 64)
+    assert nogrid.launch_config(2**28) == (2**28 // 256, 256)  # one CUDA thread per index: never capped
 
 
 def test_device_side_errors_are_reported(fake):
