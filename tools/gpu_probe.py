@@ -149,6 +149,21 @@ def main() -> int:
         r[f"nbody_ms_b{bd}"] = events_ms(
             wp, dev, lambda bd=bd: wp.launch(k.nbody, nb, inputs=[pos, acc, nb], device=dev, block_dim=bd), 3)
     r["copy_treadle"] = 2 * 4 * n / 1e6 / events_ms(wp, dev, lambda: wp.copy(y, x))
+
+    @wp.kernel(module="probe_no_prefetch", module_options={"cuda_prefetch": False})
+    def saxpy_np(x: wp.array(dtype=float), y: wp.array(dtype=float), a: float):
+        i = wp.tid()
+        y[i] = a * x[i] + y[i]
+
+    @wp.kernel(module="probe_no_prefetch", module_options={"cuda_prefetch": False})
+    def triad_np(a: wp.array(dtype=float), b: wp.array(dtype=float), c: wp.array(dtype=float), s: float):
+        i = wp.tid()
+        a[i] = b[i] + s * c[i]
+
+    r["saxpy_treadle_no_prefetch"] = gb / events_ms(wp, dev, lambda: wp.launch(saxpy_np, n, inputs=[x, y, 2.0]))
+    c = wp.full(n, 3.0, dtype=float, device=dev)
+    r["triad_treadle"] = gb / events_ms(wp, dev, lambda: wp.launch(k.triad, n, inputs=[c, x, y, 2.0]))
+    r["triad_treadle_no_prefetch"] = gb / events_ms(wp, dev, lambda: wp.launch(triad_np, n, inputs=[c, x, y, 2.0]))
     try:
         binary, _ = cb.get_nvrtc().compile(RAW, "raw.cu", [f"-arch=sm_{dev.arch}"], "cubin")
         mod = cd.load_module(dev, binary)

@@ -65,6 +65,17 @@ __device__ __forceinline__ void cuda_tid(const launch_bounds_t& b, int64 flat, i
     tid_from_index(b, flat, t);
 }
 
+// Prefetch element i of a 1-d array (when D) and of its gradient (when G) into L2; nothing when i is out of range.
+template <bool D, bool G, typename T> __device__ __forceinline__ void cuda_prefetch(const array_t<T>& a, int64 i) {
+    if (i >= a.shape[0])
+        return;
+    const int64 off = i * a.strides[0];
+    if (D)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(a.data) + off));
+    if (G && a.grad != nullptr)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(a.grad) + off));
+}
+
 // ------------------------------------------------------------------------------------------------ checkpoints
 struct cuda_ckpt_t {
     unsigned char* data;

@@ -445,7 +445,7 @@ def entry_options(kernel_options: dict[str, Any] | None = None, module_options: 
     """The CUDA entry options of a kernel.
 
     From the kernel's options (``@wp.kernel(launch_bounds=...)``, ``grid_stride``) and its module's
-    (``launch_bounds``, ``block_dim``, ``cuda_ckpt_bytes``); the kernel's win.
+    (``launch_bounds``, ``block_dim``, ``cuda_ckpt_bytes``, ``cuda_prefetch``); the kernel's win.
     """
     from ..compiler.emit_cuda import DEFAULT_CKPT_BYTES, CudaEntryOptions
 
@@ -454,7 +454,8 @@ def entry_options(kernel_options: dict[str, Any] | None = None, module_options: 
     return CudaEntryOptions.from_launch_bounds(
         ko.get("launch_bounds", mo.get("launch_bounds")), block_dim=ko.get("block_dim", mo.get("block_dim", 256)),
         grid_stride=bool(ko.get("grid_stride", True)),
-        ckpt_bytes=int(ko.get("cuda_ckpt_bytes", mo.get("cuda_ckpt_bytes", DEFAULT_CKPT_BYTES))))
+        ckpt_bytes=int(ko.get("cuda_ckpt_bytes", mo.get("cuda_ckpt_bytes", DEFAULT_CKPT_BYTES))),
+        prefetch=bool(ko.get("cuda_prefetch", mo.get("cuda_prefetch", True))))
 
 
 def _module_siblings(inst: Any, device: Any, opts: CudaCompileOptions) -> list[CudaBuilt]:

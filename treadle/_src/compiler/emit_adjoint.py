@@ -21,8 +21,8 @@ from typing import Any
 from ..lang import scalars
 from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
-from .checkpoints import checkpoint_sets
 from .access import _METADATA_ONLY
+from .checkpoints import checkpoint_sets
 from .dataflow import Marks
 from .emit_cpp import Emitter, cpp_field, cpp_type
 

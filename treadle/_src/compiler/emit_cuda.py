@@ -54,12 +54,15 @@ class CudaEntryOptions:
             0 to omit).
         grid_stride: a grid-stride loop (any grid size works) or one thread index per CUDA thread.
         ckpt_bytes: per-thread checkpoint capacity of backward passes that differentiate loops.
+        prefetch: in the grid-stride loop of a 1-d kernel, prefetch into L2 the next iteration's element of each
+            1-d array parameter the kernel accesses only at its own thread index (see :func:`prefetch_lines`).
     """
 
     block_dim: int = 256
     min_blocks: int = 0
     grid_stride: bool = True
     ckpt_bytes: int = DEFAULT_CKPT_BYTES
+    prefetch: bool = True
 
     @staticmethod
     def from_launch_bounds(launch_bounds: Any, block_dim: int | None = None, **kw: Any) -> CudaEntryOptions:
@@ -167,6 +170,7 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
             # 20% of a saxpy's bandwidth when each thread runs one iteration)
             "#pragma unroll 1",
             f"    for (treadle::int64 _i = {first}; _i < bounds.size; _i += _step) {{",
+            *(prefetch_lines(f, kind) if opts.prefetch else []),
             *per_thread,
             "    }",
         ]
@@ -176,6 +180,32 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
         lines.append("    treadle::cuda_ckpt_report(_ckpt);")
     lines.append("}")
     return "\n".join(lines)
+
+
+def prefetch_lines(f: ir.FuncIR, kind: str) -> list[str]:
+    """L2 prefetches of the next grid-stride iteration's elements (1-d kernels; empty when nothing qualifies).
+
+    Only 1-d array parameters that every access indexes with the thread's own index (``x[i]``: see
+    ``emit_adjoint.own_index_arrays``) are prefetched, so the lines fetched are the ones the next iteration reads;
+    arrays the kernel only stores to are not (a full-sector store needs no read), and backward passes prefetch the
+    gradient elements, which they accumulate into or consume. Each thread then has its next elements on the way while it
+    computes the current one, which a streaming kernel cannot otherwise do (its loads may not pass the store before
+    them: the arrays may alias).
+    """
+    from .emit_adjoint import own_index_arrays
+
+    if max(1, getattr(f, "launch_ndim", 1)) != 1:
+        return []
+    found = own_index_arrays(f)
+    own = {p.id: p for p in found.values() if p.type.ndim == 1 and not p.type.indexed}
+    loaded = {found[s.array.id].id for s in ir.walk(f.body)
+              if isinstance(s, ir.ArrayLoad) and isinstance(s.array, ir.Value) and s.array.id in found}
+    backward = kind == "backward"
+    calls = [f"treadle::cuda_prefetch<{str(p.id in loaded).lower()}, {str(backward).lower()}>(args.p_{p.name}, _n);"
+             for p in own.values() if p.id in loaded or backward]  # a store-only array's lines need no read
+    if not calls:
+        return []
+    return [f"        if (const treadle::int64 _n = _i + _step; _n < bounds.size) {{ {' '.join(calls)} }}"]
 
 
 def _finish(block: str, symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryOptions,
