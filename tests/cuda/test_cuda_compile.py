@@ -146,6 +146,28 @@ def test_bounds_checked_entry_without_grid_stride():
     assert "__launch_bounds__(64)" in b.block
 
 
+@wp.kernel(module="cuda_compile_tests")
+def mixed_access(x: wp.array(dtype=float), table: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = x[i] * table[i % 7]
+
+
+def test_grid_stride_prefetches_own_index_arrays_it_reads():
+    fwd = _built(mixed_access)[2].block
+    line = next(t for t in fwd.splitlines() if "cuda_prefetch" in t)
+    # x is read at the thread's own index; table at another index, out is only stored to: neither is prefetched
+    assert "cuda_prefetch<true, false>(args.p_x, _n)" in line and "p_table" not in line and "p_out" not in line
+    bwd = _built(mixed_access, adjoint=True)[2].block
+    line = next(t for t in bwd.splitlines() if "cuda_prefetch" in t)
+    assert "cuda_prefetch<true, true>(args.p_x, _n)" in line and "cuda_prefetch<false, true>(args.p_out, _n)" in line
+    assert "cuda_prefetch" not in _built(grid2)[2].block  # 2-d launches: none
+    off = _built(mixed_access, entry=emit_cuda.CudaEntryOptions(prefetch=False))[2].block
+    assert "cuda_prefetch" not in off.split("cuda_forward(")[1]
+    assert cb.entry_options(None, {"cuda_prefetch": False}).prefetch is False
+    _compile(mixed_access)
+    _compile(mixed_access, adjoint=True)
+
+
 def test_launch_bounds_validation():
     assert emit_cuda.CudaEntryOptions.from_launch_bounds(None).block_dim == 256
     assert emit_cuda.CudaEntryOptions.from_launch_bounds(512).block_dim == 512
