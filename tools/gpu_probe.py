@@ -221,11 +221,57 @@ def main() -> int:
         shutil.copy(plan_path(wp, k, x, y, dev), out_dir / "saxpy.cubin")
     except Exception as e:  # noqa: BLE001
         r["cubin"] = f"{type(e).__name__}: {e}"
+    try:
+        geometry_builds(wp, dev, r)
+    except Exception as e:  # noqa: BLE001
+        r["geometry"] = f"{type(e).__name__}: {e}"
     for key, v in r.items():
         print(f"{key:28s} {v:.3f}" if isinstance(v, float) else f"{key:28s} {v}")
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=1))
     return 0
+
+
+def _grid_mesh(m: int) -> tuple[Any, Any]:
+    import numpy as np
+
+    u, v = np.meshgrid(np.linspace(0, 1, m + 1), np.linspace(0, 1, m + 1), indexing="ij")
+    pts = np.stack([u.ravel(), v.ravel(), 0.1 * np.sin(7 * u.ravel()) * np.cos(5 * v.ravel())], 1).astype(np.float32)
+    q = (np.arange(m)[:, None] * (m + 1) + np.arange(m)[None, :]).ravel()
+    tris = np.concatenate([np.stack([q, q + m + 1, q + 1], 1), np.stack([q + 1, q + m + 1, q + m + 2], 1)])
+    return pts, tris.astype(np.int32).ravel()
+
+
+def geometry_builds(wp: Any, dev: Any, r: dict[str, Any]) -> None:
+    """Wall time of Mesh (BVH) and HashGrid builds on the GPU and on the CPU (ms, after a warm-up build)."""
+    import numpy as np
+
+    def timed(fn: Any, device: Any) -> float:
+        fn()
+        wp.synchronize_device(device)
+        t0 = time.perf_counter()
+        fn()
+        wp.synchronize_device(device)
+        return (time.perf_counter() - t0) * 1e3
+
+    for m in (100, 300):  # 20k and 180k triangles
+        pts, tris = _grid_mesh(m)
+        for d in ("cpu", dev):
+            p = wp.array(pts, dtype=wp.vec3, device=d)
+            ix = wp.array(tris, dtype=wp.int32, device=d)
+            for c in ("sah", "median", "lbvh"):
+                key = f"mesh{len(tris) // 3}_{c}_{'cpu' if d == 'cpu' else 'gpu'}_ms"
+                r[key] = timed(lambda p=p, ix=ix, c=c: wp.Mesh(points=p, indices=ix, bvh_constructor=c),
+                               d if d == "cpu" else dev)
+            mesh = wp.Mesh(points=p, indices=ix)
+            r[f"mesh{len(tris) // 3}_refit_{'cpu' if d == 'cpu' else 'gpu'}_ms"] = timed(mesh.refit, d)
+        if r.get(f"mesh{len(tris) // 3}_sah_gpu_ms", 0) > 3000:
+            break  # the larger size would run for minutes
+    pts = np.random.default_rng(1).random((1 << 20, 3)).astype(np.float32)
+    for d in ("cpu", dev):
+        grid = wp.HashGrid(128, 128, 128, device=d)
+        p = wp.array(pts, dtype=wp.vec3, device=d)
+        r[f"hashgrid1M_build_{'cpu' if d == 'cpu' else 'gpu'}_ms"] = timed(lambda g=grid, p=p: g.build(p, 0.01), d)
 
 
 def plan_path(wp: Any, k: Any, x: Any, y: Any, dev: Any) -> Path:

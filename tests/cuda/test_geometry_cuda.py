@@ -62,12 +62,14 @@ def box_hits(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.
 
 @wp.kernel(module=MOD)
 def mesh_queries(mesh: wp.uint64, q: wp.array(dtype=wp.vec3), d: wp.vec3, dist: wp.array(dtype=float),
-                 sign: wp.array(dtype=float), hit_t: wp.array(dtype=float)):
+                 sign: wp.array(dtype=float), hit_t: wp.array(dtype=float), wsign: wp.array(dtype=float)):
     t = wp.tid()
     r = wp.mesh_query_point(mesh, q[t], 1.0e6)
     if r.result:
         dist[t] = wp.length(wp.mesh_eval_position(mesh, r.face, r.u, r.v) - q[t])
         sign[t] = r.sign
+    w = wp.mesh_query_point_sign_winding_number(mesh, q[t], 1.0e6)  # reads the winding data of the tree's nodes
+    wsign[t] = w.sign
     h = wp.mesh_query_ray(mesh, q[t], d, 1.0e6)
     hit_t[t] = -1.0
     if h.result:
@@ -188,8 +190,32 @@ def _boxes(n, seed):
     return c - h, c + h
 
 
+@pytest.fixture(params=[True, False], ids=["host_builds", "device_builds"])
+def where(request, monkeypatch):
+    """Serial Mesh/Bvh builds of CUDA objects on the host (the default) or in one-thread device kernels; records
+    which one-thread build/refit kernels were launched."""
+    from treadle._src.geometry import bvh as bvh_mod
+    from treadle._src.geometry import mesh as mesh_mod
+
+    monkeypatch.setattr(wp.config, "geometry_host_builds", request.param)
+    seen: list[tuple[str, str]] = []
+    for mod in (bvh_mod, mesh_mod):
+        real = mod.launch
+
+        def spy(k, *a, _real=real, **kw):
+            seen.append((k.key, str(kw.get("device"))))
+            return _real(k, *a, **kw)
+
+        monkeypatch.setattr(mod, "launch", spy)
+    return request.param, seen
+
+
+def _serial_on_device(seen):
+    return [k for k, d in seen if k.startswith("_run_") and d.startswith("cuda")]
+
+
 @pytest.mark.parametrize("constructor,groups", [("sah", False), ("median", False), ("lbvh", False), ("sah", True)])
-def test_bvh_matches_cpu_and_brute_force(poisoned, constructor, groups):
+def test_bvh_matches_cpu_and_brute_force(poisoned, where, constructor, groups):
     lo, hi = _boxes(400, 4)
     qlo, qhi = _boxes(200, 5)
     qlo, qhi = qlo - 0.05, qhi + 0.05
@@ -224,6 +250,12 @@ def test_bvh_matches_cpu_and_brute_force(poisoned, constructor, groups):
     for a, b in zip(out["cuda:0"], out["cpu"]):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(out["refit"][0], out["cpu"][0])
+    host, seen = where
+    serial = _serial_on_device(seen)
+    if constructor == "lbvh" and not groups:
+        assert serial == []  # parallel kernels, on the device either way
+    else:
+        assert serial == ([] if host else ["_run_build", "_run_refit"])
 
 
 def _sphere_mesh(nu=24, nv=12):
@@ -248,7 +280,7 @@ def _sphere_mesh(nu=24, nv=12):
     return np.array(verts, np.float32), np.array(tris, np.int32).reshape(-1)
 
 
-def test_mesh_matches_cpu(poisoned):
+def test_mesh_matches_cpu(poisoned, where):
     verts, tris = _sphere_mesh()
     q = (np.random.default_rng(6).standard_normal((500, 3)) * 0.8).astype(np.float32)
     direction = wp.vec3(0.3, 0.2, 1.0)
@@ -263,24 +295,29 @@ def test_mesh_matches_cpu(poisoned):
         dist = wp.zeros(len(q), dtype=float, device=d)
         sign = wp.zeros(len(q), dtype=float, device=d)
         hit_t = wp.zeros(len(q), dtype=float, device=d)
+        wsign = wp.zeros(len(q), dtype=float, device=d)
         qa = wp.array(q, dtype=wp.vec3, device=d)
-        wp.launch(mesh_queries, len(q), inputs=[mesh.id, qa, direction, dist, sign, hit_t], device=d)
-        out[d] = [dist.numpy().copy(), sign.numpy().copy(), hit_t.numpy().copy()]  # (CPU: views)
+        wp.launch(mesh_queries, len(q), inputs=[mesh.id, qa, direction, dist, sign, hit_t, wsign], device=d)
+        out[d] = [dist.numpy().copy(), sign.numpy().copy(), hit_t.numpy().copy(), wsign.numpy().copy()]  # (views)
         if restore:
             restore()
         # move the points (assign a scaled copy) and refit: the descriptor's points and the tree follow
         mesh.points = wp.array(verts * 2.0, dtype=wp.vec3, device=d)
         mesh.refit()
-        wp.launch(mesh_queries, len(q), inputs=[mesh.id, qa, direction, dist, sign, hit_t], device=d)
-        out[d] += [dist.numpy(), sign.numpy()]
+        wp.launch(mesh_queries, len(q), inputs=[mesh.id, qa, direction, dist, sign, hit_t, wsign], device=d)
+        out[d] += [dist.numpy(), sign.numpy(), wsign.numpy()]
     r = np.linalg.norm(q, axis=1)
     np.testing.assert_allclose(out["cuda:0"][0], np.abs(r - 1.0), atol=0.05)  # a fine sphere: distance to it
     far = np.abs(r - 1.0) > 0.05  # the polyhedron lies between radii ~0.97 and 1
     np.testing.assert_array_equal((out["cuda:0"][1] < 0)[far], (r < 1.0)[far])
     far2 = np.abs(r - 2.0) > 0.1
-    np.testing.assert_array_equal((out["cuda:0"][4] < 0)[far2], (r < 2.0)[far2])
+    np.testing.assert_array_equal((out["cuda:0"][5] < 0)[far2], (r < 2.0)[far2])
+    np.testing.assert_array_equal((out["cuda:0"][3] < 0)[far], (r < 1.0)[far])  # winding numbers too
+    np.testing.assert_array_equal((out["cuda:0"][6] < 0)[far2], (r < 2.0)[far2])
     for k, (a, b) in enumerate(zip(out["cuda:0"], out["cpu"])):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=str(k))
+    host, seen = where
+    assert _serial_on_device(seen) == ([] if host else ["_run_mesh_build", "_run_mesh_refit"])
 
 
 def test_marching_cubes_matches_cpu(poisoned):

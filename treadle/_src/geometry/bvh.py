@@ -24,6 +24,7 @@ from ..lang.launch import launch
 from ..lang.vector import vec3f
 from ..runtime.device import get_device
 from .descriptor import DescriptorMirror
+from .host_build import host_builds, upload
 from .lbvh import LbvhState
 
 tid = exported_builtins()["tid"]
@@ -159,6 +160,8 @@ class BvhBuffers:
 
     def set_groups(self, groups: np.ndarray | None) -> None:
         """Initial slot order (grouped items sorted by group) and the group tables."""
+        self.groups = groups
+        self.twin: BvhBuffers | None = None  # the host twin of a CUDA tree (host_build.py), made at its first build
         d = self.desc
         if groups is None or self.n == 0:
             order = np.arange(self.n, dtype=np.int32)
@@ -193,8 +196,35 @@ class BvhBuffers:
         if lbvh is not None:
             lbvh.build()
             return
+        if host_builds(self.device):
+            self._on_host(build=True)
+            return
         self.reset_items()
         launch(_run_build, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
+
+    def host_twin(self) -> BvhBuffers:
+        """The CPU tree with this one's size, options and groups (for builds on the host: ``host_build.py``)."""
+        if self.twin is None:
+            self.twin = BvhBuffers(self.n, get_device("cpu"), self.desc.leaf_size, self.desc.constructor,
+                                   self.groups)
+        return self.twin
+
+    def upload_tree(self, twin: BvhBuffers, items: bool) -> None:
+        """Copy ``twin``'s tree (and slot order when ``items``) to this tree's device buffers and descriptor."""
+        nodes = int(twin.desc.num_nodes)
+        upload([(self.nodes, twin.nodes, 8 * nodes), (self.slot_bounds, twin.slot_bounds, 6 * self.n),
+                (self.items, twin.items if items else None, self.n), (self.result, twin.result, 0),
+                (getattr(self, "group_roots", None) if items else None, getattr(twin, "group_roots", None), 0)])
+        self.desc.num_nodes = nodes
+        self.push("num_nodes")
+
+    def _on_host(self, build: bool) -> None:
+        """Build (or refit) on the host twin from this tree's ``item_bounds``, then upload the result."""
+        twin = self.host_twin()
+        if self.n:
+            copy(twin.item_bounds, self.item_bounds, count=6 * self.n)
+        twin.build() if build else twin.refit()
+        self.upload_tree(twin, items=build)
 
     def reset_items(self) -> None:
         """Copy the initial slot order into ``items`` (before a native build)."""
@@ -206,6 +236,9 @@ class BvhBuffers:
         lbvh = self._lbvh()
         if lbvh is not None:
             lbvh.refit()
+            return
+        if host_builds(self.device) and self.twin is not None:  # a tree built on the host is refitted there
+            self._on_host(build=False)
             return
         launch(_run_refit, dim=1, inputs=[self.id, self.result], device=self.device, record_tape=False)
 

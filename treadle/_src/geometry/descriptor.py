@@ -81,8 +81,12 @@ class DescriptorMirror:
         """Whether the descriptor is a device copy (pushes write to it)."""
         return self.storage is not None
 
-    def push(self, *fields: str) -> None:
-        """Write the named host fields (all host-owned fields when none are named) to the device copy."""
+    def push(self, *fields: str, device_written: bool = False) -> None:
+        """Write the named host fields (all host-owned fields when none are named) to the device copy.
+
+        ``device_written``: the named fields may be ones device code writes (a value computed on the host instead,
+        e.g. by a host build: ``host_build.py``).
+        """
         if self.storage is None:
             return
         nwords = (self.nbytes + 7) // 8
@@ -91,7 +95,7 @@ class DescriptorMirror:
             for f in fields:
                 s, e = field_span(type(self.host), f)
                 span = set(range(s // 8, (e + 7) // 8))
-                if span & self._device_words:
+                if span & self._device_words and not device_written:
                     raise RuntimeError(f"descriptor field {f} shares a word with a device-written field")
                 words |= span
         else:

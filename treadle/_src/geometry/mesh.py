@@ -18,13 +18,14 @@ import numpy as np
 from ..builtins import REGISTRY
 from ..lang import abi, scalars
 from ..lang.array import array
-from ..lang.creation import zeros
+from ..lang.creation import copy, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
 from ..lang.vector import vec3f
 from ..runtime.device import get_device
 from .bvh import LBVH, BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
 from .descriptor import DescriptorMirror
+from .host_build import host_builds, upload
 from .types import MeshView
 
 _mesh_build = REGISTRY.builtins["_mesh_build"]
@@ -140,8 +141,34 @@ class Mesh:
         self.id = self._mirror.id
         # the descriptor now holds the BVH fields: point the tree's helpers at the embedded copy
         self._tree.attach(self._mirror, d.bvh, "bvh.")
+        self._host: Mesh | None = None  # the CPU twin that builds and refits a CUDA mesh (host_build.py)
+        self._options = (bvh_constructor, bvh_leaf_size)
+        if host_builds(self.device):
+            self._host_build()
+            return
         self._tree.reset_items()
         launch(_run_mesh_build, dim=1, inputs=[self.id, self._tree.result], device=self.device, record_tape=False)
+
+    def _host_build(self) -> None:
+        """Build a CPU twin from host copies of the points and indices, and upload its tree."""
+        constructor, leaf = self._options
+        groups = as_groups(self.groups, self._tree.n, self.device)
+        self._host = Mesh(self._points.to("cpu"), self.indices.to("cpu"),
+                          support_winding_number=self.support_winding_number, bvh_constructor=constructor,
+                          bvh_leaf_size=leaf, groups=groups)
+        self._upload(items=True)
+
+    def _upload(self, items: bool) -> None:
+        """Copy the twin's tree, face bounds, winding data and mean edge length to this mesh's device buffers."""
+        h = self._host
+        assert h is not None
+        t, ht = self._tree, h._tree
+        t.upload_tree(ht, items)
+        nodes = int(ht.desc.num_nodes)
+        upload([(t.item_bounds, ht.item_bounds, 6 * t.n),
+                (getattr(self, "_winding", None), getattr(h, "_winding", None), 8 * nodes)])
+        self._desc.avg_edge = h._desc.avg_edge
+        self._mirror.push("avg_edge", device_written=True)
 
     def __del__(self) -> None:
         """Nothing native to release: the buffers are arrays owned by this object."""
@@ -193,4 +220,9 @@ class Mesh:
     def refit(self) -> None:
         """Update the face bounds, BVH and sign data from the current points (same topology)."""
         self._set_arrays()
+        if self._host is not None and host_builds(self.device):
+            copy(self._host.points, self._points)  # device -> host, same shape
+            self._host.refit()
+            self._upload(items=False)
+            return
         launch(_run_mesh_refit, dim=1, inputs=[self.id, self._tree.result], device=self.device, record_tape=False)
