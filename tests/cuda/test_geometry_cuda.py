@@ -150,7 +150,7 @@ def _grid_run(device, pts, r, dims, groups=None):
 
 
 @pytest.mark.parametrize("dims", [(16, 16, 16), (3, 5, 4)])
-def test_hash_grid_matches_cpu_and_brute_force(poisoned, dims):
+def test_hash_grid_matches_cpu_and_brute_force(poisoned, where, dims):
     pts = _points(700, 0)
     r = 0.08
     out = {}
@@ -162,12 +162,20 @@ def test_hash_grid_matches_cpu_and_brute_force(poisoned, dims):
         if restore:
             restore()
         out[d] = (counts.numpy(), sums.numpy())
+        # the points' bounding box, as the device reads it (the device copy of the descriptor)
+        raw = grid._mirror.storage.numpy().tobytes() if d != "cpu" else bytes(grid._desc)
+        desc = type(grid._desc).from_buffer_copy(raw[: ctypes.sizeof(grid._desc)])
+        out[d + " bounds"] = (list(desc.lower), list(desc.upper))
     dist = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
     ref = dist <= r
     np.testing.assert_array_equal(out["cuda:0"][0], ref.sum(axis=1))
     np.testing.assert_array_equal(out["cuda:0"][1], (ref * np.arange(len(pts))).sum(axis=1))
     for a, b in zip(out["cuda:0"], out["cpu"]):
         np.testing.assert_array_equal(a, b)
+    assert out["cuda:0 bounds"] == out["cpu bounds"]
+    np.testing.assert_allclose(out["cpu bounds"][0], pts.min(axis=0), rtol=1e-6)
+    host, seen = where
+    assert _serial_on_device(seen) == ([] if host else ["_hash_sort_kernel", "_hash_bounds_kernel"])
 
 
 def test_hash_grid_rebuild_grow_and_radius_change_on_device(poisoned):
@@ -195,11 +203,12 @@ def where(request, monkeypatch):
     """Serial Mesh/Bvh builds of CUDA objects on the host (the default) or in one-thread device kernels; records
     which one-thread build/refit kernels were launched."""
     from treadle._src.geometry import bvh as bvh_mod
+    from treadle._src.geometry import hash_grid as grid_mod
     from treadle._src.geometry import mesh as mesh_mod
 
     monkeypatch.setattr(wp.config, "geometry_host_builds", request.param)
     seen: list[tuple[str, str]] = []
-    for mod in (bvh_mod, mesh_mod):
+    for mod in (bvh_mod, mesh_mod, grid_mod):
         real = mod.launch
 
         def spy(k, *a, _real=real, **kw):
@@ -211,7 +220,8 @@ def where(request, monkeypatch):
 
 
 def _serial_on_device(seen):
-    return [k for k, d in seen if k.startswith("_run_") and d.startswith("cuda")]
+    serial = ("_run_", "_hash_sort_kernel", "_hash_bounds_kernel")
+    return [k for k, d in seen if k.startswith(serial) and d.startswith("cuda")]
 
 
 @pytest.mark.parametrize("constructor,groups", [("sah", False), ("median", False), ("lbvh", False), ("sah", True)])
