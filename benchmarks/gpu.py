@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 H200_COPY_TBPS = 4.3  # measured H200 device-to-device copy bandwidth (the issue's reference figure)
 
 
-def _events_ms(lib: Any, dev: Any, fn: Any, reps: int, repeats: int = 5) -> float:
+def events_ms(lib: Any, dev: Any, fn: Any, reps: int, repeats: int = 5) -> float:
     """Median over ``repeats`` of the mean device time of ``fn`` (ms), measured with CUDA events."""
     fn()
     out = []
@@ -51,18 +51,23 @@ def _events_ms(lib: Any, dev: Any, fn: Any, reps: int, repeats: int = 5) -> floa
     return float(statistics.median(out))
 
 
-def _host_us(lib: Any, dev: Any, fn: Any, n: int) -> float:
+def host_us(fn: Any, sync: Any, n: int) -> float:
+    """Best of three of the mean host time of ``fn`` over ``n`` calls (microseconds); ``sync`` waits for the device."""
     for _ in range(min(n, 200)):
         fn()
-    lib.synchronize_device(dev)
+    sync()
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
         for _ in range(n):
             fn()
         best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        lib.synchronize_device(dev)
+        sync()
     return best
+
+
+def _host_us(lib: Any, dev: Any, fn: Any, n: int) -> float:
+    return host_us(fn, lambda: lib.synchronize_device(dev), n)
 
 
 def _bandwidth(lib: Any, k: Any, dev: Any, n: int, reps: int) -> dict[str, float]:
@@ -70,9 +75,9 @@ def _bandwidth(lib: Any, k: Any, dev: Any, n: int, reps: int) -> dict[str, float
     r: dict[str, float] = {}
     x = lib.full(n, 1.0, dtype=float, device=dev)
     y = lib.full(n, 2.0, dtype=float, device=dev)
-    ms = _events_ms(lib, dev, lambda: lib.copy(y, x), reps)
+    ms = events_ms(lib, dev, lambda: lib.copy(y, x), reps)
     r["copy_GBps"] = 2 * 4 * n / ms / 1e6
-    ms = _events_ms(lib, dev, lambda: lib.launch(k.saxpy, n, inputs=[x, y, 2.0], device=dev), reps)
+    ms = events_ms(lib, dev, lambda: lib.launch(k.saxpy, n, inputs=[x, y, 2.0], device=dev), reps)
     r["saxpy_GBps"] = 3 * 4 * n / ms / 1e6
     r["saxpy_vs_copy"] = r["saxpy_GBps"] / r["copy_GBps"]
     r["saxpy_vs_h200"] = r["saxpy_GBps"] / (H200_COPY_TBPS * 1e3)
@@ -96,7 +101,7 @@ def measure(lib: Any, quick: bool, tiny: bool = False) -> dict[str, float]:
         pos = lib.array(np.random.default_rng(3).random((nb, 3)).astype(np.float32), dtype=lib.vec3, device=dev)
         acc = lib.zeros(nb, dtype=lib.vec3, device=dev)
         r["nbody_n"] = float(nb)
-        r["nbody_ms"] = _events_ms(lib, dev, lambda: lib.launch(k.nbody, nb, inputs=[pos, acc, nb], device=dev), 3)
+        r["nbody_ms"] = events_ms(lib, dev, lambda: lib.launch(k.nbody, nb, inputs=[pos, acc, nb], device=dev), 3)
         a = lib.zeros(1, dtype=float, device=dev)
         calls = 200 if tiny else 5000 if quick else 20000
         r["launch_us"] = _host_us(lib, dev, lambda: lib.launch(k.three_args, 1, inputs=[a, 1.0, 3], device=dev),
@@ -117,8 +122,8 @@ def measure(lib: Any, quick: bool, tiny: bool = False) -> dict[str, float]:
         lib.capture_launch(graph)
         lib.synchronize_device(dev)
         r["graph_ok"] = float(small.numpy()[0] == 100.0)
-        r["graph_us_per_launch"] = _events_ms(lib, dev, lambda: lib.capture_launch(graph), 20) * 1e3 / 100
-        r["stream_us_per_launch"] = _events_ms(lib, dev, hundred, 3) * 1e3 / 100
+        r["graph_us_per_launch"] = events_ms(lib, dev, lambda: lib.capture_launch(graph), 20) * 1e3 / 100
+        r["stream_us_per_launch"] = events_ms(lib, dev, hundred, 3) * 1e3 / 100
     return r
 
 

@@ -49,30 +49,15 @@ extern "C" __global__ void strided_saxpy(const char* x, char* y, float a, long l
 
 
 def host_us(fn: Any, sync: Any, n: int = 20000) -> float:
-    for _ in range(500):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        sync()
-    return best
+    from benchmarks.gpu import host_us as timed
+
+    return timed(fn, sync, n)
 
 
 def events_ms(wp: Any, dev: Any, fn: Any, reps: int = 10) -> float:
-    fn()
-    out = []
-    for _ in range(5):
-        e0, e1 = wp.Event(dev, enable_timing=True), wp.Event(dev, enable_timing=True)
-        wp.record_event(e0)
-        for _ in range(reps):
-            fn()
-        wp.record_event(e1)
-        out.append(wp.get_event_elapsed_time(e0, e1) / reps)
-    return float(statistics.median(out))
+    from benchmarks.gpu import events_ms as timed
+
+    return timed(wp, dev, fn, reps)
 
 
 def main() -> int:

@@ -22,22 +22,23 @@ from typing import Any
 from . import ir
 
 
+def _by_reference(s: ir.Stmt) -> list[ir.Local]:
+    """Locals passed by reference (read and written) to the builtin ``s`` calls."""
+    return [a.local for a in getattr(s, "args", None) or [] if isinstance(a, ir.LocalRef)]
+
+
 def _writes(s: ir.Stmt) -> Iterator[ir.Local]:
     if isinstance(s, (ir.StoreLocal, ir.DeclLocal)):
         yield s.local
     elif isinstance(s, ir.ForRange):
         yield s.var
-    for a in getattr(s, "args", None) or []:
-        if isinstance(a, ir.LocalRef):
-            yield a.local
+    yield from _by_reference(s)
 
 
 def _reads(s: ir.Stmt) -> Iterator[ir.Local]:
     if isinstance(s, ir.LoadLocal):
         yield s.local
-    for a in getattr(s, "args", None) or []:
-        if isinstance(a, ir.LocalRef):
-            yield a.local
+    yield from _by_reference(s)
 
 
 def _nested(s: ir.Stmt) -> Iterator[ir.Stmt]:
