@@ -204,11 +204,12 @@ def where(request, monkeypatch):
     which one-thread build/refit kernels were launched."""
     from treadle._src.geometry import bvh as bvh_mod
     from treadle._src.geometry import hash_grid as grid_mod
+    from treadle._src.geometry import lbvh as lbvh_mod
     from treadle._src.geometry import mesh as mesh_mod
 
     monkeypatch.setattr(wp.config, "geometry_host_builds", request.param)
     seen: list[tuple[str, str]] = []
-    for mod in (bvh_mod, mesh_mod, grid_mod):
+    for mod in (bvh_mod, mesh_mod, grid_mod, lbvh_mod):
         real = mod.launch
 
         def spy(k, *a, _real=real, **kw):
@@ -220,7 +221,7 @@ def where(request, monkeypatch):
 
 
 def _serial_on_device(seen):
-    serial = ("_run_", "_hash_sort_kernel", "_hash_bounds_kernel")
+    serial = ("_run_", "_hash_sort_kernel", "_hash_bounds_kernel", "_lbvh_sort")
     return [k for k, d in seen if k.startswith(serial) and d.startswith("cuda")]
 
 
@@ -263,7 +264,7 @@ def test_bvh_matches_cpu_and_brute_force(poisoned, where, constructor, groups):
     host, seen = where
     serial = _serial_on_device(seen)
     if constructor == "lbvh" and not groups:
-        assert serial == []  # parallel kernels, on the device either way
+        assert serial == ([] if host else ["_lbvh_sort"])  # the other LBVH kernels are parallel
     else:
         assert serial == ([] if host else ["_run_build", "_run_refit"])
 

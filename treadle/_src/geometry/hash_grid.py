@@ -36,7 +36,7 @@ from ..lang.vector import vec3d, vec3f, vec3h, vec3i
 from ..runtime.device import get_device
 from ..runtime.graph import capturing, capturing_saveable
 from .descriptor import DescriptorMirror
-from .host_build import host_builds
+from .host_build import HostSort, host_builds
 
 _B = exported_builtins()
 tid, floor = _B["tid"], _B["floor"]
@@ -201,8 +201,7 @@ class HashGrid:
         self._sorted_keys: array | None = None
         self._sorted_groups: array | None = None
         self._prev_count = 0
-        self._host_packed: array | None = None  # host sort buffers of a CUDA grid (_host_sort)
-        self._host_scratch: array | None = None
+        self._host_sort = HostSort()  # a CUDA grid's sort outside graph capture (host_build.py)
 
     # Buffers ----------------------------------------------------------------------------------------------------
     def reserve(self, num_points: int, with_groups: bool = False) -> None:
@@ -292,7 +291,7 @@ class HashGrid:
         key_bits = max(1, (self._num_cells - 1).bit_length())
         on_host = host_builds(dev)
         if on_host:
-            self._host_sort(packed, n, key_bits)
+            self._host_sort(_hash_sort_kernel, packed, n, key_bits)
         else:
             launch(_hash_sort_kernel, dim=1, inputs=[packed, self._scratch, n, key_bits], device=dev,
                    record_tape=False)
@@ -305,17 +304,6 @@ class HashGrid:
             self._host_bounds(pts)
         else:
             launch(_hash_bounds_kernel, dim=1, inputs=[self.id], device=dev, record_tape=False)
-
-    def _host_sort(self, packed: array, n: int, key_bits: int) -> None:
-        """The serial radix sort on the host (a CUDA grid outside graph capture: ``host_build.py``)."""
-        cpu = get_device("cpu")
-        if self._host_packed is None or self._host_packed.size < n:
-            self._host_packed = empty(n, dtype=scalars.int64, device=cpu)
-            self._host_scratch = empty(n, dtype=scalars.int64, device=cpu)
-        copy(self._host_packed, packed, count=n)
-        launch(_hash_sort_kernel, dim=1, inputs=[self._host_packed, self._host_scratch, n, key_bits], device=cpu,
-               record_tape=False)
-        copy(packed, self._host_packed, count=n)
 
     def _host_bounds(self, pts: array) -> None:
         """The points' bounding box computed on the host (as ``hash_grid_bounds_serial``: non-finite: unbounded)."""

@@ -26,6 +26,7 @@ from ..lang.array import array
 from ..lang.creation import full, zeros
 from ..lang.kernel import func, kernel
 from ..lang.launch import launch
+from .host_build import HostSort, host_builds
 
 if TYPE_CHECKING:
     from .bvh import BvhBuffers
@@ -215,6 +216,7 @@ class LbvhState:
         self.flags = zeros(max(n - 1, 1), dtype=scalars.int32, device=dev)
         self.scene = zeros(6, dtype=scalars.float32, device=dev)
         self.ints = array(ptr=tree.nodes.ptr, dtype=scalars.int32, shape=tuple(tree.nodes.shape), device=dev)
+        self.host_sort = HostSort()  # the Morton code sort of a CUDA tree outside graph capture (host_build.py)
 
     def _launch(self, k: Any, dim: int, inputs: list[Any]) -> None:
         launch(k, dim=dim, inputs=inputs, device=self.tree.device, record_tape=False)
@@ -224,7 +226,10 @@ class LbvhState:
         self._launch(_lbvh_scene_init, 3, [self.scene])
         self._launch(_lbvh_scene, n, [t.item_bounds, self.scene])
         self._launch(_lbvh_codes, n, [t.item_bounds, self.scene, self.keys])
-        self._launch(_lbvh_sort, 1, [self.keys, self.scratch, n, _MORTON_BITS])
+        if host_builds(t.device):
+            self.host_sort(_lbvh_sort, self.keys, n, _MORTON_BITS)
+        else:
+            self._launch(_lbvh_sort, 1, [self.keys, self.scratch, n, _MORTON_BITS])
         self._launch(_lbvh_leaves, n, [self.keys, t.items, self.ints])
         self._launch(_lbvh_hierarchy, n - 1, [self.keys, self.ints, self.parent])
         t.desc.num_nodes = 2 * n - 1
