@@ -269,6 +269,21 @@ def test_bvh_matches_cpu_and_brute_force(poisoned, where, constructor, groups):
         assert serial == ([] if host else ["_run_build", "_run_refit"])
 
 
+def test_bvh_rebuild_with_another_constructor_on_device(poisoned, where):
+    lo, hi = _boxes(300, 7)
+    trees = {}
+    for d, first in (("cpu", "median"), ("cuda:0", "sah")):
+        bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=d), wp.array(hi, dtype=wp.vec3, device=d), constructor=first)
+        if d != "cpu":
+            bvh.rebuild("median")
+        t = bvh._tree
+        trees[d] = (int(t.result.numpy()[0]), t.items.numpy().copy(), t.nodes.numpy().copy())
+    n = trees["cpu"][0]
+    assert n > 0 and trees["cuda:0"][0] == n
+    np.testing.assert_array_equal(trees["cuda:0"][1], trees["cpu"][1])  # the median tree, not the SAH one
+    np.testing.assert_array_equal(trees["cuda:0"][2][:n], trees["cpu"][2][:n])
+
+
 def _sphere_mesh(nu=24, nv=12):
     verts = [[0.0, 0.0, 1.0]]
     for i in range(1, nv):

@@ -204,7 +204,7 @@ class BvhBuffers:
 
     def host_twin(self) -> BvhBuffers:
         """The CPU tree with this one's size, options and groups (for builds on the host: ``host_build.py``)."""
-        if self.twin is None:
+        if self.twin is None or self.twin.desc.constructor != self.desc.constructor:  # (rebuild(constructor=))
             self.twin = BvhBuffers(self.n, get_device("cpu"), self.desc.leaf_size, self.desc.constructor,
                                    self.groups)
         return self.twin
