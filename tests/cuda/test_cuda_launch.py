@@ -372,6 +372,37 @@ def test_repeated_launches_repack_only_what_changed(fake):
     assert sent[-1][0] != sent[0][0]  # another thread packs a struct of its own
 
 
+def test_repeat_launches_take_the_short_path_with_the_same_results(fake, monkeypatch):
+    from treadle._src.lang import launch as launch_mod
+
+    slow = []
+    real = launch_mod._launch_slow
+    monkeypatch.setattr(launch_mod, "_launch_slow", lambda *a, **kw: slow.append(a[0].key) or real(*a, **kw))
+    xh = np.linspace(-1.0, 2.0, 16).astype(np.float32)
+    x = wp.array(xh, device="cuda:0", requires_grad=True)
+    loss = wp.zeros(1, dtype=float, device="cuda:0", requires_grad=True)
+    wp.launch(square_sum, 16, inputs=[x, loss], device="cuda:0")  # first launch: the general launcher
+    assert slow == ["square_sum"]
+    tape = wp.Tape()
+    with tape:
+        wp.launch(square_sum, 16, inputs=[x, loss], device="cuda:0")  # the short path, recorded on the tape
+    assert slow == ["square_sum"] and len(tape.launches) == 1
+    tape.backward(loss)  # (an adjoint launch: the general launcher)
+    assert slow == ["square_sum"] * 2
+    x64 = xh.astype(np.float64)
+    np.testing.assert_allclose(loss.numpy()[0], 2 * np.sum(x64 * x64 * np.sin(x64)), rtol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x64 * np.sin(x64) + x64 * x64 * np.cos(x64), rtol=1e-4,
+                               atol=1e-5)
+    # anything unusual goes through the general launcher: another device, stream, block size, too few arguments
+    wp.launch(square_sum, 16, inputs=[wp.zeros(16, dtype=float, device="cuda:1"),
+                                      wp.zeros(1, dtype=float, device="cuda:1")], device="cuda:1")
+    wp.launch(square_sum, 16, inputs=[x, loss], device="cuda:0", stream=wp.Stream("cuda:0"))
+    wp.launch(square_sum, 16, inputs=[x, loss], device="cuda:0", block_dim=64)
+    with pytest.raises(wp.LaunchError, match="takes 2 argument"):
+        wp.launch(square_sum, 16, inputs=[x], device="cuda:0")
+    assert slow == ["square_sum"] * 6
+
+
 def test_launch_without_nvrtc_says_how_to_install_it(monkeypatch):
     drv = FakeDriver(ndev=1)
     cd.use_driver(drv)

@@ -655,6 +655,24 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
                 if plan.debug:
                     plan.inst.check_errors()
             return None
+    cuda = kernel.__dict__.get("_cuda_fast")  # (device, mode, plan): see backends/cuda_launch._forward_plan
+    if (cuda is not None and not adjoint and not record_cmd and stream is None and max_blocks == 0
+            and block_dim == 256 and config.mode is cuda[1]):
+        # A non-generic kernel launched on this CUDA device before, with the same options: what launch_cuda would
+        # do, without the general launcher's bookkeeping.
+        cplan = cuda[2]
+        args = inputs if not outputs else [*inputs, *outputs]
+        if len(args) == len(cplan.names) and get_device(device) is cuda[0] and cplan.inst in kernel.instances.values():
+            if record_tape:
+                tape = active_tape()
+                if tape is not None:
+                    tape.record_launch(kernel, dim, inputs, outputs, cuda[0], cplan.inst)
+            bounds = _bounds(dim)
+            if config.print_launches:
+                print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {cuda[0]}",
+                      file=sys.stderr)
+            cplan.run(bounds, cplan.pack_reused(args), None, 256)
+            return None
     return _launch_slow(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint, record_tape,
                         record_cmd, stream, block_dim, max_blocks)
 
