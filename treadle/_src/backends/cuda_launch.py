@@ -194,27 +194,60 @@ def launch_cuda(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Seq
         return None
     plan = _forward_plan(kernel, args, device)
     packed = plan.pack(args) if record_cmd else plan.pack_reused(args)
-    if record_tape:
-        tape = active_tape()
-        if tape is not None:
-            tape.record_launch(kernel, dim, inputs, outputs, device, plan.inst)
-    if config.print_launches:
-        print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {device}", file=sys.stderr)
+    _announce(kernel, dim, bounds, inputs, outputs, device, plan.inst, record_tape)
     if record_cmd:
         return CudaLaunch(plan, bounds, args, packed, s, bd, max_blocks)
     plan.run(bounds, packed, s, bd, max_blocks)
     return None
 
 
-def _forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
-    """The forward plan, remembered on non-generic kernels while the compile mode and the instance stay the same."""
+def launch_again(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any], device: Any,
+                 record_tape: bool) -> bool:
+    """``wp.launch``'s short path for a kernel launched on ``device`` before (default stream, block size and grid).
+
+    What :func:`launch_cuda` does for such a launch, without the general launcher's bookkeeping. ``False`` when it
+    does not apply (no remembered plan, another device, changed options, missing arguments): nothing was done.
+    """
+    plan = _known_plan(kernel, device)
+    args = inputs if not outputs else [*inputs, *outputs]
+    if plan is None or len(args) != len(plan.names):
+        return False
+    bounds = _bounds(dim)
+    _announce(kernel, dim, bounds, inputs, outputs, device, plan.inst, record_tape)
+    plan.run(bounds, plan.pack_reused(args), None, 256)
+    return True
+
+
+def _announce(kernel: Any, dim: Any, bounds: Any, inputs: Sequence[Any], outputs: Sequence[Any], device: Any,
+              inst: Any, record_tape: bool) -> None:
+    """Record a forward launch on the active tape and print it when ``config.print_launches`` is set."""
+    if record_tape:
+        tape = active_tape()
+        if tape is not None:
+            tape.record_launch(kernel, dim, inputs, outputs, device, inst)
+    if config.print_launches:
+        print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {device}", file=sys.stderr)
+
+
+def _known_plan(kernel: Any, device: Any) -> CudaPlan | None:
+    """The remembered forward plan of a non-generic kernel on ``device`` (``None`` when there is none for it).
+
+    A plan is remembered while the compile mode and the kernel's instance stay the same.
+    """
     fast = kernel.__dict__.get("_cuda_fast")
     if (fast is not None and fast[0] is device and fast[1] is config.mode
             and fast[2].inst in kernel.instances.values()):
         return fast[2]  # type: ignore[no-any-return]
-    plan = plan_for(instance_for(kernel, args), device)
-    if not kernel.is_generic:
-        kernel._cuda_fast = (device, config.mode, plan)
+    return None
+
+
+def _forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
+    """The forward plan, remembered on non-generic kernels (see :func:`_known_plan`)."""
+    plan = _known_plan(kernel, device)
+    if plan is None:
+        plan = plan_for(instance_for(kernel, args), device)
+        if not kernel.is_generic:
+            kernel._cuda_fast = (device, config.mode, plan)
     return plan
 
 

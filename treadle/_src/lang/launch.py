@@ -625,6 +625,18 @@ def _staged_grad(g: Any, strides: tuple[int, ...]) -> Any:
     return view
 
 
+_LAUNCH_AGAIN: Any = None
+
+
+def _cuda_launch_again() -> Any:
+    """``backends.cuda_launch.launch_again``, imported once (an import statement per launch costs a microsecond)."""
+    global _LAUNCH_AGAIN
+    from ..backends.cuda_launch import launch_again
+
+    _LAUNCH_AGAIN = launch_again
+    return launch_again
+
+
 def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Sequence[Any] = (), adj_outputs: Sequence[Any] = (), device: Any = None, stream: Any = None,
            adjoint: bool = False, record_tape: bool = True, record_cmd: bool = False, max_blocks: int = 0,
@@ -655,23 +667,10 @@ def launch(kernel: Kernel, dim: Any, inputs: Sequence[Any] = (), outputs: Sequen
                 if plan.debug:
                     plan.inst.check_errors()
             return None
-    cuda = kernel.__dict__.get("_cuda_fast")  # (device, mode, plan): see backends/cuda_launch._forward_plan
-    if (cuda is not None and not adjoint and not record_cmd and stream is None and max_blocks == 0
-            and block_dim == 256 and config.mode is cuda[1]):
-        # A non-generic kernel launched on this CUDA device before, with the same options: what launch_cuda would
-        # do, without the general launcher's bookkeeping.
-        cplan = cuda[2]
-        args = inputs if not outputs else [*inputs, *outputs]
-        if len(args) == len(cplan.names) and get_device(device) is cuda[0] and cplan.inst in kernel.instances.values():
-            if record_tape:
-                tape = active_tape()
-                if tape is not None:
-                    tape.record_launch(kernel, dim, inputs, outputs, cuda[0], cplan.inst)
-            bounds = _bounds(dim)
-            if config.print_launches:
-                print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {cuda[0]}",
-                      file=sys.stderr)
-            cplan.run(bounds, cplan.pack_reused(args), None, 256)
+    if ("_cuda_fast" in kernel.__dict__ and not adjoint and not record_cmd and stream is None and max_blocks == 0
+            and block_dim == 256):
+        again = _LAUNCH_AGAIN or _cuda_launch_again()  # a kernel launched on a CUDA device before
+        if again(kernel, dim, inputs, outputs, get_device(device), record_tape):
             return None
     return _launch_slow(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint, record_tape,
                         record_cmd, stream, block_dim, max_blocks)
