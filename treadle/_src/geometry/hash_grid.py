@@ -307,9 +307,10 @@ class HashGrid:
 
     def _host_bounds(self, pts: array) -> None:
         """The points' bounding box computed on the host (as ``hash_grid_bounds_serial``: non-finite: unbounded)."""
-        x = pts.numpy().astype(np.float64).reshape(-1, 3)
+        x = pts.numpy().reshape(-1, 3)  # min/max in the points' own precision: exact in float64 afterwards
         finite = np.isfinite(x).all(axis=0)
-        lo, hi = np.where(finite, x.min(axis=0), -1.0e308), np.where(finite, x.max(axis=0), 1.0e308)
+        lo = np.where(finite, x.min(axis=0).astype(np.float64), -1.0e308)
+        hi = np.where(finite, x.max(axis=0).astype(np.float64), 1.0e308)
         for a in range(3):
             self._desc.lower[a], self._desc.upper[a] = float(lo[a]), float(hi[a])
         self._mirror.push("lower", "upper", device_written=True)
