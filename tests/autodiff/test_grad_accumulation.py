@@ -177,3 +177,52 @@ def test_analysis_finds_own_index_arrays():
     assert own(transpose_scale, (4, 4), *m) == ["out", "s", "x"]
     assert own(row_sum, (4, 4), m[0], v[0]) == []
     assert own(guarded, 4, v[0], v[1]) == ["x", "y"]  # shape queries do not count as element accesses
+
+
+def test_backward_entry_runs_the_own_instantiation_only_after_its_test():
+    # the entry tests every own-index array (no gradient, or injective and apart from the others) before it runs
+    # the `_own` body, whose load gradients are plain adds; anything else keeps the per-array flags
+    from treadle._src.compiler.pipeline import emit_adjoint_block
+
+    v = [wp.zeros(4, dtype=float) for _ in range(3)]
+    wp.launch(pair_product, 4, inputs=v)
+    inst = next(iter(pair_product.instances.values()))
+    block, _ = emit_adjoint_block(inst.ir, [])
+    own_test = next(line for line in block.splitlines() if "!args.p_a.grad ||" in line)
+    for name in ("a", "b", "out"):
+        assert f"(!args.p_{name}.grad || (treadle::grad_own<1>(args.p_{name})" in own_test
+    assert "kernel_backward_body<true, false, true>" in block
+    assert "const bool _own_a = _own || (treadle::grad_own<1>(var_a)" in block
+
+
+@pytest.mark.parametrize("nt", [1, 2, 4])
+def test_own_path_with_an_input_without_gradient(nt):
+    # y has no gradient buffer: the `_own` body still runs for x (and y's adds are skipped)
+    n = 250_001
+    rng = np.random.default_rng(11)
+    xn, yn = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+    x = wp.array(xn, dtype=float, requires_grad=True)
+    y = wp.array(yn, dtype=float)
+    out = wp.zeros(n, dtype=float, requires_grad=True)
+    seed = rng.random(n).astype(np.float32)
+    with wp.config.override(num_threads=nt):
+        for _ in range(2):  # the second backward adds the same gradient again
+            with wp.Tape() as tape:
+                wp.launch(pair_product, n, inputs=[x, y, out])
+            tape.backward(grads={out: seed})
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * seed.astype(np.float64) * yn, rtol=1e-6)
+    assert y.grad is None
+
+
+def test_backward_pass_uses_the_loop_compiler():
+    # g++ vectorizes the reverse sweep of elementwise kernels where clang++ 14 does not (pipeline.adjoint_options)
+    from treadle._src.backends.cpu import get_cpu_backend
+
+    v = [wp.zeros(4, dtype=float, requires_grad=True) for _ in range(3)]
+    with wp.Tape() as tape:
+        wp.launch(pair_product, 4, inputs=v)
+    tape.backward(grads={v[2]: np.ones(4, dtype=np.float32)})
+    inst = next(iter(pair_product.instances.values()))
+    loop_cxx = get_cpu_backend().loop_compiler()
+    assert inst.backward_options().cxx == (inst.options.cxx or loop_cxx)
+    np.testing.assert_array_equal(v[0].grad.numpy(), 0.0)  # b is zero

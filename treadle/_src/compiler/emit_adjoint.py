@@ -529,22 +529,41 @@ class AdjointEmitter(Emitter):
             return ""
         return f"treadle::adj_nonzero<{self.ct(scalar_of(r.type))}>(adj_v{r.id})"
 
-    def own_flags(self, f: ir.FuncIR) -> list[str]:
-        """Per-launch flags of the arrays whose load gradients may use plain adds (see ``own_index_arrays``)."""
-        self.own = {}
+    def own_conditions(self, f: ir.FuncIR, var: str) -> dict[str, str]:
+        """Per own-index array (``own_index_arrays``): the run-time test that its load gradients may use plain adds.
+
+        The tests are written over the array expressions ``var.format(name)``.
+        """
         found = own_index_arrays(f)
         arrays = [p for p in f.params if isinstance(p.type, ArrayT)]
         nd = max(1, getattr(f, "launch_ndim", 1))
-        lines = []
+        out = {}
         for p in {id(p): p for p in found.values()}.values():
-            conds = [f"treadle::grad_own<{p.type.ndim}>(var_{p.name})"]
+            conds = [f"treadle::grad_own<{p.type.ndim}>({var.format(p.name)})"]
             if nd > 1:
                 conds.append(f"bounds.ndim == {nd}")
-            mine = f"treadle::grad_span<{p.type.ndim}>(var_{p.name})"
-            conds += [f"treadle::grad_apart({mine}, treadle::grad_span<{q.type.ndim}>(var_{q.name}))"
+            mine = f"treadle::grad_span<{p.type.ndim}>({var.format(p.name)})"
+            conds += [f"treadle::grad_apart({mine}, treadle::grad_span<{q.type.ndim}>({var.format(q.name)}))"
                       for q in arrays if q is not p]
-            lines.append(f"    const bool _own_{p.name} = {' && '.join(conds)};")
-        for vid, p in found.items():
+            out[p.name] = " && ".join(conds)
+        return out
+
+    def own_condition(self, f: ir.FuncIR) -> str | None:
+        """The entry's test (over ``args``) for the ``_own`` body.
+
+        It holds when every own-index array has no gradient buffer or passes its test.
+        """
+        conds = self.own_conditions(f, "args.p_{}")
+        return " && ".join(f"(!args.p_{n}.grad || ({c}))" for n, c in conds.items()) or None
+
+    def own_flags(self, f: ir.FuncIR) -> list[str]:
+        """Per-launch flags of the arrays whose load gradients may use plain adds (see ``own_index_arrays``).
+
+        All are true in the ``_own`` instantiation, whose entry has tested them (``own_condition``).
+        """
+        self.own = {}
+        lines = [f"    const bool _own_{n} = _own || ({c});" for n, c in self.own_conditions(f, "var_{}").items()]
+        for vid, p in own_index_arrays(f).items():
             self.own[vid] = f"_own_{p.name}"
         return lines
 
@@ -713,7 +732,7 @@ class AdjointEmitter(Emitter):
         self.own = {}
         lines.append("}")
         lines.append("")
-        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f))
+        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f, own=self.own_condition(f)))
         return "\n".join(lines)
 
     def _depth(self, t: Any) -> int:

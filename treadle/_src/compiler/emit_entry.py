@@ -37,8 +37,13 @@ def loop_ndim(f: ir.FuncIR) -> int:
 
 
 def body_head(name: str) -> list[str]:
-    """The first lines of a per-thread body (its template header, signature and opening brace)."""
-    return ["template <bool _dense, bool _nonempty = false>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
+    """The first lines of a per-thread body (its template header, signature and opening brace).
+
+    ``_own`` (used by backward bodies only): the entry has checked that every own-index array's gradient buffer is
+    injective and apart from the others (``emit_adjoint.own_index_arrays``), so their gradients take plain adds.
+    """
+    return ["template <bool _dense, bool _nonempty = false, bool _own = false>",
+            f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
 
 
 def dense_line(name: str, t: Any) -> str | None:
@@ -58,7 +63,8 @@ def tid_lines(f: ir.FuncIR) -> list[str]:
 
 
 def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = False,
-            privatized: list[Any] | None = None, nonempty: str | None = None, streamed: str | None = None) -> str:
+            privatized: list[Any] | None = None, nonempty: str | None = None, streamed: str | None = None,
+            own: str | None = None) -> str:
     """The range entry and the whole-launch entry of one body (``kind``: ``forward`` or ``backward``).
 
     ``privatized`` (from ``reductions.privatize``) names the arrays that ``<body>_priv`` reduces into with plain
@@ -68,6 +74,9 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
     ``treadle::launch_loop_lanes``, whose thread loop the compiler may vectorize (lanes = threads).
     ``streamed`` (from ``streaming.streamed_output``) names a 1-d output whose stores a large dense 1-d launch writes
     through ``treadle::launch_loop_streamed`` (non-temporal stores).
+    ``own`` (backward bodies, from ``AdjointEmitter.own_condition``) tests over ``args`` that every own-index
+    gradient may take plain adds: when it holds for dense arguments, the ``_own`` instantiation runs, whose body has
+    no per-element choice between a plain and an atomic add (and so vectorizes like the forward).
     """
     arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
     nd = loop_ndim(f)
@@ -143,6 +152,9 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
                       f"treadle::stream_fits(args.p_{streamed}, begin, end), [&](treadle::int32 _i) {{ "
                       f"{body}<true>(bounds, _i, _i, 0, 0, 0, sargs); }});"]
         else:
+            if own:
+                lines += [f"        if ({own}) {{", f"            {loop('true, false, true')}", "            return;",
+                          "        }"]
             lines.append(f"        {loop('true')}")
         lines += ["        return;", "    }"]
     lines += [

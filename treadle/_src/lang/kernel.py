@@ -173,11 +173,16 @@ def load_backward(insts: list[KernelInstance]) -> None:
     by_opts: dict[str, list[KernelInstance]] = {}
     for inst in todo:
         inst.ensure_loaded()
-        by_opts.setdefault(inst.options.key(), []).append(inst)
+        by_opts.setdefault(inst.backward_options().key(), []).append(inst)
     for group in by_opts.values():
         builts = [inst.backward_built() for inst in group]
-        compile_batch(builts, group[0].options)
+        compile_batch(builts, group[0].backward_options())
         for inst, b in zip(group, builts):
+            if b.error is not None and inst.backward_options().cxx != inst.options.cxx:
+                # the loop compiler rejected it: build it with the forward's compiler
+                inst._bwd_options, inst._bwd_built = inst.options, None
+                b = inst.backward_built()
+                compile_batch([b], inst.options)
             if b.error is not None:
                 raise b.error
             fn = load_symbol(b.lib_path, b.symbol, "backward")
@@ -369,8 +374,19 @@ class KernelInstance:
                                    "no adjoint; remove that option (kernel, module or wp.config) to differentiate it")
             from ..compiler.pipeline import prepare_adjoint
 
-            self._bwd_built = prepare_adjoint(self.ir, self.deps, self.options, self.kernel.key)
+            self._bwd_built = prepare_adjoint(self.ir, self.deps, self.backward_options(), self.kernel.key)
         return self._bwd_built
+
+    def backward_options(self) -> Any:
+        """The compile options of the backward pass (``pipeline.adjoint_options``).
+
+        After a failed build with the loop compiler, the forward's options.
+        """
+        if getattr(self, "_bwd_options", None) is None:
+            from ..compiler.pipeline import adjoint_options
+
+            self._bwd_options = adjoint_options(self.options)
+        return self._bwd_options
 
     def ensure_backward(self) -> Any:
         """The backward entry point, compiled or fetched from the cache."""
