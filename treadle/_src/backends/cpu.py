@@ -32,6 +32,62 @@ _ERROR_RE = re.compile(r"^(?P<file>[^:\n]+\.py):(?P<line>\d+):(?:(?P<col>\d+):)?
                        re.M)
 
 
+
+def _shared_function_class() -> Any:
+    """One cdecl function-pointer class for every library :func:`load_native_library` loads (``None``: unavailable)."""
+    import _ctypes
+
+    if not hasattr(_ctypes, "dlopen"):  # pragma: no cover - Windows loads through ``LoadLibrary``
+        return None
+
+    class _FuncPtr(_ctypes.CFuncPtr):  # type: ignore[misc,name-defined]
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = ctypes.c_int
+
+    return _FuncPtr
+
+
+class _NativeLibrary(ctypes.CDLL):
+    """A ``ctypes.CDLL`` whose functions share one class instead of a class made per library.
+
+    ``CDLL.__init__`` creates a function-pointer class for each library it loads, which costs about as much as
+    loading a small library; a warm start loads the runtime and a kernel library or two before its first launch.
+    The functions behave as ``CDLL``'s do: cdecl, the GIL released during calls, ``restype`` and ``argtypes`` set
+    on each function object.
+    """
+
+    _FuncPtr = _shared_function_class()
+
+    def __init__(self, path: str, mode: int) -> None:  # noqa: D107 - see the class
+        import _ctypes
+
+        self._name = path
+        self._handle = _ctypes.dlopen(path, mode)
+
+
+def load_native_library(path: str, mode: int) -> Any:
+    """``ctypes.CDLL(path, mode=mode)``, without its per-library cost where the platform allows."""
+    if _NativeLibrary._FuncPtr is None:  # pragma: no cover - not a dlopen platform
+        return ctypes.CDLL(path, mode=mode)
+    return _NativeLibrary(path, mode)
+
+
+def symbol_address(lib: Any, name: str) -> int:
+    """The address of the function ``name`` exported by a loaded library (``AttributeError`` if there is none).
+
+    ``dlsym`` alone: no ctypes function object to make and cast, where only the address is wanted.
+    """
+    import _ctypes
+
+    dlsym = getattr(_ctypes, "dlsym", None)
+    if dlsym is None:  # pragma: no cover - not a dlopen platform
+        return int(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0)
+    try:
+        return int(dlsym(lib._handle, name))
+    except OSError as e:  # what ``getattr(lib, name)`` raises for a missing symbol
+        raise AttributeError(str(e)) from None
+
+
 class CompileOptions:
     """Options that change the binary (all of them are part of the cache key)."""
 
@@ -317,7 +373,7 @@ class CpuBackend:
 
     def load(self, path: Path) -> Any:
         """Load a built library."""
-        return ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_LOCAL", 0))
+        return load_native_library(str(path), getattr(ctypes, "RTLD_LOCAL", 0))
 
     def symbol(self, lib: Any, name: str) -> Any:
         return getattr(lib, name)

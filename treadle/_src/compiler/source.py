@@ -9,8 +9,11 @@ import ast
 import builtins
 import hashlib
 import inspect
+import io
 import linecache
+import os
 import textwrap
+import tokenize
 from collections.abc import Callable
 from typing import Any
 
@@ -23,18 +26,58 @@ class _Missing:
 
 MISSING: Any = _Missing()
 
-#: The lines of the files that define kernels, as they were when the kernels were defined (kernels are lowered
-#: lazily; their file may be gone or rewritten by then, e.g. a module loaded from a temporary file).
-_SNAPSHOTS: dict[str, list[str]] = {}
+#: The files that define kernels, as they were when the kernels were defined (kernels are lowered lazily; their file
+#: may be gone or rewritten by then, e.g. a module loaded from a temporary file): the file's bytes, decoded into lines
+#: only if a kernel is lowered from them (a warm start lowers nothing), or the lines ``linecache`` gave.
+_SNAPSHOTS: dict[str, bytes | list[str]] = {}
+
+
+def _read_bytes(path: str) -> bytes | None:
+    """The bytes of a regular file (``None`` if it cannot be read): three system calls, no text decoding."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def remember_source(fn: Callable[..., Any]) -> None:
-    """Keep the lines of ``fn``'s file (read once per file) so that its source can be read later."""
+    """Keep the text of ``fn``'s file (read once per file) so that its source can be read later."""
     file = getattr(getattr(fn, "__code__", None), "co_filename", None)
     if file and file not in _SNAPSHOTS:
-        lines = linecache.getlines(file)
+        data = _read_bytes(file) if os.path.isabs(file) else None
+        if data:
+            _SNAPSHOTS[file] = data
+            return
+        lines = linecache.getlines(file)  # not a file on disk: whatever ``linecache`` knows (loaders, ``exec``)
         if lines:
             _SNAPSHOTS[file] = lines
+
+
+def _snapshot(file: str) -> list[str] | None:
+    """The remembered lines of ``file`` (decoded as Python decodes source files)."""
+    snap = _SNAPSHOTS.get(file)
+    if isinstance(snap, bytes):
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(snap).readline)
+            snap = io.TextIOWrapper(io.BytesIO(snap), encoding).readlines()  # as ``linecache`` reads it
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            snap = None
+        if snap:
+            _SNAPSHOTS[file] = snap
+        else:
+            _SNAPSHOTS.pop(file, None)
+    return snap
 
 
 def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
@@ -43,7 +86,7 @@ def _source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
         return inspect.getsourcelines(fn)
     except (OSError, TypeError):
         code = getattr(fn, "__code__", None)
-        lines = _SNAPSHOTS.get(code.co_filename) if code is not None else None
+        lines = _snapshot(code.co_filename) if code is not None else None
         if not lines or code is None:
             raise
         start = code.co_firstlineno - 1

@@ -9,12 +9,30 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ... import config
+from ..backends.cpu import CompileOptions
 from ..compiler.source import remember_source
 from ..errors import CodegenError, TreadleError
+from ..runtime import warm_index
 from . import scalars
 from .abi import ArrayDesc, IndexedArrayDesc
 from .function import Function
 from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
+
+_PIPELINE: Any = None
+
+
+def _pipeline() -> Any:
+    """``compiler.pipeline``, imported at first use and then kept.
+
+    The pipeline imports the emitter, which needs this module; an import statement per kernel costs microseconds at
+    every warm start.
+    """
+    global _PIPELINE
+    if _PIPELINE is None:
+        from ..compiler import pipeline
+
+        _PIPELINE = pipeline
+    return _PIPELINE
 
 AnyT = Any
 # ``@func`` keeps the decorated function's signature for static type checkers (its two call forms)
@@ -305,15 +323,11 @@ class KernelInstance:
         ``loop_compiler=False`` keeps the default compiler for kernels with loops (and skips the index).
         """
         if self.built is None:
-            from ..runtime import warm_index
-
             fp = warm_index.fingerprint(self) if loop_compiler else None
             if fp is not None:
                 entry = warm_index.lookup(fp)
                 if entry is not None:
-                    from ..compiler.pipeline import Built
-
-                    b = Built("", entry["symbol"], entry["key"], None, self.kernel.key)
+                    b = _pipeline().Built("", entry["symbol"], entry["key"], None, self.kernel.key)
                     b.lib_path = entry["lib_path"]
                     self.warm = entry
                     self.built = b
@@ -327,8 +341,7 @@ class KernelInstance:
             self.built = prepare(self.ir, self.deps, self.options, self.kernel.key)
 
     def bind(self) -> None:
-        from ..compiler.pipeline import load_symbol
-
+        load_symbol = _pipeline().load_symbol
         try:
             fn = load_symbol(self.built.lib_path, self.built.symbol)
         except (OSError, AttributeError) as e:
@@ -422,6 +435,26 @@ class KernelInstance:
                     load_instances([self])
             if self.built.error is not None:
                 raise self.built.error
+
+
+def args_layout(types: tuple[Any, ...]) -> tuple[list[Any], list[int], int, int]:
+    """Field ctypes and offsets, size and alignment of the ``Args`` struct :func:`make_args_struct` makes.
+
+    Computed with the C layout rules ctypes follows (each field at its alignment, the size padded to the largest),
+    without making the struct type: a ctypes type costs tens of microseconds, and the native launch path needs only
+    the layout.
+    """
+    fields = [ctype_of(t) for t in types]
+    offsets: list[int] = []
+    end, align = 0, 1
+    for ct in fields:
+        a = ctypes.alignment(ct)
+        end = (end + a - 1) // a * a
+        offsets.append(end)
+        end += ctypes.sizeof(ct)
+        align = max(align, a)
+    end += 1  # ``_treadle_pad``
+    return fields, offsets, (end + align - 1) // align * align, align
 
 
 def make_args_struct(names: list[str], types: tuple[Any, ...]) -> type[ctypes.Structure]:
@@ -552,8 +585,6 @@ class Kernel:
                                                                             config.enable_backward)))
 
     def compile_options(self) -> Any:
-        from ..backends.cpu import CompileOptions
-
         mode = self.options.get("mode", self.module.option("mode", config.mode))
         fp = self.verify_fp()
         if fp and mode == "release":

@@ -26,6 +26,7 @@ import numpy as np
 
 from ... import config
 from ..autodiff.state import active_tape
+from ..backends.cpu import symbol_address
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
 from ..compiler import pipeline as _pipeline
 from ..errors import LaunchError
@@ -39,7 +40,7 @@ from ..runtime.device import get_device
 from . import scalars
 from .abi import ARRAY_KEEP_GRAD, MAX_DIMS, ArrayDesc, LaunchBounds
 from .array import array
-from .kernel import Kernel, KernelInstance
+from .kernel import Kernel, KernelInstance, args_layout
 from .launch_params import ParamSetters
 from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 
@@ -224,47 +225,73 @@ def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
 def _range_entry(inst: KernelInstance, kind: str) -> int:
     """The address of an instance's range entry (``<sym>_cpu_forward_range`` / ``..._backward_range``)."""
     built = inst.built if kind == "forward" else inst.backward_built()
-    fn = getattr(_pipeline.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
-    return int(ctypes.cast(fn, ctypes.c_void_p).value or 0)
+    return symbol_address(_pipeline.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
 
 
 class _FrameLayout:
     """Where a frame keeps its command, bounds and arguments: the layout of a C struct of the three.
 
-    Computed with ``ctypes.alignment`` / ``ctypes.sizeof`` instead of making a ``ctypes.Structure`` type per kernel
-    (a structure type costs as much as the rest of a launch plan).
+    Computed from ``ctypes.alignment`` / ``ctypes.sizeof`` of the fields (``kernel.args_layout``) instead of making
+    ctypes types per kernel: the instance's ``Args`` struct type is made only where Python packs arguments into a
+    frame (a type costs as much as the rest of a launch plan).
     """
 
-    __slots__ = ("args_type", "bounds_off", "args_off", "size")
+    __slots__ = ("inst", "bounds_off", "args_off", "size", "align", "arg_ctypes", "arg_offsets", "args_size")
 
-    def __init__(self, args_type: Any) -> None:
+    def __init__(self, inst: KernelInstance) -> None:
         def up(n: int, a: int) -> int:
             return (n + a - 1) // a * a
 
-        self.args_type = args_type
+        self.inst = inst
+        self.arg_ctypes, self.arg_offsets, self.args_size, args_align = args_layout(inst.types)
         self.bounds_off = up(ctypes.sizeof(_tp.Cmd), ctypes.alignment(LaunchBounds))
-        self.args_off = up(self.bounds_off + ctypes.sizeof(LaunchBounds), ctypes.alignment(args_type))
-        align = max(ctypes.alignment(_tp.Cmd), ctypes.alignment(LaunchBounds), ctypes.alignment(args_type))
-        self.size = up(self.args_off + ctypes.sizeof(args_type), align)
+        self.args_off = up(self.bounds_off + ctypes.sizeof(LaunchBounds), args_align)
+        self.align = max(ctypes.alignment(_tp.Cmd), ctypes.alignment(LaunchBounds), args_align)
+        self.size = up(self.args_off + self.args_size, self.align)
+
+    @property
+    def args_type(self) -> Any:
+        """The instance's ctypes ``Args`` struct (made at first use)."""
+        t = self.inst.args_type
+        names = self.inst.kernel.param_names
+        if (ctypes.sizeof(t) != self.args_size  # the computed layout must be the struct's
+                or [getattr(t, n).offset for n in names] != self.arg_offsets):
+            raise AssertionError(f"argument layout of kernel '{self.inst.kernel.key}' differs from its ctypes struct")
+        return t
 
 
 class _Frame:
     """A launch command with its own bounds and argument memory (one C buffer)."""
 
-    __slots__ = ("buf", "addr", "args", "cmd", "bounds_addr", "layout")
+    __slots__ = ("buf", "addr", "start", "_args", "cmd", "bounds_addr", "layout")
 
     def __init__(self, layout: _FrameLayout, fn: int) -> None:
-        buf = (ctypes.c_char * layout.size)()  # zeroed, as a structure instance would be
-        addr = ctypes.addressof(buf)
+        # A zeroed ``bytearray`` rather than a ``c_char`` array: an array type of each new size is a class made on
+        # first use (~25 us, once per kernel at a warm start). The frame starts at the first suitably aligned byte.
+        buf = bytearray(layout.size + layout.align - 1)
+        cmd = _tp.Cmd.from_buffer(buf)
+        start = -ctypes.addressof(cmd) % layout.align
+        if start:
+            cmd = _tp.Cmd.from_buffer(buf, start)
+        addr = ctypes.addressof(cmd)
         self.buf = buf
         self.addr = addr
+        self.start = start
         self.layout = layout
-        self.cmd = _tp.Cmd.from_buffer(buf)
-        self.args = layout.args_type.from_buffer(buf, layout.args_off)
+        self._args: Any = None
+        self.cmd = cmd
         self.bounds_addr = addr + layout.bounds_off
         self.cmd.fn = fn
         self.cmd.bounds = self.bounds_addr
         self.cmd.args = addr + layout.args_off
+
+    @property
+    def args(self) -> Any:
+        """The frame's arguments as the instance's ctypes ``Args`` struct (a view made at first use)."""
+        a = self._args
+        if a is None:
+            a = self._args = self.layout.args_type.from_buffer(self.buf, self.start + self.layout.args_off)
+        return a
 
     def set_bounds(self, b: LaunchBounds) -> None:
         ctypes.memmove(self.bounds_addr, ctypes.addressof(b), ctypes.sizeof(LaunchBounds))
@@ -282,7 +309,7 @@ class _Frame:
 class LaunchPlan:
     """Everything about launching one kernel instance that does not depend on the argument values."""
 
-    __slots__ = ("inst", "names", "packers", "args_type", "debug", "order_dependent", "frame_layout", "fwd", "nargs",
+    __slots__ = ("inst", "names", "packers", "debug", "order_dependent", "frame_layout", "fwd", "nargs",
                  "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel", "addr", "run1",
                  "cur_nt", "cfg_fp", "fast", "bwd_entry", "bwd_addr", "bwd_frame", "bwd_owner")
 
@@ -292,10 +319,9 @@ class LaunchPlan:
         self.names = inst.kernel.param_names
         self.nargs = len(self.names)
         self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
-        self.args_type = inst.args_type
         self.debug = inst.options.mode == "debug"
         self.order_dependent = inst.order_dependent()
-        self.frame_layout = _FrameLayout(self.args_type)
+        self.frame_layout = _FrameLayout(inst)
         self.fwd = _range_entry(inst, "forward")
         self.cfg_mode = config.mode
         self.cfg_fp = config.verify_fp
@@ -316,6 +342,11 @@ class LaunchPlan:
         self.bwd_addr = 0
         self.bwd_frame: _Frame | None = None
         self.bwd_owner = -1
+
+    @property
+    def args_type(self) -> Any:
+        """The instance's ctypes ``Args`` struct type (made at first use)."""
+        return self.frame_layout.args_type
 
     def pack(self, args: Sequence[Any], device: Any) -> ctypes.Structure:
         """A fresh argument struct for ``args`` (checked)."""
@@ -442,30 +473,56 @@ _NATIVE_SCALARS: dict[Any, tuple[int, Any]] = {
     scalars.int64: (5, ctypes.c_int64), scalars.uint32: (6, ctypes.c_uint32), scalars.uint64: (7, ctypes.c_uint64)}
 
 
+class _ArgsOf:
+    """The frame's ``Args`` struct as the native launch path sees it: made only if Python packs an argument.
+
+    The native path packs arrays and numbers itself; an unusual value goes through the plan's Python packer and
+    is set here.
+    """
+
+    __slots__ = ("_frame", "_index")
+
+    def __init__(self, frame: _Frame, names: list[str]) -> None:
+        object.__setattr__(self, "_frame", frame)
+        object.__setattr__(self, "_index", {n: i for i, n in enumerate(names)})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        fr = self._frame
+        i = self._index.get(name)
+        layout = fr.layout
+        if i is not None and fr._args is None and type(value) is layout.arg_ctypes[i]:
+            # A descriptor the packer made (an array's first launch): its bytes, as ctypes would copy them
+            ctypes.memmove(fr.addr + layout.args_off + layout.arg_offsets[i], ctypes.addressof(value),
+                           ctypes.sizeof(value))
+            return
+        setattr(fr.args, name, value)
+
+
 def _native_plan(plan: LaunchPlan) -> Any:
     """The native state of ``plan`` (owner: the calling thread), or ``None`` when the extension is not in use."""
     ext = _fastlaunch.module()
     fr = plan.frame
     if ext is None or fr is None or not config.native_launch:
         return None
-    kinds, offsets, ndims, dtypes = [], [], [], []
-    for name, t in zip(plan.names, plan.inst.types):
-        field = getattr(plan.args_type, name)
+    kinds, ndims, dtypes = [], [], []
+    layout = plan.frame_layout
+    for t, ct in zip(plan.inst.types, layout.arg_ctypes):
+        size = ctypes.sizeof(ct)
         kind, ndim, dtype = 0, 0, None
         if isinstance(t, ArrayT):
-            if not t.indexed and field.size == ctypes.sizeof(ArrayDesc):
+            if not t.indexed and size == ctypes.sizeof(ArrayDesc):
                 kind, ndim = 1, t.ndim
                 dtype = None if contains_any(t.dtype) else t.dtype
         else:
             k, ct = next((v for st, v in _NATIVE_SCALARS.items() if st is t), (0, None))
-            if ct is not None and field.size == ctypes.sizeof(ct) and t._type_ is ct:
+            if ct is not None and size == ctypes.sizeof(ct) and t._type_ is ct:
                 kind = k
         kinds.append(kind)
-        offsets.append(field.offset)
         ndims.append(ndim)
         dtypes.append(dtype)
-    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + plan.frame_layout.args_off, fr.args, list(plan.names),
-                    list(plan.packers), kinds, offsets, ndims, dtypes, plan.kernel, plan.inst, plan.cfg_mode,
+    return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + layout.args_off, _ArgsOf(fr, plan.names), list(plan.names),
+                    list(plan.packers), kinds, list(layout.arg_offsets), ndims, dtypes, plan.kernel, plan.inst,
+                    plan.cfg_mode,
                     plan.cfg_fp, plan.debug, plan.order_dependent, plan.owner)
 
 

@@ -68,34 +68,46 @@ def num_threads() -> int:
 _CPUS = cpu_count()
 
 
+#: ``CpuRuntime`` attribute -> (exported function, argument types, result type) of the runtime library
+_FUNCTIONS: dict[str, tuple[str, list[Any], Any]] = {
+    "run1": ("treadle_rt_run1", [ctypes.c_void_p], None),
+    "run": ("treadle_rt_run", [ctypes.c_void_p, ctypes.c_int64], None),
+    "_configure": ("treadle_rt_configure", [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64], None),
+    "_shutdown": ("treadle_rt_shutdown", [], None),
+    "_workers": ("treadle_rt_workers", [], ctypes.c_int32),
+    "memset": ("treadle_rt_memset", [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32], None),
+}
+
+
 class CpuRuntime:
-    """The loaded runtime library (or the serial fallback when it could not be built)."""
+    """The loaded runtime library (or the serial fallback when it could not be built).
+
+    The library's functions (``run1``, ``run``, ``memset``...) become ctypes functions at their first use: most
+    processes launch through the native extension and never call several of them.
+    """
 
     def __init__(self, lib: Any, path: Path | None) -> None:
         self.lib = lib
         self.path = path
         if lib is not None:
-            self.run1 = lib.treadle_rt_run1
-            self.run1.argtypes = [ctypes.c_void_p]
-            self.run1.restype = None
-            self.run = lib.treadle_rt_run
-            self.run.argtypes = [ctypes.c_void_p, ctypes.c_int64]
-            self.run.restype = None
-            self._configure = lib.treadle_rt_configure
-            self._configure.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
-            self._configure.restype = None
-            self._shutdown = lib.treadle_rt_shutdown
-            self._shutdown.restype = None
-            self._workers = lib.treadle_rt_workers
-            self._workers.restype = ctypes.c_int32
-            self.memset = lib.treadle_rt_memset
-            self.memset.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
-            self.memset.restype = None
             self.configure(serial_threshold=SERIAL_THRESHOLD, spin_ns=SPIN_NS, min_chunk=MIN_CHUNK)
         else:
             self.run1 = _serial_run1
             self.run = _serial_run
             self.memset = None
+
+    def __getattr__(self, name: str) -> Any:
+        """A library function, made a ctypes function with its signature at first use (then kept)."""
+        spec = _FUNCTIONS.get(name)
+        lib = self.__dict__.get("lib")
+        if spec is None or lib is None:
+            raise AttributeError(name)
+        symbol, argtypes, restype = spec
+        fn = getattr(lib, symbol)
+        fn.argtypes = argtypes
+        fn.restype = restype
+        self.__dict__[name] = fn
+        return fn
 
     @property
     def parallel(self) -> bool:
@@ -119,9 +131,10 @@ class CpuRuntime:
 
 def _use_native_run1(rt: CpuRuntime) -> None:
     """Make ``rt.run1`` the native extension's (no ctypes call) when the extension is available."""
+    from ..backends.cpu import symbol_address
     from . import fastlaunch
 
-    ext = fastlaunch.load(int(ctypes.cast(rt.run1, ctypes.c_void_p).value or 0))
+    ext = fastlaunch.load(symbol_address(rt.lib, "treadle_rt_run1"))
     if ext is not None:
         rt.run1 = ext.run1
 
@@ -158,9 +171,11 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
     from .cache import _make_private_dir, unsafe_reason
 
     memo_key = None
-    if all(src.parent == NATIVE_DIR and src.suffix in (".h", ".cpp") for src in sources):  # what the stamp covers
-        memo_key = hashlib.sha256("\0".join([stem, config.version, *key_parts, *(src.name for src in sources)])
-                                  .encode()).hexdigest()
+    native = str(NATIVE_DIR)
+    names = [os.path.basename(p) for p in map(str, sources)
+             if os.path.dirname(p) == native and p.endswith((".h", ".cpp"))]  # plain strings: no pathlib on this path
+    if len(names) == len(sources):  # every source is one the stamp covers
+        memo_key = hashlib.sha256("\0".join([stem, config.version, *key_parts, *names]).encode()).hexdigest()
         known = warm_env.product(stem, memo_key)
         if known is not None:
             with contextlib.suppress(OSError):
@@ -265,7 +280,9 @@ def get_cpu_runtime() -> CpuRuntime:
                 if _HOLDER.error is not None:
                     raise _HOLDER.error
                 path = _HOLDER.built or build_runtime_library()
-                lib = ctypes.CDLL(str(path), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+                from ..backends.cpu import load_native_library
+
+                lib = load_native_library(str(path), getattr(ctypes, "RTLD_GLOBAL", 0))
                 rt = CpuRuntime(lib, path)
                 _use_native_run1(rt)
                 _HOLDER.runtime = rt

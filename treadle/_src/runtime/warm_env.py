@@ -73,31 +73,36 @@ def which_many(names: tuple[str, ...]) -> dict[str, tuple[str, os.stat_result]]:
     found: dict[str, tuple[str, os.stat_result]] = {}
     left = list(names)
     seen: set[str] = set()
+    access, join, mode = os.access, os.path.join, os.F_OK | os.X_OK
     for d in _search_path():
         if d in seen:
             continue
         seen.add(d)
-        for name in list(left):
-            p = os.path.join(d, name)
+        for name in left:
+            p = join(d, name)
+            if not access(p, mode):  # the usual miss: one system call, no exception
+                continue
             st = _executable(p)
             if st is not None:
                 found[name] = (p, st)
-                left.remove(name)
-        if not left:
-            break
+        if found:
+            left = [n for n in left if n not in found]
+            if not left:
+                break
     return found
 
 
 def _boot_id() -> str | None:
     try:
-        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
-            return f.read(64).decode().strip() or None
+        fd = os.open("/proc/sys/kernel/random/boot_id", os.O_RDONLY)  # no file object: three system calls, not seven
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 64).decode().strip() or None
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def _name(e: os.DirEntry[str]) -> str:
-    return e.name
+    finally:
+        os.close(fd)
 
 
 def _st(st: os.stat_result) -> str:
@@ -113,11 +118,13 @@ def compute_stamp() -> tuple[str, dict[str, Any]] | None:
     if boot is None:
         return None
     parts = [FORMAT, config.version, repr(config.cxx), str(LOOP_KERNELS_WITH_GXX), treadle_signature(), boot]
-    with os.scandir(NATIVE_DIR) as it:
-        native = sorted((e for e in it if e.name.endswith((".h", ".cpp"))), key=_name)
-    for e in native:  # headers, and the sources of Treadle's own native products (runtime library, extension)
-        st = e.stat()
-        parts.append(f"{e.name}:{_st(st)}")
+    native = str(NATIVE_DIR)
+    names = os.listdir(native)
+    names.sort()
+    stat = os.stat
+    for name in names:  # headers, and the sources of Treadle's own native products (runtime library, extension)
+        if name.endswith((".h", ".cpp")):
+            parts.append(f"{name}:{_st(stat(f'{native}/{name}'))}")
     cxx = config.cxx
     loop: tuple[str, os.stat_result] | None = None
     default: tuple[str, os.stat_result] | None

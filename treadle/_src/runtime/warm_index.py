@@ -79,8 +79,47 @@ _CODEGEN_PARTS = ("_src/compiler", "_src/builtins", "_src/lang", "_src/backends"
                   "_src/runtime/warm_index.py")
 
 
-def _name(e: os.DirEntry[str]) -> str:
-    return e.name
+def _add_sources(path: str, add: Any) -> None:
+    """``name:size:mtime`` of each ``.py`` file under directory ``path``, sorted, descending into subpackages.
+
+    ``os.listdir`` and ``os.stat`` on plain strings: the least Python around the one ``stat`` per file.
+    """
+    stat = os.stat
+    names = os.listdir(path)
+    names.sort()
+    for name in names:
+        if name.endswith(".py"):
+            st = stat(f"{path}/{name}")  # follows links, as the import system does
+            add(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+        elif "." not in name and name != "__pycache__":
+            sub = f"{path}/{name}"
+            try:
+                st = os.lstat(sub)
+            except OSError:
+                continue
+            if st.st_mode & 0o170000 == 0o040000:  # a directory (not a link to one)
+                add(name + "/")
+                _add_sources(sub, add)
+                add("..")
+
+
+def sources_signature(root: str, parts: tuple[str, ...] = _CODEGEN_PARTS) -> str:
+    """A digest of the names, sizes and modification times of the ``.py`` files of ``parts`` of directory ``root``."""
+    seen: list[str] = []
+    add = seen.append
+    for part in parts:
+        path = f"{root}/{part}"
+        add(part)
+        try:
+            st = os.stat(path)
+        except OSError:
+            add("-")
+            continue
+        if st.st_mode & 0o170000 == 0o040000:  # a directory
+            _add_sources(path, add)
+        else:
+            add(f"{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(seen).encode()).hexdigest()
 
 
 def treadle_signature() -> str:
@@ -92,36 +131,8 @@ def treadle_signature() -> str:
     """
     global _toolkit_sig
     if _toolkit_sig is None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the ``treadle`` package
-        seen: list[str] = []
-        add = seen.append
-
-        def walk(path: str) -> None:
-            with os.scandir(path) as it:
-                entries = sorted(it, key=_name)
-            for e in entries:
-                name = e.name
-                if name.endswith(".py"):
-                    st = e.stat()  # follows links, as ``os.stat`` does
-                    add(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-                elif name != "__pycache__" and "." not in name and e.is_dir(follow_symlinks=False):
-                    add(name + "/")
-                    walk(e.path)
-                    add("..")
-
-        for part in _CODEGEN_PARTS:
-            path = os.path.join(root, part)
-            add(part)
-            try:
-                st = os.stat(path)
-            except OSError:
-                add("-")
-                continue
-            if st.st_mode & 0o170000 == 0o040000:  # a directory
-                walk(path)
-            else:
-                add(f"{st.st_size}:{st.st_mtime_ns}")
-        _toolkit_sig = hashlib.sha256("\n".join(seen).encode()).hexdigest()
+        # the ``treadle`` package
+        _toolkit_sig = sources_signature(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     return _toolkit_sig
 
 
