@@ -39,7 +39,7 @@ def _read_bytes(path: str) -> bytes | None:
     except (OSError, ValueError):
         return None
     try:
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
