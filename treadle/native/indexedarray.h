@@ -170,6 +170,7 @@ template <int ND, typename T> TREADLE_FUNC void make_dense(indexedarray_t<T>&) {
 // gradient buffer lies within the underlying array's (grad_own / grad_span of the reverse sweep).
 template <int ND, typename T> TREADLE_FUNC bool grad_own(const indexedarray_t<T>&) { return false; }
 template <int ND, typename T> TREADLE_FUNC auto grad_span(const indexedarray_t<T>& a) { return grad_span<ND>(a.arr); }
+template <typename T> TREADLE_FUNC bool grad_absent(const indexedarray_t<T>& a) { return !a.arr.grad; }
 
 }  // namespace treadle
 

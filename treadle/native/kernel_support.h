@@ -207,6 +207,8 @@ template <int ND, typename T> TREADLE_FUNC bool grad_own(const array_t<T>& a) {
     }
     return true;
 }
+// Whether an array has no gradient buffer (the backward entry's test for its `_own` body, emit_adjoint.own_condition).
+template <typename T> TREADLE_FUNC bool grad_absent(const array_t<T>& a) { return !a.grad; }
 TREADLE_FUNC bool grad_apart(const grad_span_t& a, const grad_span_t& b) {
     return a.lo == a.hi || b.lo == b.hi || a.hi <= b.lo || b.hi <= a.lo;
 }

@@ -554,7 +554,7 @@ class AdjointEmitter(Emitter):
         It holds when every own-index array has no gradient buffer or passes its test.
         """
         conds = self.own_conditions(f, "args.p_{}")
-        return " && ".join(f"(!args.p_{n}.grad || ({c}))" for n, c in conds.items()) or None
+        return " && ".join(f"(treadle::grad_absent(args.p_{n}) || ({c}))" for n, c in conds.items()) or None
 
     def own_flags(self, f: ir.FuncIR) -> list[str]:
         """Per-launch flags of the arrays whose load gradients may use plain adds (see ``own_index_arrays``).
