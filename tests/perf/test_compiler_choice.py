@@ -71,3 +71,26 @@ def test_loop_compiler_failure_falls_back_to_the_default(monkeypatch):
     wp.launch(row_sums, 7, inputs=[wp.array(m, dtype=float), out, 5])
     np.testing.assert_allclose(out.numpy(), m.astype(np.float64) @ np.arange(1, 6), rtol=1e-5)
     assert row_sums.get_instance(None).options.cxx is None
+
+
+def test_backward_pass_falls_back_to_the_forward_compiler(monkeypatch):
+    # backward passes go to the loop compiler too (pipeline.adjoint_options); when it fails, the forward's compiler
+    backend = get_cpu_backend()
+    if backend.loop_compiler() is None:
+        pytest.skip("no separate loop compiler here")
+
+    @wp.kernel(module="unique")
+    def cube(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[i] * x[i] * x[i]
+
+    xn = np.linspace(-2.0, 2.0, 9).astype(np.float32)
+    x = wp.array(xn, dtype=float, requires_grad=True)
+    y = wp.zeros(9, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(cube, 9, inputs=[x, y])  # the forward is built by the default compiler (no loops)
+    monkeypatch.setattr(backend, "_loop_cxx", "false")  # a "compiler" that always fails
+    tape.backward(grads={y: np.ones(9, dtype=np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * xn.astype(np.float64) ** 2, rtol=1e-6)
+    inst = cube.get_instance(None)
+    assert inst.options.cxx is None and inst.backward_options().cxx is None
