@@ -121,6 +121,31 @@ def w_saxpy(L: Libs, peer: str) -> float:
     return timed(lambda: (ti["saxpy"](x_np, y_np, 2.0), ti["ti"].sync()))
 
 
+def w_triad_bwd(L: Libs, peer: str) -> float:
+    """The reverse sweep of the triad ``a = b + s*c`` over 4M elements: one adjoint launch (NumPy: the same sums)."""
+    n = 4 * 1024 * 1024
+    rng = np.random.default_rng(5)
+    b_np, c_np = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    if peer in ("Treadle", "Warp CPU"):
+        m, k = (L.tw, L.tk) if peer == "Treadle" else L.warp()
+        a = m.zeros(n, dtype=float, requires_grad=True)
+        b, c = (m.array(v, dtype=float, requires_grad=True) for v in (b_np, c_np))
+        a.grad.fill_(1.0)
+        return timed(lambda: m.launch(k.triad, n, inputs=[a, b, c, 3.0], adj_inputs=[a.grad, b.grad, c.grad, 0.0],
+                                      adjoint=True))
+    if peer == "NumPy":
+        ga, gb, gc = np.ones(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.float32)
+        tmp = np.empty_like(ga)
+
+        def run() -> None:
+            np.add(gb, ga, out=gb)
+            np.multiply(ga, np.float32(3.0), out=tmp)
+            np.add(gc, tmp, out=gc)
+
+        return timed(run)
+    raise Skip
+
+
 def w_triad(L: Libs, peer: str) -> float:
     n = 64 * 1024 * 1024  # 256 MB per array
     b_np = np.ones(n, np.float32)
@@ -432,6 +457,7 @@ WORKLOADS: list[tuple[str, str, Callable[[Libs, str], float], str, float, str, A
     ("loss_bwd", "loss: Tape forward+backward", w_loss_bwd, "ms", 1e3, "", None),
     ("loss_ratio", "loss: (fwd+bwd)/fwd, median of paired runs", w_loss_ratio, "x", 1.0, "≤ 2.5x",
      lambda t, w, r: t <= 2.5),
+    ("triad_bwd", "backward of a=b+s*c, 4M f32 (one adjoint launch)", w_triad_bwd, "ms", 1e3, "", None),
     ("hash_build", "HashGrid build, 100k points", w_hash_build, "ms", 1e3, "≤ 3 ms", None),
     ("hash_query", "neighbour count, 100k points, ~30 nbrs", w_hash_query, "ms", 1e3, "≤ 35 ms", None),
     ("launch_empty", "launch, empty kernel dim=1", w_launch_empty, "µs", 1e6, "≤ 1.0 µs, ≤ 0.25x Warp",
