@@ -524,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     compiler = backend.toolchain().version
     loop_cxx = backend.loop_compiler()
     if loop_cxx:
-        compiler += "; kernels with loops: " + backend.toolchain(treadle._src.backends.cpu.CompileOptions(
+        compiler += "; kernels with loops and backward passes: " + backend.toolchain(treadle._src.backends.cpu.CompileOptions(
             cxx=loop_cxx)).version
     load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     meta = {"threads": L.threads, "compiler": compiler, "load": f"{load_start:.1f} at the start, {load_end:.1f} at the end",
