@@ -32,7 +32,6 @@ _ERROR_RE = re.compile(r"^(?P<file>[^:\n]+\.py):(?P<line>\d+):(?:(?P<col>\d+):)?
                        re.M)
 
 
-
 def _shared_function_class() -> Any:
     """One cdecl function-pointer class for every library :func:`load_native_library` loads (``None``: unavailable)."""
     import _ctypes
