@@ -529,12 +529,11 @@ class AdjointEmitter(Emitter):
             return ""
         return f"treadle::adj_nonzero<{self.ct(scalar_of(r.type))}>(adj_v{r.id})"
 
-    def own_conditions(self, f: ir.FuncIR, var: str) -> dict[str, str]:
-        """Per own-index array (``own_index_arrays``): the run-time test that its load gradients may use plain adds.
+    def own_conditions(self, f: ir.FuncIR, found: dict[int, ir.Local], var: str) -> dict[str, str]:
+        """Per own-index array: the run-time test that its load gradients may use plain adds.
 
-        The tests are written over the array expressions ``var.format(name)``.
+        ``found`` is ``own_index_arrays(f)``; the tests are written over the array expressions ``var.format(name)``.
         """
-        found = own_index_arrays(f)
         arrays = [p for p in f.params if isinstance(p.type, ArrayT)]
         nd = max(1, getattr(f, "launch_ndim", 1))
         out = {}
@@ -548,22 +547,22 @@ class AdjointEmitter(Emitter):
             out[p.name] = " && ".join(conds)
         return out
 
-    def own_condition(self, f: ir.FuncIR) -> str | None:
+    def own_condition(self, f: ir.FuncIR, found: dict[int, ir.Local]) -> str | None:
         """The entry's test (over ``args``) for the ``_own`` body.
 
         It holds when every own-index array has no gradient buffer or passes its test.
         """
-        conds = self.own_conditions(f, "args.p_{}")
+        conds = self.own_conditions(f, found, "args.p_{}")
         return " && ".join(f"(treadle::grad_absent(args.p_{n}) || ({c}))" for n, c in conds.items()) or None
 
-    def own_flags(self, f: ir.FuncIR) -> list[str]:
+    def own_flags(self, f: ir.FuncIR, found: dict[int, ir.Local]) -> list[str]:
         """Per-launch flags of the arrays whose load gradients may use plain adds (see ``own_index_arrays``).
 
         All are true in the ``_own`` instantiation, whose entry has tested them (``own_condition``).
         """
         self.own = {}
-        lines = [f"    const bool _own_{n} = _own || ({c});" for n, c in self.own_conditions(f, "var_{}").items()]
-        for vid, p in own_index_arrays(f).items():
+        lines = [f"    const bool _own_{n} = _own || ({c});" for n, c in self.own_conditions(f, found, "var_{}").items()]
+        for vid, p in found.items():
             self.own[vid] = f"_own_{p.name}"
         return lines
 
@@ -723,7 +722,8 @@ class AdjointEmitter(Emitter):
         self.saved = checkpoint_sets(f)
         lines += self.declarations(f, with_locals=True)
         lines += emit_entry.tid_lines(f)
-        lines += self.own_flags(f)
+        own_found = own_index_arrays(f)
+        lines += self.own_flags(f, own_found)
         self.forward(f.body, lines, "    ", ckpt=True)
         self.live = live
         self.reverse(f.body, lines, "    ")
@@ -732,7 +732,7 @@ class AdjointEmitter(Emitter):
         self.own = {}
         lines.append("}")
         lines.append("")
-        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f, own=self.own_condition(f)))
+        lines.append(emit_entry.entries(symbol, "backward", "kernel_backward_body", f, own=self.own_condition(f, own_found)))
         return "\n".join(lines)
 
     def _depth(self, t: Any) -> int:

@@ -176,15 +176,24 @@ def kernel_options(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOption
 
     Kernels with run-time ``for`` loops go to the backend's loop compiler (``CpuBackend.loop_compiler``).
     """
-    if options.cxx is not None or options.mode == "debug":
-        return options
-    cxx = get_cpu_backend().loop_compiler()
-    if cxx is None:
+    loop = _loop_compiler_options(options)
+    if loop is options:
         return options
     bodies = [kernel_ir.body] + [fi.ir.body for fi in ordered_deps(deps) if getattr(fi, "ir", None) is not None]
     if any(isinstance(s, ir.ForRange) for b in bodies for s in ir.walk(b)):
-        return options.with_cxx(cxx)
+        return loop
     return options
+
+
+def _loop_compiler_options(options: CompileOptions) -> CompileOptions:
+    """``options`` for the backend's loop compiler.
+
+    ``options`` itself when a compiler is configured, in debug builds, or where there is no separate loop compiler.
+    """
+    if options.cxx is not None or options.mode == "debug":
+        return options
+    cxx = get_cpu_backend().loop_compiler()
+    return options if cxx is None else options.with_cxx(cxx)
 
 
 def adjoint_options(options: CompileOptions) -> CompileOptions:
@@ -194,10 +203,7 @@ def adjoint_options(options: CompileOptions) -> CompileOptions:
     instantiation, ``emit_entry.entries``) where clang++ 14 leaves it scalar, e.g. the backward of a 4M-element saxpy
     12 ms -> 3.3 ms; the compile takes ~1.5x longer, once, at the first ``backward()``.
     """
-    if options.cxx is not None or options.mode == "debug":
-        return options
-    cxx = get_cpu_backend().loop_compiler()
-    return options if cxx is None else options.with_cxx(cxx)
+    return _loop_compiler_options(options)
 
 
 def prepare(kernel_ir: ir.FuncIR, deps: list[Any], options: CompileOptions, name: str) -> Built:

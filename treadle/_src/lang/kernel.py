@@ -197,9 +197,7 @@ def load_backward(insts: list[KernelInstance]) -> None:
         compile_batch(builts, group[0].backward_options())
         for inst, b in zip(group, builts):
             if b.error is not None and inst.backward_options().cxx != inst.options.cxx:
-                # the loop compiler rejected it: build it with the forward's compiler
-                inst._bwd_options, inst._bwd_built = inst.options, None
-                b = inst.backward_built()
+                b = inst.backward_with_forward_compiler()  # the loop compiler rejected it
                 compile_batch([b], inst.options)
             if b.error is not None:
                 raise b.error
@@ -400,6 +398,11 @@ class KernelInstance:
 
             self._bwd_options = adjoint_options(self.options)
         return self._bwd_options
+
+    def backward_with_forward_compiler(self) -> Any:
+        """Emit the backward pass again for the forward's compile options (after the loop compiler failed on it)."""
+        self._bwd_options, self._bwd_built = self.options, None
+        return self.backward_built()
 
     def ensure_backward(self) -> Any:
         """The backward entry point, compiled or fetched from the cache."""

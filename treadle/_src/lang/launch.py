@@ -236,7 +236,8 @@ class _FrameLayout:
     frame (a type costs as much as the rest of a launch plan).
     """
 
-    __slots__ = ("inst", "bounds_off", "args_off", "size", "align", "arg_ctypes", "arg_offsets", "args_size")
+    __slots__ = ("inst", "bounds_off", "args_off", "size", "align", "arg_ctypes", "arg_offsets", "args_size",
+                 "_args_type")
 
     def __init__(self, inst: KernelInstance) -> None:
         def up(n: int, a: int) -> int:
@@ -248,15 +249,20 @@ class _FrameLayout:
         self.args_off = up(self.bounds_off + ctypes.sizeof(LaunchBounds), args_align)
         self.align = max(ctypes.alignment(_tp.Cmd), ctypes.alignment(LaunchBounds), args_align)
         self.size = up(self.args_off + self.args_size, self.align)
+        self._args_type: Any = None
 
     @property
     def args_type(self) -> Any:
-        """The instance's ctypes ``Args`` struct (made at first use)."""
-        t = self.inst.args_type
-        names = self.inst.kernel.param_names
-        if (ctypes.sizeof(t) != self.args_size  # the computed layout must be the struct's
-                or [getattr(t, n).offset for n in names] != self.arg_offsets):
-            raise AssertionError(f"argument layout of kernel '{self.inst.kernel.key}' differs from its ctypes struct")
+        """The instance's ctypes ``Args`` struct (made and checked against the computed layout at first use)."""
+        t = self._args_type
+        if t is None:
+            t = self.inst.args_type
+            names = self.inst.kernel.param_names
+            if (ctypes.sizeof(t) != self.args_size  # the computed layout must be the struct's
+                    or [getattr(t, n).offset for n in names] != self.arg_offsets):
+                raise AssertionError(f"argument layout of kernel '{self.inst.kernel.key}' differs from its ctypes "
+                                     "struct")
+            self._args_type = t
         return t
 
 
