@@ -249,6 +249,9 @@ class _RuntimeHolder:
     def get(self) -> Runtime:
         if self.runtime is None:
             self.runtime = Runtime(self.providers)
+            from .threadpool import warm_up
+
+            warm_up()  # the CPU device's toolchain and runtime, as a GPU's driver is loaded here
         return self.runtime
 
     def reset(self) -> None:

@@ -61,9 +61,15 @@ def _abi() -> str:
             f"{sys.abiflags} {sys.base_prefix}")
 
 
+def _sources() -> tuple[Path, ...]:
+    from ..backends.cpu import NATIVE_DIR
+
+    return (_source_path(), NATIVE_DIR / "threads.h")
+
+
 def build_extension() -> Path:
     """Compile the extension (once per source, Python ABI and toolchain) and return the path of the library."""
-    from ..backends.cpu import NATIVE_DIR, get_cpu_backend
+    from ..backends.cpu import get_cpu_backend
     from .threadpool import shared_library
 
     def build(out: Path) -> None:
@@ -74,8 +80,21 @@ def build_extension() -> Path:
             raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
         get_cpu_backend().compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
 
-    return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], build,
-                          (_source_path(), NATIVE_DIR / "threads.h"))
+    return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], build, _sources())
+
+
+def known_extension() -> Path | None:
+    """The built extension's path when the environment memo knows it (nothing built or hashed), else ``None``."""
+    from .threadpool import known_library
+
+    return known_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], _sources())
+
+
+def use_path(path: Path) -> None:
+    """Load the extension from ``path`` (a trusted, already built library) when it is first needed."""
+    with _STATE.lock:
+        if not _STATE.tried:
+            _STATE.path = path
 
 
 def _load(path: Path) -> Any:

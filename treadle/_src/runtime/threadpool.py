@@ -156,6 +156,35 @@ def _source() -> str:
     return '#define TREADLE_RT_IMPLEMENTATION\n#include "threads.h"\n'
 
 
+def _product_key(stem: str, key_parts: list[str], sources: tuple[Path, ...]) -> str | None:
+    """The environment memo's key of a native product, or ``None`` when a source is not one the stamp covers."""
+    from ..backends.cpu import NATIVE_DIR
+
+    native = str(NATIVE_DIR)
+    names = [os.path.basename(p) for p in map(str, sources)
+             if os.path.dirname(p) == native and p.endswith((".h", ".cpp"))]  # plain strings: no pathlib on this path
+    if len(names) != len(sources):
+        return None
+    return hashlib.sha256("\0".join([stem, config.version, *key_parts, *names]).encode()).hexdigest()
+
+
+def known_library(stem: str, key_parts: list[str], sources: tuple[Path, ...] = ()) -> Path | None:
+    """The path :func:`shared_library` would return, when the environment memo knows it and the file is trusted.
+
+    Nothing is read, hashed or built: ``None`` means "not known without that work".
+    """
+    from . import warm_env
+    from .cache import unsafe_reason
+
+    memo_key = _product_key(stem, key_parts, sources)
+    known = warm_env.product(stem, memo_key) if memo_key is not None else None
+    if known is not None:
+        with contextlib.suppress(OSError):
+            if unsafe_reason(known) is None:
+                return Path(known)
+    return None
+
+
 def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None],
                    sources: tuple[Path, ...] = ()) -> Path:
     """``<shared>/rt/<stem>_<key>.so``, built once per content key (Treadle's own native build products).
@@ -166,21 +195,13 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
     directory). Where every source is a native file, a warm start takes the library's path from the environment
     memo (``warm_env.product``: its stamp covers the compiler and those files) instead of reading and hashing them.
     """
-    from ..backends.cpu import NATIVE_DIR, get_cpu_backend, shared_cache
+    from ..backends.cpu import get_cpu_backend, shared_cache
     from . import warm_env
-    from .cache import _make_private_dir, unsafe_reason
+    from .cache import _make_private_dir
 
-    memo_key = None
-    native = str(NATIVE_DIR)
-    names = [os.path.basename(p) for p in map(str, sources)
-             if os.path.dirname(p) == native and p.endswith((".h", ".cpp"))]  # plain strings: no pathlib on this path
-    if len(names) == len(sources):  # every source is one the stamp covers
-        memo_key = hashlib.sha256("\0".join([stem, config.version, *key_parts, *names]).encode()).hexdigest()
-        known = warm_env.product(stem, memo_key)
-        if known is not None:
-            with contextlib.suppress(OSError):
-                if unsafe_reason(known) is None:
-                    return Path(known)
+    known = known_library(stem, key_parts, sources)
+    if known is not None:
+        return known
     h = hashlib.sha256()
     for part in (config.version, get_cpu_backend().toolchain().identity, *key_parts,
                  *(src.read_text() for src in sources)):
@@ -203,9 +224,19 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
                     import shutil
 
                     shutil.rmtree(tmp, ignore_errors=True)
+    memo_key = _product_key(stem, key_parts, sources)
     if memo_key is not None:
         warm_env.remember_product(stem, memo_key, str(final))
     return final
+
+
+_RT_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
+
+
+def _runtime_sources() -> tuple[Path, ...]:
+    from ..backends.cpu import NATIVE_DIR
+
+    return (NATIVE_DIR / "threads.h",)
 
 
 def build_runtime_library() -> Path:
@@ -213,11 +244,10 @@ def build_runtime_library() -> Path:
 
     It lives in ``backends.cpu.shared_cache()``; a library there that another user could have replaced is rebuilt.
     """
-    from ..backends.cpu import NATIVE_DIR, get_cpu_backend
+    from ..backends.cpu import get_cpu_backend
 
-    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
-    return shared_library("treadle_rt", [" ".join(flags)],
-                          lambda out: get_cpu_backend().compile_raw(_source(), out, flags), (NATIVE_DIR / "threads.h",))
+    return shared_library("treadle_rt", [" ".join(_RT_FLAGS)],
+                          lambda out: get_cpu_backend().compile_raw(_source(), out, _RT_FLAGS), _runtime_sources())
 
 
 class _Holder:
@@ -291,3 +321,34 @@ def get_cpu_runtime() -> CpuRuntime:
                               RuntimeWarning, stacklevel=2)
                 _HOLDER.runtime = CpuRuntime(None, None)
         return _HOLDER.runtime
+
+
+def warm_up() -> None:
+    """Part of ``wp.init()``: take the toolchain facts from the environment memo and load the runtime if it is built.
+
+    The CPU device's counterpart of loading a GPU driver: the environment stamp (``warm_env.prime``: Treadle's
+    sources, native headers and compiler checked, facts read from the memo) and, when the memo knows both the
+    runtime library and the launch extension, loading them (two ``dlopen``). Where anything is missing (first run,
+    a changed header or compiler, kernel caching off) nothing is built here: the first kernel build or launch does
+    that as before. Best effort: any problem is left to the normal path to report.
+    """
+    if _HOLDER.runtime is not None or not config.cache_kernels or config.dump:
+        return
+    try:
+        from . import fastlaunch, warm_env
+
+        warm_env.prime()
+        if not config.native_launch:
+            return
+        rt = known_library("treadle_rt", [" ".join(_RT_FLAGS)], _runtime_sources())
+        ext = fastlaunch.known_extension()
+        if rt is None or ext is None:
+            return
+        with _HOLDER.lock:
+            if _HOLDER.runtime is not None or _HOLDER.prefetch is not None:
+                return
+            _HOLDER.built = rt
+            fastlaunch.use_path(ext)
+        get_cpu_runtime()
+    except Exception:  # noqa: BLE001 - the first launch takes the normal path and reports what is wrong
+        return
