@@ -142,3 +142,36 @@ def test_first_launch_packs_fresh_arrays_without_the_struct(tmp_path: Path, monk
     rec = wp.launch(_axpy, 8, inputs=[x, y, 0.0], record_cmd=True)
     rec.launch()
     np.testing.assert_allclose(y.numpy(), np.stack([np.arange(8), np.zeros(8), np.ones(8)], axis=1))
+
+
+@wp.kernel(module_options={"enable_backward": True})
+def _fp_a(x: wp.array(dtype=float)):
+    x[wp.tid()] = 1.0
+
+
+@wp.kernel(module_options={"enable_backward": True})
+def _fp_b(x: wp.array(dtype=float), s: float):
+    x[wp.tid()] = s
+
+
+def test_fingerprints_in_a_batch_are_the_fingerprints_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    from treadle._src.runtime import warm_index
+
+    a, b = _fp_a.get_instance(None), _fp_b.get_instance(None)
+    alone = [warm_index.fingerprint(a), warm_index.fingerprint(b)]
+    assert None not in alone and alone[0] != alone[1]
+    with warm_index.batch():
+        assert [warm_index.fingerprint(a), warm_index.fingerprint(b)] == alone
+        with warm_index.batch():  # nested: the outer batch's shared part
+            assert warm_index.fingerprint(b) == alone[1]
+        # other compile options inside one batch: their own shared part
+        b.options = b.options.with_cxx("g++")
+        other = warm_index.fingerprint(b)
+        assert other != alone[1]
+    b.options = b.options.with_cxx(None)
+    # a setting changed between two batches is seen by the next one
+    monkeypatch.setattr(wp.config, "max_unroll", wp.config.max_unroll + 1)
+    with warm_index.batch():
+        assert warm_index.fingerprint(a) not in alone
+    assert getattr(warm_index._batch, "memo", None) is None  # outside: no memo left
+    assert warm_index.fingerprint(b) not in (alone[1], other)

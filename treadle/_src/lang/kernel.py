@@ -114,12 +114,13 @@ class Module:
                 if not inst.loaded:
                     pending.append(inst)
             ready = []
-            for inst in pending:
-                try:
-                    inst.prepare()
-                    ready.append(inst)
-                except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
-                    continue
+            with warm_index.batch():
+                for inst in pending:
+                    try:
+                        inst.prepare()
+                        ready.append(inst)
+                    except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
+                        continue
             if ready:
                 load_instances(ready)
 

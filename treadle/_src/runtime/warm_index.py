@@ -30,7 +30,9 @@ import hashlib
 import json
 import operator
 import os
+import threading
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -403,23 +405,55 @@ def _modules() -> tuple[Any, ...]:
     return _MODULES
 
 
+_batch = threading.local()
+
+
+@contextlib.contextmanager
+def batch() -> Iterator[None]:
+    """Fingerprints taken inside share their settings part (computed once per distinct compile options).
+
+    ``Module.load`` fingerprints its kernels in one go, with no user code running in between: the settings
+    (Treadle's sources, headers, compiler, ``wp.config``) cannot change from one kernel to the next there.
+    """
+    outer = getattr(_batch, "memo", None)
+    if outer is None:
+        _batch.memo = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _batch.memo = None
+
+
+def _settings(options: Any) -> str:
+    """The part of every fingerprint that does not depend on the kernel: format, sources, toolchain, settings."""
+    cpu, pipeline, _ = _modules()
+    backend = cpu.get_cpu_backend()
+    return "\x00".join((FORMAT, config.version, treadle_signature(), pipeline.header_hash(),
+                         backend.identity(options),
+                         backend.loop_compiler_signature(),  # kernels with loops may be built by another compiler
+                         _config_state()))
+
+
 def fingerprint(inst: Any) -> str | None:
     """The warm-start fingerprint of a kernel instance, or ``None`` when it cannot be taken safely."""
     if not config.cache_kernels or config.dump or inst.options.mode == "debug":
         return None
     kernel = inst.kernel
     try:
-        cpu, pipeline, warm_env = _modules()
+        _, _, warm_env = _modules()
         warm_env.prime()
         fp = _Fingerprinter()
-        fp.add(FORMAT)
-        fp.add(config.version)
-        fp.add(treadle_signature())
-        fp.add(pipeline.header_hash())
-        backend = cpu.get_cpu_backend()
-        fp.add(backend.identity(inst.options))
-        fp.add(backend.loop_compiler_signature())  # kernels with loops may be built by another compiler
-        fp.add(_config_state())
+        memo = getattr(_batch, "memo", None)
+        if memo is None:
+            fp.add(_settings(inst.options))
+        else:
+            o = inst.options
+            key = (o.mode, o.opt_level, tuple(o.extra), o.verify_fp, o.cxx)
+            settings = memo.get(key)
+            if settings is None:
+                settings = memo[key] = _settings(o)
+            fp.add(settings)
         fp.add(f"K:{kernel.module.name}:{kernel.key}:{sorted(kernel.options.items())!r}")
         fp.add(repr(sorted((k, repr(v)) for k, v in kernel.module.options.items())))
         fp.add(repr(list(kernel.param_names)))
