@@ -59,6 +59,13 @@ class TupleVal:
 
 
 #: Python builtins usable in kernels, mapped to Treadle builtins.
+class ShapeVal(TupleVal):
+    """``arr.shape`` in a kernel: one extent per dimension; a constant index past the last dimension (up to the
+    fourth) reads 0, as the reference's fixed-size shape does."""
+
+    __slots__ = ()
+
+
 PY_BUILTIN_MAP = {
     builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtins.len: "len", builtins.print: "print",
     builtins.round: "round", builtins.pow: "pow",
@@ -300,9 +307,11 @@ class ExprMixin:
         t = val.type
         if isinstance(t, ArrayT) and name == "shape":
             dim = REGISTRY.builtins["_array_dim"]
-            return TupleVal([self.call_builtin(dim, [val, ir.Const(d, scalars.int32)], node) for d in range(t.ndim)])
+            return ShapeVal([self.call_builtin(dim, [val, ir.Const(d, scalars.int32)], node) for d in range(t.ndim)])
         if isinstance(t, ArrayT) and name == "dtype":  # the element type, usable as a constructor (a.dtype(x))
             return PyObj(t.dtype)
+        if isinstance(t, ArrayT) and name == "ndim":  # a compile-time constant of the array type
+            return ir.Const(int(t.ndim), scalars.int32)
         if is_composite(t) and name in ("length", "dtype", "shape"):
             return self.composite_property(t, name)
         if is_struct(t):
@@ -331,7 +340,8 @@ class ExprMixin:
     def component_index(self, t: Any, name: str, node: ast.AST) -> Any:
         if isinstance(t, ArrayT):
             raise self.err(f"arrays have no attribute '{name}' in kernels", node,
-                           "use arr.shape[i] for extents", CodegenAttributeError)
+                           "kernels know arr.shape, arr.ndim and arr.dtype (and arr[i] for elements)",
+                           CodegenAttributeError)
         kind = getattr(t, "_wp_generic_type_str_", None)
         if kind in ("vec_t", "quat_t") and name in "xyzw" and len(name) == 1:
             i = "xyzw".index(name)
@@ -494,7 +504,13 @@ class ExprMixin:
             idx = self.index_operands(node.slice)
             if len(idx) != 1 or not isinstance(idx[0], ir.Const):
                 raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
-            return base.items[idx[0].value]
+            k, n = idx[0].value, len(base.items)
+            if isinstance(base, ShapeVal) and n <= k < 4:
+                return ir.Const(0, scalars.int32)
+            if not -n <= k < n:
+                raise self.err(f"index {k} is out of range for a tuple of {n} element(s)", node,
+                               cls=CodegenIndexError)
+            return base.items[k]
         val = self.as_operand(base, node)
         idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT) or is_vector_like(val.type)
                                   or is_matrix(val.type))
@@ -633,8 +649,13 @@ class ExprMixin:
         if isinstance(t, TupleT):
             if len(idx) != 1 or not isinstance(idx[0], ir.Const):
                 raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
-            r = self.new_value(t.types[idx[0].value])
-            self.emit(ir.Extract(loc, r, val, idx))
+            k, n = idx[0].value, len(t.types)
+            if not -n <= k < n:
+                raise self.err(f"index {k} is out of range for a tuple of {n} element(s)", node,
+                               cls=CodegenIndexError)
+            k %= n
+            r = self.new_value(t.types[k])
+            self.emit(ir.Extract(loc, r, val, [ir.Const(k, idx[0].type)]))
             return r
         if is_matrix(t):
             rows, cols = t._shape_
