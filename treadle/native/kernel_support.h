@@ -335,8 +335,10 @@ template <typename T> TREADLE_FUNC array_t<T> subview(const array_t<T>& a, const
 }  // namespace treadle
 
 namespace treadle {
-// First index in the sorted range [lo, hi) of a 1-d array whose value is not less than v.
+// First index in the sorted range [lo, hi) of a 1-d array whose value is not less than v; hi - 1 when every value
+// is less (the reference API's convention: the result is always an index of the range, if it is not empty).
 template <typename T> TREADLE_FUNC int32 lower_bound(const array_t<T>& a, int32 lo, int32 hi, const T& v) {
+    hi = hi > lo ? hi - 1 : lo;
     while (lo < hi) {
         const int32 mid = lo + (hi - lo) / 2;
         if (*address(a, mid) < v) lo = mid + 1;

@@ -183,7 +183,8 @@ def _lower_bound_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 builtin("lower_bound", group="Utility", rule=_lower_bound_rule, kernel_only=True, differentiable=False,
         signature="lower_bound(arr, value) | lower_bound(arr, arr_begin, arr_end, value) -> int",
-        doc="Index of the first element of a sorted 1-d array (or of [arr_begin, arr_end)) not less than value.")
+        doc="Index of the first element of a sorted 1-d array (or of [arr_begin, arr_end)) not less than value; "
+            "the last index of the range when every element is less (as in the reference API).")
 
 
 def _cast_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:

@@ -143,6 +143,7 @@ def _lower_bound(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     ref: ArrayRef = args[0]
     v = args[-1]
     lo, hi = (int(args[1]), int(args[2])) if len(args) == 4 else (0, ref.shape[0])
+    hi = hi - 1 if hi > lo else lo  # the last index of the range when every value is less (kernel_support.h)
     while lo < hi:
         mid = lo + (hi - lo) // 2
         ref.check((mid,))
