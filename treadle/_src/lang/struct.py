@@ -315,7 +315,9 @@ def _check_scalar(st: Any, value: Any, where: str) -> Any:
     if st is scalars.bool:
         return builtins.bool(value)
     if st._is_float_:
-        return encode_half([value])[0] if st is scalars.float16 else builtins.float(value)
+        if st is scalars.float16 or st is scalars.bfloat16:  # stored as 16-bit patterns
+            return encode_half([value], st)[0]
+        return builtins.float(value)
     if is_float_value:
         raise TypeError(f"{where} expects a value of type {st.__name__}, got a float ({value!r})")
     return operator.index(value)
@@ -328,11 +330,11 @@ def _field_property(st: Struct, name: str) -> property:
     st_key = st.key
 
     if kind == "scalar":
-        half = t is scalars.float16
+        half = t is scalars.float16 or t is scalars.bfloat16
 
         def fget(self: Any) -> Any:
             raw = getattr(self._ctype, name)
-            value = decode_half(raw) if half else raw
+            value = decode_half(raw, t) if half else raw
             # a field keeps the kind of value last assigned: Python numbers stay Python numbers, otherwise (also
             # when never assigned) the field's scalar type
             return value if name in self._py_values else t(value)

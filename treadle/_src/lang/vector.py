@@ -82,7 +82,7 @@ def make_composite_class(name: str, base: type, length: int, dtype: Any, extra: 
         "_type_": dtype._type_,
         "_length_": length,
         "_wp_scalar_type_": dtype,
-        "_half_": dtype is scalars.float16,
+        "_half_": dtype is scalars.float16 or dtype is scalars.bfloat16,  # stored as 16-bit patterns
         "__module__": base.__module__,
         "__qualname__": name,
         "__doc__": f"The {name} type ({length} x {dtype.__name__}).",
@@ -150,14 +150,29 @@ def to_float(x: Any) -> builtins.float:
     return builtins.float(x)
 
 
-def encode_half(values: list[Any]) -> list[builtins.int]:
-    """Half-precision bit patterns for a list of real values."""
-    return np.asarray([to_float(v) for v in values], dtype=np.float16).view(np.uint16).tolist()
+def encode_half(values: list[Any], dtype: Any = None) -> list[builtins.int]:
+    """The 16-bit patterns of a list of real values in ``dtype`` (``float16`` by default, or ``bfloat16``)."""
+    floats = [to_float(v) for v in values]
+    if dtype is scalars.bfloat16:
+        if scalars.bfloat16._np_.kind == "V":  # ml_dtypes: rounded to nearest even from the double directly
+            return np.asarray(floats, dtype=np.float64).astype(scalars.bfloat16._np_).view(np.uint16).tolist()
+        return [builtins.int(np.float32(scalars.bfloat16._convert(f)).view(np.uint32)) >> 16 for f in floats]
+    return np.asarray(floats, dtype=np.float16).view(np.uint16).tolist()
 
 
-def decode_half(bits: builtins.int) -> builtins.float:
-    """The float value of a half-precision bit pattern."""
+def decode_half(bits: builtins.int, dtype: Any = None) -> builtins.float:
+    """The float value of a 16-bit pattern of ``dtype`` (``float16`` by default, or ``bfloat16``)."""
+    if dtype is scalars.bfloat16:
+        return builtins.float(np.uint32(builtins.int(bits) << 16).view(np.float32))
     return builtins.float(np.uint16(bits).view(np.float16))
+
+
+def _decode_halves(raw: Any, dtype: Any) -> np.ndarray:
+    """Float values (float32) of a buffer of 16-bit patterns of ``dtype``."""
+    bits = np.frombuffer(raw, dtype=np.uint16)
+    if dtype is scalars.bfloat16:
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    return bits.view(np.float16).astype(np.float32)
 
 
 def scalar_operand(x: Any, st: Any, op: str, owner: str) -> Any:
@@ -224,13 +239,13 @@ class composite_base(ctypes.Array):  # type: ignore[type-arg]
     # -- storage -------------------------------------------------------------------------------------------------
     def _get(self, i: builtins.int) -> Any:
         raw = ctypes.Array.__getitem__(self, i)
-        return decode_half(raw) if self._half_ else raw
+        return decode_half(raw, self._wp_scalar_type_) if self._half_ else raw
 
     def _set(self, i: builtins.int, value: Any) -> None:
         st = self._wp_scalar_type_
         try:
             if self._half_:
-                value = encode_half([value])[0]
+                value = encode_half([value], st)[0]
             elif isinstance(value, np.ndarray) and value.ndim == 0:
                 value = value.item()
             ctypes.Array.__setitem__(self, i, value)
@@ -241,7 +256,7 @@ class composite_base(ctypes.Array):  # type: ignore[type-arg]
 
     def _store(self, values: list[Any]) -> None:
         if self._half_:
-            values = encode_half(values)
+            values = encode_half(values, self._wp_scalar_type_)
         else:
             values = [v.item() if isinstance(v, np.ndarray) else v for v in values]
         # Slice assignment on the ctypes base stores directly (ctypes.Array.__init__ would call our __setitem__).
@@ -250,7 +265,7 @@ class composite_base(ctypes.Array):  # type: ignore[type-arg]
     def _values(self) -> list[Any]:
         """The components as a flat list of Python numbers."""
         if self._half_:
-            return self._to_numpy().tolist()
+            return _decode_halves(memoryview(self), self._wp_scalar_type_).tolist()
         return ctypes.Array.__getitem__(self, slice(0, self._length_))
 
     def _to_numpy(self) -> np.ndarray:
