@@ -402,6 +402,8 @@ def test_reshape_and_flatten():
     assert b.flatten().shape == (12,)
     with pytest.raises(ValueError, match="cannot reshape"):
         b.reshape((5, 3))
+    with pytest.raises(RuntimeError, match=r"cannot reshape array of shape \(12,\) \(size 12\) into shape \(5, 2\) \(size 10\)"):
+        b.flatten().reshape((5, 2))  # a RuntimeError too, as in the reference API
     with pytest.raises(ValueError, match="more than one index is -1"):
         b.reshape((-1, -1))
     with pytest.raises(ValueError, match="non-contiguous"):
@@ -423,6 +425,46 @@ def test_view_dtype():
     with pytest.raises(TypeError):
         a.view(vec3)
 
+
+
+def test_view_components_as_dimensions():
+    ref = np.arange(24, dtype=np.float32).reshape(6, 4)
+    v = array(ref, dtype=quat)
+    f = v.view(scalars.float32)  # components become a trailing dimension, same memory
+    assert f.shape == (6, 4) and f.ptr == v.ptr and f.strides == (16, 4)
+    np.testing.assert_array_equal(f.numpy(), ref)
+    f.fill_(2.0)
+    np.testing.assert_array_equal(v.numpy(), np.full((6, 4), 2.0, np.float32))
+    m = array(np.arange(12, dtype=np.float32).reshape(3, 2, 2), dtype=mat22).view(scalars.float32)
+    assert m.shape == (3, 2, 2)
+    np.testing.assert_array_equal(m.numpy(), np.arange(12).reshape(3, 2, 2))
+    # a strided array of vectors keeps its outer strides
+    every_other = array(np.arange(24, dtype=np.float32).reshape(8, 3), dtype=vec3)[::2]
+    np.testing.assert_array_equal(every_other.view(scalars.float32).numpy(), np.arange(24).reshape(8, 3)[::2])
+    with pytest.raises(TypeError, match="source scalar dtype float32 has size 4 bytes, but target dtype has size 8"):
+        v.view(scalars.float64)
+    with pytest.raises(TypeError, match="at most 4"):
+        array(np.zeros((1, 1, 1, 2, 2, 2), np.float32), dtype=mat22).view(scalars.float32)
+
+
+def test_view_dimensions_as_components():
+    ref = np.arange(16, dtype=np.float32).reshape(4, 4)
+    f = array(ref)
+    v = f.view(quat)
+    assert v.shape == (4,) and v.ptr == f.ptr and v.dtype is quat
+    np.testing.assert_array_equal(v.numpy(), ref)
+    m = array(ref.reshape(4, 2, 2)).view(mat22)
+    assert m.shape == (4,)
+    np.testing.assert_array_equal(m.numpy(), ref.reshape(4, 2, 2))
+    # one vector or matrix: an array of one (there are no 0-dimensional arrays)
+    assert array(np.arange(4, dtype=np.float32)).view(quat).shape == (1,)
+    assert array(np.arange(4, dtype=np.float32).reshape(2, 2)).view(mat22).shape == (1,)
+    with pytest.raises(TypeError, match="target scalar dtype float64 has size 8 bytes"):
+        f.view(vec3d)
+    with pytest.raises(TypeError, match=r"contiguous with shape \(3,\)"):
+        f.view(vec3)  # the last dimension is 4, not 3
+    with pytest.raises(TypeError, match="contiguous"):
+        f.transpose().view(quat)  # the right shape, but not contiguous components
 
 def test_contiguous_and_to():
     b = array(np.arange(12, dtype=np.float32).reshape(3, 4))

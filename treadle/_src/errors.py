@@ -152,6 +152,11 @@ class LaunchError(TreadleError, ValueError):
     """A launch was given wrong arguments (count, type, shape or device)."""
 
 
+class ShapeError(TreadleError, ValueError, RuntimeError):
+    """An array cannot take the requested shape (``reshape``); a ``ValueError``, and a ``RuntimeError`` as in the
+    reference API."""
+
+
 class CheckedModeError(TreadleError, RuntimeError):
     """A runtime check in debug mode failed (out-of-bounds index, division by zero, NaN store)."""
 

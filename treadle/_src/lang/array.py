@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..runtime import device as _device
 from ..runtime import graph as _graph
 from . import abi, scalars
@@ -284,7 +285,7 @@ def value_bytes(value: Any, dtype: Any) -> np.ndarray:
         arr = to_numpy(value)
     except (TypeError, ValueError) as e:
         raise ValueError(f"Failed to convert the value to the array data type {name}: {e}") from None
-    if arr.dtype.kind not in "biuf" or arr.size != math.prod(ishape):
+    if (arr.dtype.kind not in "biuf" and arr.dtype != scalars.bfloat16._np_) or arr.size != math.prod(ishape):
         raise ValueError(
             f"Failed to convert the value to the array data type {name}: expected {math.prod(ishape)} numbers "
             f"(shape {ishape}), got {arr.dtype} data of shape {arr.shape}"
@@ -396,7 +397,7 @@ class array:
                 raise TypeError(
                     "A concrete type is required to allocate an array: pass dtype=wp.float32 (or another type)"
                 )
-            self._init_alloc(normalize_shape(shape), dtype, dev, pinned)
+            self._init_alloc(normalize_shape(shape), dtype, dev, pinned, strides)
         if grad is not None:
             self.grad = grad
         elif requires_grad:
@@ -443,15 +444,24 @@ class array:
         self.size = math.prod(shape)
         self.ptr = ptr
 
-    def _init_alloc(self, shape: tuple[int, ...], dtype: Any, dev: Any, pinned: bool) -> None:
+    def _init_alloc(self, shape: tuple[int, ...], dtype: Any, dev: Any, pinned: bool,
+                    strides: Any = None) -> None:
         itemsize = elem_size(dtype)
-        nbytes = math.prod(shape) * itemsize
+        if strides is None:
+            strides = contiguous_strides(shape, itemsize)
+            nbytes = math.prod(shape) * itemsize
+        else:
+            strides = tuple(operator.index(s) for s in strides)
+            if len(strides) != len(shape) or any(s < 0 for s in strides):
+                raise ValueError(f"strides {strides} must be {len(shape)} non-negative byte strides, one for each "
+                                 f"dimension of shape {shape}")
+            nbytes = _extent(shape, strides, itemsize)
         ptr = None
         if nbytes > 0:
             alloc = dev.get_allocator(pinned).alloc(nbytes)
             self._owner = alloc
             ptr = alloc.ptr
-        self._set_layout(dtype, shape, contiguous_strides(shape, itemsize), ptr)
+        self._set_layout(dtype, shape, strides, ptr)
         self.capacity = nbytes
         self.device = dev
         self.pinned = bool(pinned) and dev.get_allocator(True) is not dev.allocator
@@ -976,13 +986,13 @@ class array:
         if -1 in dims:
             known = math.prod(d for d in dims if d != -1)
             if known == 0 or self.size % known:
-                raise ValueError(
+                raise ShapeError(
                     f"cannot reshape array of shape {self.shape} (size {self.size}) into shape {tuple(dims)}"
                 )
             dims[dims.index(-1)] = self.size // known
         new = tuple(dims)
         if math.prod(new) != self.size:
-            raise ValueError(
+            raise ShapeError(
                 f"cannot reshape array of shape {self.shape} (size {self.size}) into shape {new} "
                 f"(size {math.prod(new)})"
             )
@@ -998,16 +1008,47 @@ class array:
         return self.reshape(-1)
 
     def view(self, dtype: Any) -> array:
-        """The same memory reinterpreted as ``dtype`` (which must have the same size in bytes)."""
+        """The same memory reinterpreted as ``dtype``.
+
+        ``dtype`` has the size of this array's element type; or this array holds vectors/matrices and ``dtype`` is a
+        scalar of the size of their components (the components become trailing dimensions: ``vec4`` ``(n,)`` ->
+        ``float32`` ``(n, 4)``); or this array holds scalars and ``dtype`` is a vector/matrix type of components of
+        that size, whose shape the contiguous trailing dimensions match (``(n, 4)`` -> ``vec4`` ``(n,)``; a lone
+        vector or matrix gives shape ``(1,)``).
+        """
         self._check_concrete("view()")
         dtype = normalize_dtype(dtype)
-        if elem_size(dtype) != elem_size(self.dtype):
-            raise TypeError(
-                f"cannot create an array view with dtype {type_name(dtype)} from source dtype "
-                f"{type_name(self.dtype)}: source dtype has size {elem_size(self.dtype)} bytes, but target dtype "
-                f"has size {elem_size(dtype)} bytes"
-            )
-        return self._make_view(0, self.shape, self.strides, dtype=dtype)
+        src, size, new = self.dtype, elem_size(self.dtype), elem_size(dtype)
+        what = f"cannot create an array view with dtype {type_name(dtype)} from source dtype {type_name(src)}"
+        if new == size:
+            return self._make_view(0, self.shape, self.strides, dtype=dtype)
+        if is_composite_type(src) and scalars.is_scalar_type(dtype):  # components as trailing dimensions
+            scalar = src._wp_scalar_type_
+            if elem_size(scalar) != new:
+                raise TypeError(f"{what}: source scalar dtype {type_name(scalar)} has size {elem_size(scalar)} "
+                                f"bytes, but target dtype has size {new} bytes")
+            inner = tuple(src._shape_)
+            shape = (*self.shape, *inner)
+            if len(shape) > MAX_DIMS:
+                raise TypeError(f"{what}: the view would have {len(shape)} dimensions (at most {MAX_DIMS})")
+            inner_strides = tuple(new * math.prod(inner[i + 1:]) for i in range(len(inner)))
+            return self._make_view(0, shape, (*self.strides, *inner_strides), dtype=dtype)
+        if scalars.is_scalar_type(src) and is_composite_type(dtype):  # trailing dimensions as one element
+            scalar = dtype._wp_scalar_type_
+            if elem_size(scalar) != size:
+                raise TypeError(f"{what}: source dtype has size {size} bytes, but target scalar dtype "
+                                f"{type_name(scalar)} has size {elem_size(scalar)} bytes")
+            inner = tuple(dtype._shape_)
+            k = len(inner)
+            contiguous = tuple(size * math.prod(inner[i + 1:]) for i in range(k))
+            if self.ndim < k or tuple(self.shape[-k:]) != inner or tuple(self.strides[-k:]) != contiguous:
+                raise TypeError(f"{what}: the last {k} dimension(s) of the source must be contiguous with shape "
+                                f"{inner}, got shape {self.shape} and strides {self.strides}")
+            shape, strides = tuple(self.shape[:-k]), tuple(self.strides[:-k])
+            if not shape:  # no 0-dimensional arrays: a lone vector or matrix is an array of one
+                shape, strides = (1,), (new,)
+            return self._make_view(0, shape, strides, dtype=dtype)
+        raise TypeError(f"{what}: source dtype has size {size} bytes, but target dtype has size {new} bytes")
 
     def transpose(self, axes: Any = None) -> array:
         """A view with permuted dimensions (reversed by default)."""

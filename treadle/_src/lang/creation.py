@@ -61,10 +61,16 @@ def empty(
     retain_grad: bool = False,
     **kwargs: Any,
 ) -> array:
-    """A new array of ``shape`` with uninitialized contents (its gradient, if any, is zeroed)."""
+    """A new array of ``shape`` with uninitialized contents (its gradient, if any, is zeroed).
+
+    ``strides=`` (byte strides, one per dimension) allocates that layout: enough memory for the farthest element
+    (``itemsize + sum((n - 1) * stride)``), e.g. a transposed or padded array.
+    """
+    strides = kwargs.pop("strides", None)
     shape = _shape_arg(shape, kwargs)
     return array(
-        shape=shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned, retain_grad=retain_grad
+        shape=shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned, retain_grad=retain_grad,
+        strides=strides,
     )
 
 
