@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from treadle._src.lang import abi
+from treadle._src.lang.array import array, array2d
+from treadle._src.lang.creation import full
 from treadle._src.lang import scalars as S
 from treadle._src.lang.matrix import mat22, mat33d
 from treadle._src.lang.quat import quat, transform
@@ -427,3 +429,28 @@ def test_misc_value_types_in_structs() -> None:
     assert m.numpy_value()["b"].dtype == np.float16
     with pytest.raises(TypeError):
         m.a = (1.5, 2, 3)
+
+
+@struct
+class _Holder:
+    n: S.int32
+    a1: array(dtype=S.int32)
+    a2: array2d(dtype=S.float32)
+
+
+def test_array_fields_read_back_from_an_array_of_structs():
+    src = array(np.arange(5, dtype=np.int32))
+    grid = array(np.ones((2, 3), np.float32), requires_grad=True)
+    h = _Holder()
+    h.n = 7
+    h.a1 = src
+    h.a2 = grid
+    items = full((2, 2), h, dtype=_Holder).list()
+    assert len(items) == 4
+    for e in items:
+        assert e.n == 7
+        assert e.a1.ptr == src.ptr and e.a1.dtype is S.int32 and e.a1.shape == (5,)
+        np.testing.assert_array_equal(e.a1.numpy(), np.arange(5))
+        assert e.a2.shape == (2, 3) and e.a2.strides == grid.strides and e.a2.grad.ptr == grid.grad.ptr
+        assert e.a1 is e.a1  # read once per instance
+    assert _Holder().a1 is None  # a null descriptor reads back as no array

@@ -812,7 +812,7 @@ class array:
         """Python values of the elements in ``raw`` (a NumPy array of stored values, outer dims flattened)."""
         dtype = self.dtype
         if is_struct_type(dtype):
-            return [dtype.from_numpy_value(v) for v in raw.reshape(-1)]
+            return [dtype.from_numpy_value(v, self.device) for v in raw.reshape(-1)]
         if is_composite_type(dtype):
             n = math.prod(dtype._shape_)
             flat = np.ascontiguousarray(raw).reshape(-1, n)

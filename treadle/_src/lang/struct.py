@@ -231,12 +231,17 @@ class Struct:
         """
         return self._wrap(self.ctype.from_buffer_copy(c))
 
-    def from_numpy_value(self, value: Any) -> Any:
-        """An instance from one element of a NumPy array of :meth:`numpy_dtype` (a ``numpy.void`` record)."""
+    def from_numpy_value(self, value: Any, device: Any = None) -> Any:
+        """An instance from one element of a NumPy array of :meth:`numpy_dtype` (a ``numpy.void`` record).
+
+        Array fields read back as views of the arrays their descriptors point to, on ``device`` (default: the CPU).
+        """
         data = value.tobytes() if hasattr(value, "tobytes") else bytes(value)
         if len(data) != ctypes.sizeof(self.ctype):
             raise ValueError(f"expected {ctypes.sizeof(self.ctype)} bytes for struct {self.key}, got {len(data)}")
-        return self._wrap(self.ctype.from_buffer_copy(data))
+        inst = self._wrap(self.ctype.from_buffer_copy(data))
+        object.__setattr__(inst, "_device", device)
+        return inst
 
     def numpy_dtype(self) -> np.dtype:
         """The structured NumPy dtype with the layout of :attr:`ctype` (vectors/matrices as subarrays)."""
@@ -374,6 +379,7 @@ def _field_property(st: Struct, name: str) -> property:
             child = self._children.get(name)
             if child is None:
                 child = t._wrap(getattr(self._ctype, name))  # a live view into the parent's memory
+                object.__setattr__(child, "_device", self._device)
                 self._children[name] = child
             return child
 
@@ -389,7 +395,12 @@ def _field_property(st: Struct, name: str) -> property:
     else:
 
         def fget(self: Any) -> Any:
-            return self._refs.get(name)
+            arr = self._refs.get(name)
+            if arr is None and kind == "array":
+                arr = _array_from_desc(getattr(self._ctype, name), t, self._device)
+                if arr is not None:
+                    self._refs[name] = arr
+            return arr
 
         def fset(self: Any, value: Any) -> None:
             if value is None:
@@ -413,6 +424,25 @@ def _field_property(st: Struct, name: str) -> property:
             self._refs[name] = value
 
     return property(fget, fset, doc=f"Field '{name}' ({_type_name(t)}).")
+
+
+def _array_from_desc(desc: Any, t: Any, device: Any) -> Any:
+    """A view of the array an array field's descriptor points to (``None`` for a null descriptor).
+
+    An instance read back from memory (an element of an array of structs, ``array.list()``) holds descriptors
+    only; the view does not own the memory, which belongs to the array that was assigned when the value was stored.
+    """
+    if not desc.data or t.dtype is typing.Any:
+        return None
+    from .array import array
+
+    ndim = int(t.ndim)
+    grad = None
+    if desc.grad:
+        grad = array(ptr=int(desc.grad), dtype=t.dtype, shape=tuple(desc.shape[:ndim]),
+                     strides=tuple(desc.strides[:ndim]), device=device)
+    return array(ptr=int(desc.data), dtype=t.dtype, shape=tuple(desc.shape[:ndim]),
+                 strides=tuple(desc.strides[:ndim]), device=device, grad=grad)
 
 
 def _dtypes_match(a: Any, b: Any) -> builtins.bool:
@@ -441,6 +471,7 @@ class StructInstance:
         object.__setattr__(self, "_refs", {})
         object.__setattr__(self, "_children", {})
         object.__setattr__(self, "_py_values", set())  # scalar fields last assigned a Python number
+        object.__setattr__(self, "_device", None)  # where arrays read back from descriptors live (None: the CPU)
 
     def _adopt_refs(self, other: StructInstance) -> None:
         """Take over the array references of ``other`` (whose bytes were just copied into this instance)."""
