@@ -61,3 +61,24 @@ def _shape_past_four(a: wp.array(dtype=float)):
 def test_a_constant_index_past_a_tuple_is_a_compile_error(kernel, index):
     with pytest.raises(CodegenIndexError, match=f"index {index} is out of range"):
         wp.launch(kernel, 1, inputs=[wp.zeros(2, dtype=float)])
+
+
+@wp.kernel
+def _dynamic_slice(a: wp.array2d(dtype=int), start: int, stop: int, step: int, out: wp.array(dtype=int)):
+    s = a[start:stop:step]
+    out[0] = s.shape[0]
+    out[1] = s[1, 0]
+
+
+def test_a_zero_runtime_step_is_reported_once_in_release_builds(capfd):
+    a = wp.array(np.arange(18).reshape(6, 3), dtype=int)
+    out = wp.zeros(2, dtype=int)
+    for _ in range(3):
+        wp.launch(_dynamic_slice, 1, inputs=[a, 0, 6, 0, out])
+    wp.synchronize()
+    np.testing.assert_array_equal(out.numpy(), [6, 3])  # taken as a step of 1
+    err = capfd.readouterr().err
+    assert err.count("slice step cannot be zero") == 1 and 'mode = "debug"' in err
+    wp.launch(_dynamic_slice, 1, inputs=[a, 0, 6, 2, out])
+    np.testing.assert_array_equal(out.numpy(), [3, 6])
+    assert "slice step" not in capfd.readouterr().err

@@ -2,6 +2,7 @@
 #pragma once
 #include "treadle.h"
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #endif
@@ -276,6 +277,17 @@ struct slice_spec {
     int32 kind;  // 0: integer index; 1: slice (bit 2: has start, bit 4: has stop)
 };
 
+#if !defined(TREADLE_CHECKED) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+// A release build takes a zero slice step as 1; it says so once per kernel library on stderr (checked builds report
+// the statement instead).
+inline void warn_zero_step() {
+    static int said = 0;
+    if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) == 0)
+        fputs("treadle: slice step cannot be zero (a kernel took it as 1; run with wp.config.mode = \"debug\" to "
+              "find the line)\n", stderr);
+}
+#endif
+
 template <typename T> TREADLE_FUNC array_t<T> subview(const array_t<T>& a, const slice_spec* sp, int n) {
     array_t<T> r;
     int64 off = 0;
@@ -297,6 +309,8 @@ template <typename T> TREADLE_FUNC array_t<T> subview(const array_t<T>& a, const
             if (step == 0) {
 #if defined(TREADLE_CHECKED)
                 treadle_report_oob(-3, 0, 0);
+#elif !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+                warn_zero_step();
 #endif
                 step = 1;
             }
