@@ -75,7 +75,8 @@ def k_undefined(a: wp.array(dtype=float)):
 @wp.kernel
 def k_type_change(a: wp.array(dtype=float)):
     x = 1.0
-    x = wp.vec3(1.0, 2.0, 3.0)  # <-
+    if a[0] > 0.0:
+        x = wp.vec3(1.0, 2.0, 3.0)  # <- (in straight-line code a new type makes a new variable; not in a branch)
     a[0] = 1.0
 
 

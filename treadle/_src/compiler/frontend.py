@@ -108,6 +108,8 @@ class Lowerer(CallMixin):
         self.blocks: list[ir.Block] = [ir.Block()]
         self.locals: dict[str, ir.Local] = {}
         self.all_locals: list[ir.Local] = []
+        #: Local.id -> block nesting depth where the variable was declared
+        self.local_depth: dict[int, int] = {}
         self.assigned: set[str] = set()
         self.loop_depth = 0
         self.return_type = return_type
@@ -147,11 +149,13 @@ class Lowerer(CallMixin):
         self.next_id += 1
         return ir.Value(self.next_id, t, hint)
 
-    def new_local(self, name: str, t: Any) -> ir.Local:
+    def new_local(self, name: str, t: Any, cname: str | None = None) -> ir.Local:
+        """A variable named ``name`` in kernel code (``cname``: another name in generated code, for rebindings)."""
         self.next_id += 1
-        local = ir.Local(self.next_id, name, t)
+        local = ir.Local(self.next_id, cname or name, t)
         self.locals[name] = local
         self.all_locals.append(local)
+        self.local_depth[local.id] = len(self.blocks)
         return local
 
     def temp_local(self, t: Any) -> ir.Local:
@@ -376,13 +380,27 @@ class Lowerer(CallMixin):
             local = self.new_local(name, t)
             self.emit(ir.DeclLocal(self.loc(node), local))
         elif value.type != local.type:
+            rebind = (value.type is not None and local not in self.params and name not in self.ref_params
+                      and self.local_depth.get(local.id) == len(self.blocks))
+            converted = None
             if isinstance(value, ir.Const) and value.weak and scalars.is_scalar_type(local.type):
-                value = convert_const(value, local.type)
+                try:
+                    converted = convert_const(value, local.type)
+                except ConstConversionError:
+                    if not rebind:
+                        raise
+            if converted is not None:
+                value = converted
+            elif rebind:
+                # a value of another type in the block that declared the variable (no branch or loop in between):
+                # the name means a new variable from here on, as in Python
+                local = self.new_local(name, value.type, cname=f"{name}_{self.next_id + 1}")
+                self.emit(ir.DeclLocal(self.loc(node), local))
             else:
                 raise self.err(
                     f"variable '{name}' has type {type_str(local.type)} but is assigned a {type_str(value.type)}",
-                    node, f"a variable keeps the type of its first assignment; convert explicitly, e.g. "
-                    f"{type_str(local.type)}(...), or use a new name", CodegenTypeError)
+                    node, f"inside a branch or loop, a variable declared outside it keeps its type; convert "
+                    f"explicitly, e.g. {type_str(local.type)}(...), or use a new name", CodegenTypeError)
         self.emit(ir.StoreLocal(self.loc(node), local, value))
         self.assigned.add(name)
 
