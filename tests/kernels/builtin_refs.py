@@ -888,6 +888,8 @@ EXEMPT: dict[str, str] = {
     "lower_bound": "takes an array: tests/kernels/test_language.py",
     "_array_dim": _LOWERING + "arr.shape[d], tests/kernels/test_language.py",
     "_array_valid": _LOWERING + "bool(arr), tests/kernels/test_language.py",
+    "_array_ptr": _LOWERING + "arr.ptr, tests/kernels/test_array_from_ptr.py",
+    "_array_from_ptr": _LOWERING + "wp.array(ptr=, shape=, dtype=), tests/kernels/test_array_from_ptr.py",
     "_grad_array": "array plumbing (wp.adjoint[arr] in @func_grad): tests/autodiff/test_custom_grad_arrays.py",
     "_has_data": "array plumbing (adjoint guards on gradient buffers): tests/autodiff/test_custom_grad_arrays.py",
 }

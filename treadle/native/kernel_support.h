@@ -266,6 +266,43 @@ inline void ckpt_pop_to(size_t pos) { ckpt_stack().size = pos; }
 
 }  // namespace treadle
 
+// ------------------------------------------------------------------------------------------------ arrays from pointers
+namespace treadle {
+// `wp.array(ptr=p, shape=(...), dtype=T)` in kernel code: a contiguous view of memory the kernel does not own (no
+// gradient); `arr.ptr`: the address of element 0.
+template <typename T>
+TREADLE_FUNC array_t<T> array_from_ptr_n(uint64 p, int32 n, int64 s0, int64 s1, int64 s2, int64 s3) {
+    array_t<T> r;
+    const int64 s[4] = {s0, s1, s2, s3};
+    r.data = reinterpret_cast<T*>(p);
+    r.grad = nullptr;
+    r.ndim = n;
+    r.flags = 0;
+    int64 stride = int64(sizeof(T));
+    for (int d = 3; d >= 0; --d) {
+        r.shape[d] = d < n ? s[d] : 0;
+        r.strides[d] = d < n ? stride : 0;
+        if (d < n) stride *= s[d];
+    }
+    return r;
+}
+template <typename T> TREADLE_FUNC array_t<T> array_from_ptr(uint64 p, int64 s0) {
+    return array_from_ptr_n<T>(p, 1, s0, 0, 0, 0);
+}
+template <typename T> TREADLE_FUNC array_t<T> array_from_ptr(uint64 p, int64 s0, int64 s1) {
+    return array_from_ptr_n<T>(p, 2, s0, s1, 0, 0);
+}
+template <typename T> TREADLE_FUNC array_t<T> array_from_ptr(uint64 p, int64 s0, int64 s1, int64 s2) {
+    return array_from_ptr_n<T>(p, 3, s0, s1, s2, 0);
+}
+template <typename T> TREADLE_FUNC array_t<T> array_from_ptr(uint64 p, int64 s0, int64 s1, int64 s2, int64 s3) {
+    return array_from_ptr_n<T>(p, 4, s0, s1, s2, s3);
+}
+template <typename T> TREADLE_FUNC uint64 array_ptr(const array_t<T>& a) {
+    return uint64(reinterpret_cast<unsigned long long>(a.data));
+}
+}  // namespace treadle
+
 // ------------------------------------------------------------------------------------------------ array slicing
 namespace treadle {
 

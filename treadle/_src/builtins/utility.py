@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..lang import scalars
-from ..lang.typesys import ArrayT, is_composite, is_float, is_int, scalar_of, type_str
+from ..lang.typesys import ArrayT, is_composite, is_float, is_int, is_struct, scalar_of, type_str
 from .registry import arity, builtin, need, same
 
 
@@ -145,6 +145,34 @@ def _array_dim_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 builtin("_array_dim", group="Utility", rule=_array_dim_rule, cpp="op:shape", kernel_only=True, differentiable=False,
         signature="arr.shape[d]", doc="Extent of an array along dimension d.")
+
+
+def _array_ptr_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    arity(types, 1)
+    need(isinstance(types[0], ArrayT) and not types[0].indexed, "expected an array")
+    return scalars.uint64
+
+
+builtin("_array_ptr", group="Utility", rule=_array_ptr_rule, cpp="array_ptr", kernel_only=True, differentiable=False,
+        signature="arr.ptr", doc="The address of an array's element 0 (a uint64), 0 for a null array.")
+
+
+def _array_from_ptr_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    from ..lang.typesys import normalize_annotation
+
+    need(2 <= len(types) <= 5, "wp.array(ptr=..., shape=...) takes 1 to 4 extents")
+    need(is_int(types[0]), "ptr must be an integer address (a uint64, e.g. arr.ptr)")
+    need(all(is_int(t) for t in types[2:]), "the extents of shape must be integers")
+    dtype = normalize_annotation(consts[1])
+    need(scalars.is_scalar_type(dtype) or is_composite(dtype) or is_struct(dtype),
+         "dtype must be a scalar, vector, matrix or struct type")
+    return ArrayT(dtype, len(types) - 2)
+
+
+builtin("_array_from_ptr", group="Utility", rule=_array_from_ptr_rule, cpp="array_from_ptr", kernel_only=True,
+        differentiable=False, template=lambda types, ret: (ret.dtype,), lowering="array_from_ptr",
+        signature="wp.array(ptr=p, shape=(n, ...), dtype=T)",
+        doc="A contiguous array of dtype viewing memory at address ptr (not owned, no gradient).")
 
 
 def _array_valid_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:

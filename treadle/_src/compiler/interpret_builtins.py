@@ -10,6 +10,7 @@ builtins that update arguments in place (random states, output arguments). Outpu
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import sys
@@ -27,11 +28,14 @@ from .interpret_values import (
     Fault,
     InterpretUnsupportedError,
     StructValue,
+    array_from_desc,
     cast_scalar,
     coerce,
     format_value,
+    inner_shape,
     load_element,
     max_abs_diff,
+    np_dtype,
 )
 
 if TYPE_CHECKING:
@@ -152,6 +156,22 @@ def _lower_bound(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
         else:
             hi = mid
     return np.int32(lo)
+
+
+def _array_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    ref: ArrayRef = args[0]
+    return np.uint64(0 if ref.data is None else ref.data.ctypes.data)
+
+
+def _array_from_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    t = s.result.type  # type: ignore[union-attr]
+    shape = [int(n) for n in args[1:]]
+    strides, step = [0] * len(shape), np_dtype(t.dtype).itemsize * math.prod(inner_shape(t.dtype))
+    for d in reversed(range(len(shape))):
+        strides[d] = step
+        step *= shape[d]
+    desc = {"data": int(args[0]), "ndim": len(shape), "shape": shape, "strides": strides, "grad": 0}
+    return array_from_desc(desc, t, "array from ptr")
 
 
 def _bit_cast(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
@@ -320,6 +340,8 @@ HANDLERS: dict[str, Handler] = {
     "_array_dim": lambda it, s, args, f: np.int32(args[0].shape[int(args[1])]),
     "_array_valid": lambda it, s, args, f: np.bool_(bool(args[0])),
     "lower_bound": _lower_bound,
+    "_array_ptr": _array_ptr,
+    "_array_from_ptr": _array_from_ptr,
     "identity": _identity,
     "min": _c_min,
     "max": _c_max,

@@ -80,6 +80,8 @@ class CallMixin(ExprMixin):
             return self.eval_static(node)
         if getattr(obj, "_treadle_local_array_", False):
             return self.local_array(node)
+        if _is_array_class(obj):
+            return self.array_from_ptr(node)
         if getattr(obj, "_treadle_compile_time_", False):  # e.g. wp.grad(f): evaluated when the kernel is built
             vals = [self.expr(a) for a in node.args]
             if not all(isinstance(v, PyObj) for v in vals) or node.keywords:
@@ -201,6 +203,30 @@ class CallMixin(ExprMixin):
             if by_name:
                 raise self.err(f"unexpected keyword argument(s): {', '.join(str(k) for k in by_name)}", node, cls=CodegenTypeError)
         return args
+
+    def array_from_ptr(self, node: ast.Call) -> Any:
+        """``wp.array(ptr=p, shape=(n, ...), dtype=T)`` in kernel code: a contiguous view of memory at ``p``."""
+        usage = "in kernels, wp.array() takes ptr=, shape= and dtype= (a view of memory the kernel does not own)"
+        given = {k.arg: k.value for k in node.keywords}
+        if node.args or set(given) - {"ptr", "shape", "dtype"} or not {"ptr", "shape", "dtype"} <= set(given):
+            raise self.err("wp.array() in a kernel needs exactly ptr=, shape= and dtype=", node, usage,
+                           CodegenTypeError)
+        dtype = self.expr(given["dtype"])
+        if not isinstance(dtype, PyObj):
+            raise self.err("dtype= must be a type known when the kernel is built", given["dtype"], usage,
+                           CodegenTypeError)
+        ptr = self.as_operand(self.expr(given["ptr"]), given["ptr"])
+        shape = self.expr(given["shape"])
+        extents = shape.items if isinstance(shape, TupleVal) else [shape]
+        ops = [self.as_operand(e, given["shape"]) for e in extents]
+        b = REGISTRY.builtins["_array_from_ptr"]
+        try:
+            ov = b.resolve([ptr.type, None, *[o.type for o in ops]], [NOT_CONST, dtype.obj, *[NOT_CONST] * len(ops)])
+        except NoMatch as e:
+            raise self.err(f"wp.array(): {e}", node, usage, CodegenTypeError) from None
+        r = self.new_value(ov.ret, "view")
+        self.emit(ir.Call(self.src.loc(node), r, ov, [ptr, *ops]))
+        return r
 
     def _tid_value(self, a: Any) -> Any:
         if isinstance(a, PyObj) and isinstance(a.obj, _TidRequest):
@@ -734,3 +760,10 @@ def _hashable(obj: Any) -> bool:
         return True
     except TypeError:
         return False
+
+
+def _is_array_class(obj: Any) -> bool:
+    """``wp.array`` (or ``wp.array1d`` ... ``wp.array4d``) called in kernel code."""
+    from ..lang.array import array
+
+    return isinstance(obj, type) and issubclass(obj, array)

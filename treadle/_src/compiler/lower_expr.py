@@ -312,6 +312,8 @@ class ExprMixin:
             return PyObj(t.dtype)
         if isinstance(t, ArrayT) and name == "ndim":  # a compile-time constant of the array type
             return ir.Const(int(t.ndim), scalars.int32)
+        if isinstance(t, ArrayT) and name == "ptr" and not t.indexed:
+            return self.call_builtin(REGISTRY.builtins["_array_ptr"], [val], node)
         if is_composite(t) and name in ("length", "dtype", "shape"):
             return self.composite_property(t, name)
         if is_struct(t):
@@ -340,7 +342,7 @@ class ExprMixin:
     def component_index(self, t: Any, name: str, node: ast.AST) -> Any:
         if isinstance(t, ArrayT):
             raise self.err(f"arrays have no attribute '{name}' in kernels", node,
-                           "kernels know arr.shape, arr.ndim and arr.dtype (and arr[i] for elements)",
+                           "kernels know arr.shape, arr.ndim, arr.dtype and arr.ptr (and arr[i] for elements)",
                            CodegenAttributeError)
         kind = getattr(t, "_wp_generic_type_str_", None)
         if kind in ("vec_t", "quat_t") and name in "xyzw" and len(name) == 1:

@@ -452,9 +452,12 @@ class array:
             nbytes = math.prod(shape) * itemsize
         else:
             strides = tuple(operator.index(s) for s in strides)
-            if len(strides) != len(shape) or any(s < 0 for s in strides):
-                raise ValueError(f"strides {strides} must be {len(shape)} non-negative byte strides, one for each "
-                                 f"dimension of shape {shape}")
+            if len(strides) != len(shape):
+                raise ValueError(f"Invalid number of strides, expected {len(shape)} strides, got {len(strides)} "
+                                 f"(one byte stride for each dimension of shape {shape})")
+            if any(s < 0 for s in strides):
+                raise NotImplementedError(f"Negative strides are not supported when allocating an array, got "
+                                          f"{strides}; allocate with positive strides and take a view")
             nbytes = _extent(shape, strides, itemsize)
         ptr = None
         if nbytes > 0:
