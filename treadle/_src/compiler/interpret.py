@@ -521,8 +521,11 @@ class InterpretedLaunch(ParamSetters):
         """Change the launch grid."""
         self.shape = _launch_shape(dim)
 
-    def set_param_at_index(self, index: int, value: Any) -> None:
+    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
         """Replace one argument by position."""
+        if adjoint:
+            raise NotImplementedError("gradient buffers of recorded adjoint launches are not supported in interpret "
+                                      "mode; record the launch with wp.config.mode = 'release'")
         self.args[index] = value
 
     def launch(self, stream: Any = None) -> None:

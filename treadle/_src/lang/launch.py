@@ -556,10 +556,25 @@ _native_launch: Any = None
 
 
 class Launch(ParamSetters):
-    """A recorded launch (``launch(..., record_cmd=True)``) that can be replayed cheaply."""
+    """A recorded launch (``launch(..., record_cmd=True)``) that can be replayed cheaply.
 
-    def __init__(self, plan: LaunchPlan, bounds: LaunchBounds, args: Sequence[Any], device: Any,
-                 adjoint: bool = False) -> None:
+    ``wp.Launch(kernel, device, adjoint=False, params=None, bounds=None)`` makes one without running the kernel:
+    parameters start as zeros, default vectors, matrices and structs, and null arrays (or ``params``), the grid as
+    ``bounds`` (default: empty); ``set_param_by_name`` / ``set_dim`` fill them in before ``launch()``.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args and getattr(args[0], "_treadle_kernel_", False):
+            return _new_launch(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args and getattr(args[0], "_treadle_kernel_", False):
+            return  # wp.Launch(kernel, ...): made by __new__
+        self._record(*args, **kwargs)
+
+    def _record(self, plan: LaunchPlan, bounds: LaunchBounds, args: Sequence[Any], device: Any,
+                adjoint: bool = False) -> None:
         self.plan = plan
         self.kernel = plan.inst.kernel
         self.instance = plan.inst
@@ -606,6 +621,33 @@ class Launch(ParamSetters):
         c.args = c._frame.args
         c._addr = c._frame.addr
         return c
+
+
+def _default_value(t: Any) -> Any:
+    """The value a parameter of type ``t`` starts with in ``wp.Launch(kernel, ...)``."""
+    if isinstance(t, ArrayT):
+        return None
+    if is_struct(t) or is_composite(t):
+        return t()
+    if scalars.is_scalar_type(t) and t is not scalars.bool:
+        return 0.0 if t._is_float_ else 0
+    return False if t is scalars.bool else 0
+
+
+def _new_launch(kernel: Kernel, device: Any = None, hooks: Any = None, params: Sequence[Any] | None = None,
+                params_addr: Any = None, bounds: Any = None, max_blocks: int = 0, block_dim: int = 256,
+                adjoint: bool = False) -> Any:
+    """``wp.Launch(kernel, device, ...)``: a recorded launch of ``kernel`` that has not run."""
+    if kernel.is_generic:
+        raise LaunchError(f"kernel '{kernel.key}' is generic: its parameter types come from the arguments; record "
+                          "a launch with wp.launch(..., record_cmd=True) instead of wp.Launch(kernel, device)")
+    if params_addr is not None:
+        raise LaunchError("wp.Launch(params_addr=...) is not supported: pass params=[...] or set the parameters "
+                          "with set_param_by_name()")
+    values = list(params) if params is not None else [_default_value(t) for t in kernel.param_types]
+    dim = 0 if bounds is None else (tuple(bounds.shape[: bounds.ndim]) if hasattr(bounds, "ndim") else bounds)
+    return launch(kernel, dim, inputs=values, device=device, adjoint=adjoint, record_tape=False, record_cmd=True,
+                  max_blocks=max_blocks, block_dim=block_dim)
 
 
 _bounds_cache: dict[Any, LaunchBounds] = {}
