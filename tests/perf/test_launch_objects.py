@@ -113,3 +113,25 @@ def test_setter_errors():
     adj = wp.Launch(_mixed, "cpu", adjoint=True)
     with pytest.raises(LaunchError, match="not an array"):
         adj.set_param_by_name("i", 1, adjoint=True)
+
+
+@wp.kernel
+def _vec_param(v: wp.vec3, out: wp.array(dtype=float)):
+    out[0] = v[0] + v[1] + v[2]
+
+
+@pytest.mark.parametrize("value", [123, 1.5, wp.float32(1.5), wp.int32(2), True, np.float32(1.5), np.int64(3)])
+def test_a_single_value_is_not_a_vector(value):
+    out = wp.zeros(1, dtype=float)
+    with pytest.raises(LaunchError, match="argument 'v' expects vec3f but got a single value"):
+        wp.launch(_vec_param, 1, inputs=[value, out])
+    cmd = wp.Launch(_vec_param, "cpu")
+    with pytest.raises(RuntimeError, match="argument 'v' expects vec3f but got a single value"):
+        cmd.set_param_by_name("v", value)
+
+
+@pytest.mark.parametrize("value", [(1.0, 2.0, 3.0), [1.0, 2.0, 3.0], np.array([1.0, 2.0, 3.0]), wp.vec3(1.0, 2.0, 3.0)])
+def test_vectors_from_containers(value):
+    out = wp.zeros(1, dtype=float)
+    wp.launch(_vec_param, 1, inputs=[value, out])
+    assert out.numpy()[0] == 6.0

@@ -148,8 +148,10 @@ class ToolchainError(TreadleError):
     """No usable native compiler was found."""
 
 
-class LaunchError(TreadleError, ValueError):
-    """A launch was given wrong arguments (count, type, shape or device)."""
+class LaunchError(TreadleError, ValueError, RuntimeError):
+    """A launch was given wrong arguments (count, type, shape or device).
+
+    A ``ValueError``, and a ``RuntimeError`` as some of the reference API's launch errors are."""
 
 
 class ShapeError(TreadleError, ValueError, RuntimeError):

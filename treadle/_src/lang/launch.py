@@ -167,6 +167,11 @@ def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
     if is_composite(t):
         if isinstance(v, t):
             return v
+        if v is not None and (np.ndim(v) == 0 if isinstance(v, (np.generic, np.ndarray)) else
+                              isinstance(v, (int, float, bool, scalars.scalar_base))):
+            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)} but got a single value "
+                              f"of type {type(v).__name__} ({v!r}); pass a {type_str(t)} (e.g. "
+                              f"{type_str(t)}(...)) or a sequence of its components")
         try:
             return t(*v) if not isinstance(v, np.ndarray) else t(v)
         except Exception:
