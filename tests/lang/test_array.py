@@ -630,7 +630,7 @@ def test_copy():
         C.copy(C.zeros(3), C.zeros(5))
     with pytest.raises(ValueError, match="exceeds the destination size"):
         C.copy(C.zeros(5), C.zeros(5), 4, 0, 3)
-    with pytest.raises(ValueError, match="out of bounds"):
+    with pytest.raises(ValueError, match=r"the range \[4, 7\) exceeds the source size 5"):
         C.copy(C.zeros(5), C.zeros(5), 0, 4, 3)
     with pytest.raises(TypeError, match="Incompatible array data types"):
         C.copy(C.zeros(3), C.zeros(3, dtype=int))
@@ -650,6 +650,42 @@ def test_copy():
     vs = C.zeros(2, dtype=vec3)
     C.copy(vs, array([[1, 2, 3], [4, 5, 6]], dtype=vec3))
     assert vs.list()[1] == vec3(4, 5, 6)
+
+
+def test_copy_between_strided_views_of_other_lengths():
+    def strided(values: list[float]) -> array:
+        data = np.zeros(2 * len(values), np.float32)
+        data[::2] = values
+        return array(data)[::2]
+
+    dst = strided([9, 9, 9, 9])
+    C.copy(dst, strided([7, 8]))  # no count: the whole (shorter) source
+    np.testing.assert_array_equal(dst.numpy(), [7, 8, 9, 9])
+    src = strided([1, 2, 3, 4])
+    short = strided([0, 0])
+    C.copy(short, src, count=2, src_offset=2)
+    np.testing.assert_array_equal(short.numpy(), [3, 4])
+    with pytest.raises(RuntimeError, match=r"exceeds the source size 2"):
+        C.copy(C.zeros(8), strided([1, 2]), count=5)
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    ({"src_offset": -1}, "Source offset must be non-negative"),
+    ({"dest_offset": -1}, "Destination offset must be non-negative"),
+    ({"count": -1}, "count must be non-negative"),
+    ({"src_offset": 1.5}, "must be integers"),
+    ({"count": 2.0}, "must be integers"),
+])
+def test_copy_argument_errors(kwargs, text):
+    src = array(np.arange(4, dtype=np.int32))
+    with pytest.raises(ValueError, match=text) as info:  # a RuntimeError too, as in the reference API
+        C.copy(C.zeros(4, dtype=scalars.int32), src, **kwargs)
+    assert isinstance(info.value, RuntimeError)
+    with pytest.raises(RuntimeError, match="destination dtype=float64, source dtype=float32"):
+        C.copy(C.zeros(4, dtype=scalars.float64), C.zeros(4))
+    grid = array(np.arange(100, dtype=np.float32)).reshape((10, 10))[1::2, 1::2]
+    with pytest.raises(RuntimeError, match="only supported for 1-D"):
+        C.copy(C.zeros((5, 5)), grid, count=2)
 
 
 # ---- creation functions ----

@@ -159,6 +159,16 @@ class ShapeError(TreadleError, ValueError, RuntimeError):
     reference API."""
 
 
+class CopyError(TreadleError, ValueError, RuntimeError):
+    """``wp.copy`` was given offsets, a count or arrays it cannot copy; a ``ValueError``, and a ``RuntimeError`` as
+    in the reference API."""
+
+
+class CopyTypeError(TreadleError, TypeError, RuntimeError):
+    """``wp.copy`` between arrays of different element types; a ``TypeError``, and a ``RuntimeError`` as in the
+    reference API."""
+
+
 class CheckedModeError(TreadleError, RuntimeError):
     """A runtime check in debug mode failed (out-of-bounds index, division by zero, NaN store)."""
 

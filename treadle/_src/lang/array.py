@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import CopyError, CopyTypeError, ShapeError
 from ..runtime import device as _device
 from ..runtime import graph as _graph
 from . import abi, scalars
@@ -1201,16 +1201,17 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
         if not is_array(a):
             raise TypeError(f"copy(): {name} must be an array, got {type(a).__name__}")
     if not types_equal(dest.dtype, src.dtype):
-        raise TypeError(
+        raise CopyTypeError(
             f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source dtype="
             f"{type_name(src.dtype)}; convert first (wp.array(src.numpy(), dtype=...)) or reinterpret with src.view()"
         )
+    check_copy_counts(dest_offset, src_offset, count)
     if getattr(dest, "_indexed_", False) or getattr(src, "_indexed_", False):
         # Indexed arrays: gathered/scattered through their index tables (host round trip).
         if count or dest_offset or src_offset:
-            raise ValueError("copy(): offsets and counts are not supported with indexed arrays")
+            raise CopyError("copy(): offsets and counts are not supported with indexed or Fabric arrays")
         if dest.shape != src.shape:
-            raise ValueError(f"copy(): shape mismatch: destination {dest.shape}, source {src.shape}")
+            raise CopyError(f"copy(): shape mismatch: destination {dest.shape}, source {src.shape}")
         if dest.size:
             dest.assign(src.numpy())
         return
@@ -1235,25 +1236,38 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
             _device_write(dest, data)
         return
     if not (dest.is_contiguous and src.is_contiguous):
-        raise ValueError(
-            f"copy(): arrays of different shapes ({src.shape} -> {dest.shape}) or copies with offsets/count "
-            "need contiguous arrays; call .contiguous() first"
-        )
+        raise noncontiguous_copy_error(dest, src)
     if count == 0:
         count = src.size - src_offset
-    if min(count, dest_offset, src_offset) < 0:
-        raise ValueError("copy(): offsets and count must be non-negative")
-    if src_offset + count > src.size:
-        raise ValueError(
-            f"copy(): source range [{src_offset}, {src_offset + count}) is out of bounds for a source of "
-            f"{src.size} elements"
-        )
-    if dest_offset + count > dest.size:
-        raise ValueError(
-            f"copy(): copying {count} elements to offset {dest_offset} exceeds the destination size {dest.size}"
-        )
+    check_copy_range(dest, src, dest_offset, src_offset, count)
     if count:
         _copy_bytes(dest, dest.ptr + dest_offset * itemsize, src, src.ptr + src_offset * itemsize, count * itemsize)  # type: ignore[operator]
+
+
+def noncontiguous_copy_error(dest: array, src: array) -> CopyError:
+    """The error of a flat copy (offsets, count or another shape) that non-contiguous arrays cannot take."""
+    what = (f"a copy between arrays of different shapes ({src.shape} -> {dest.shape})" if dest.shape != src.shape
+            else "a copy with offsets or a count")
+    return CopyError(f"copy(): {what} of non-contiguous arrays is only supported for 1-D arrays (strided views); "
+                     "call .contiguous() first")
+
+
+def check_copy_counts(dest_offset: Any, src_offset: Any, count: Any) -> None:
+    """``wp.copy``'s offsets and count: non-negative integers (checked before any pointer arithmetic)."""
+    for what, v in (("Source offset", src_offset), ("Destination offset", dest_offset), ("count", count)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise CopyError(f"copy(): offsets and count must be integers, got {what.lower()} {v!r}")
+        if v < 0:
+            raise CopyError(f"copy(): {what} must be non-negative, got {v}")
+
+
+def check_copy_range(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
+    """``count`` elements from ``src_offset`` of ``src`` to ``dest_offset`` of ``dest`` stay within both."""
+    if src_offset + count > src.size:
+        raise CopyError(f"copy(): the range [{src_offset}, {src_offset + count}) exceeds the source size {src.size}")
+    if dest_offset + count > dest.size:
+        raise CopyError(f"copy(): copying {count} elements to offset {dest_offset} exceeds the destination size "
+                        f"{dest.size}")
 
 
 def _copy_bytes(dest: array, dst: int, src: array, srcp: int, nbytes: int) -> None:

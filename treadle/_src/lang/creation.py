@@ -10,16 +10,20 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CopyTypeError
 from ..runtime import graph as _graph
 from . import scalars
 from .array import (
     array,
+    check_copy_counts,
+    check_copy_range,
     copy_array,
     dtype_from_numpy,
     dtype_to_numpy,
     is_array,
     is_composite_type,
     is_struct_type,
+    noncontiguous_copy_error,
     normalize_dtype,
     to_numpy,
     type_name,
@@ -284,17 +288,20 @@ def copy(
         TypeError: the dtypes differ.
         ValueError: the ranges are out of bounds, or strided arrays would need a flat copy.
     """
+    check_copy_counts(dest_offset, src_offset, count)
     if not (count or dest_offset or src_offset) and _copy_indexed(dest, src):
         return
-    if (count or dest_offset or src_offset) and dest.ndim == 1 and src.ndim == 1 and not (
-            dest.is_contiguous and src.is_contiguous):  # 1-d strided views: offsets count logical elements
+    if ((count or dest_offset or src_offset or dest.shape != src.shape) and is_array(dest) and is_array(src)
+            and dest.ndim == 1 and src.ndim == 1 and not (dest.is_contiguous and src.is_contiguous)
+            and not getattr(dest, "_indexed_", False) and not getattr(src, "_indexed_", False)):
+        # 1-d strided views: offsets and count are logical elements (count: by default the rest of src)
         n = count if count else src.size - src_offset
-        if min(n, dest_offset, src_offset) >= 0 and src_offset + n <= src.size and dest_offset + n <= dest.size:
-            d, s = dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n]
-            if not (_graph.STATE.count and _graph.record_op(lambda: copy_array(d, s), dest, src)):
-                copy_array(d, s)
-            _record_copy(dest, src, dest_offset, src_offset, n)
-            return
+        check_copy_range(dest, src, dest_offset, src_offset, n)
+        d, s = dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n]
+        if not (_graph.STATE.count and _graph.record_op(lambda: copy_array(d, s), dest, src)):
+            copy_array(d, s)
+        _record_copy(dest, src, dest_offset, src_offset, n)
+        return
     if _graph.STATE.count and is_array(dest) and is_array(src) and _graph.record_op(
             lambda: copy_array(dest, src, dest_offset, src_offset, count), dest, src):
         _check_copy(dest, src, dest_offset, src_offset, count)  # errors at capture time, as when run
@@ -306,17 +313,13 @@ def copy(
 def _check_copy(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
     """The argument errors ``copy_array`` would raise (for a copy recorded in a graph capture, not run yet)."""
     if not types_equal(dest.dtype, src.dtype):
-        raise TypeError(f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source dtype="
-                        f"{type_name(src.dtype)}")
+        raise CopyTypeError(f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source "
+                            f"dtype={type_name(src.dtype)}")
     if count == 0 and dest_offset == 0 and src_offset == 0 and dest.shape == src.shape:
         return
     if not (dest.is_contiguous and src.is_contiguous):
-        raise ValueError(f"copy(): arrays of different shapes ({src.shape} -> {dest.shape}) or copies with "
-                         "offsets/count need contiguous arrays; call .contiguous() first")
-    n = count if count else src.size - src_offset
-    if min(n, dest_offset, src_offset) < 0 or src_offset + n > src.size or dest_offset + n > dest.size:
-        raise ValueError(f"copy(): {n} elements from offset {src_offset} of {src.size} to offset {dest_offset} of "
-                         f"{dest.size} are out of bounds")
+        raise noncontiguous_copy_error(dest, src)
+    check_copy_range(dest, src, dest_offset, src_offset, count if count else src.size - src_offset)
 
 
 def from_numpy(
