@@ -242,7 +242,8 @@ def k_kernel_call(a: wp.array(dtype=float)):
 
 @wp.kernel
 def k_star(a: wp.array(dtype=float)):
-    x = two_args(*(1.0, 2.0))  # <-
+    v = wp.vec2(1.0, 2.0)
+    x = (*v, 3.0)  # <- (starred call arguments are supported; a starred tuple item is not)
 
 
 @wp.kernel

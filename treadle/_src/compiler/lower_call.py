@@ -6,9 +6,11 @@ import ast
 import builtins
 from typing import Any
 
+import numpy as np
+
 from ..builtins import REGISTRY
 from ..builtins.registry import NOT_CONST, Builtin, NoMatch
-from ..errors import CodegenError, CodegenTypeError, UnsupportedConstructError
+from ..errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
 from ..lang import scalars
 from ..lang.typesys import (
     ArrayT,
@@ -46,6 +48,8 @@ class CallMixin(ExprMixin):
     const_bindings: dict[str, Any]
 
     def expr_Call(self, node: ast.Call) -> Any:
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            node = self.expand_starred(node)
         callee = self.expr(node.func)
         if not isinstance(callee, PyObj):
             raise self.err("this value is not callable", node.func, cls=CodegenTypeError)
@@ -203,6 +207,72 @@ class CallMixin(ExprMixin):
             if by_name:
                 raise self.err(f"unexpected keyword argument(s): {', '.join(str(k) for k in by_name)}", node, cls=CodegenTypeError)
         return args
+
+    def expand_starred(self, node: ast.Call) -> ast.Call:
+        """``f(a, *v, b)``: the call with ``*v`` replaced by one argument per item of ``v``.
+
+        ``v`` is a vector, quaternion or other vector-like value (its components), a matrix (its rows), a tuple, or
+        a slice of an array with constant bounds (``*arr[:3]``: ``arr[0], arr[1], arr[2]``). Each item is stored in
+        a hidden variable that the rewritten call names, so the callee sees plain arguments.
+        """
+        args: list[ast.expr] = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(a)
+                continue
+            for item in self.starred_items(a.value):
+                name = f"_star{self.next_id + 1}"
+                local = self.new_local(name, item.type)
+                self.emit(ir.DeclLocal(self.src.loc(a), local))
+                self.emit(ir.StoreLocal(self.src.loc(a), local, item))
+                self.assigned.add(name)
+                args.append(ast.copy_location(ast.Name(id=name, ctx=ast.Load()), a))
+        return ast.copy_location(ast.Call(func=node.func, args=args, keywords=node.keywords), node)
+
+    def starred_items(self, expr: ast.expr) -> list[Any]:
+        """The operands ``*expr`` stands for in a call (see :meth:`expand_starred`)."""
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Slice):
+            base = self.expr(expr.value)
+            if not isinstance(base, PyObj) and isinstance(self.as_operand(base, expr).type, ArrayT):
+                return self.starred_array_slice(self.as_operand(base, expr), expr.slice, expr)
+        v = self.expr(expr)
+        if isinstance(v, TupleVal):
+            return [self.as_operand(x, expr) for x in v.items]
+        op = None if isinstance(v, PyObj) else self.as_operand(v, expr)
+        t = getattr(op, "type", None)
+        if isinstance(t, TupleT):
+            count = len(t.types)
+        elif is_composite(t):
+            count = int(t._shape_[0])  # components of a vector, rows of a matrix
+        else:
+            raise self.err("Starred expressions are only supported for vectors, matrices, quaternions, tuples and "
+                           f"array slices with constant bounds, got {type_str(t) if t is not None else 'a Python value'}",
+                           expr, cls=CodegenTypeError)
+        return [self.subscript_value(op, [ir.Const(i, scalars.int32)], expr) for i in range(count)]
+
+    def starred_array_slice(self, arr: Any, sl: ast.Slice, node: ast.AST) -> list[Any]:
+        """``*arr[start:stop:step]``: the elements, for constant, non-negative bounds and an explicit stop."""
+        if sl.upper is None:
+            raise self.err("unpacking an array slice requires explicit upper bound (the array's length is known only "
+                           "at run time)", node, cls=CodegenValueError)
+        bounds = []
+        for part, default in ((sl.lower, 0), (sl.upper, None), (sl.step, 1)):
+            if part is None:
+                bounds.append(default)
+                continue
+            c = self.expr(part)
+            if not isinstance(c, ir.Const) or not isinstance(c.value, (int, np.integer)):
+                raise self.err("Slice component must be a compile-time constant integer when an array slice is "
+                               "unpacked", part, "write literals or wp.static(...) bounds", CodegenValueError)
+            bounds.append(int(c.value))
+        start, stop, step = bounds
+        if step <= 0:
+            raise self.err("the step cannot be negative (or zero) when an array slice is unpacked", node,
+                           cls=CodegenValueError)
+        if start < 0 or stop < 0:
+            raise self.err("slice bounds cannot be negative for arrays when unpacked (the length is known only at "
+                           "run time)", node, cls=CodegenValueError)
+        return [self.subscript_value(arr, [ir.Const(k, scalars.int32)], node) for k in range(start, stop, step)]
 
     def array_from_ptr(self, node: ast.Call) -> Any:
         """``wp.array(ptr=p, shape=(n, ...), dtype=T)`` in kernel code: a contiguous view of memory at ``p``."""

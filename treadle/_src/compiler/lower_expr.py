@@ -84,7 +84,7 @@ UNSUPPORTED_EXPR = {
     ast.Dict: ("dict literal", "kernels have no dictionaries; use a struct or arrays"),
     ast.Set: ("set literal", "kernels have no sets"),
     ast.JoinedStr: ("f-string", "use wp.printf('%d', x) with a format string"),
-    ast.Starred: ("starred expression", "pass the arguments one by one"),
+    ast.Starred: ("starred expression here", "unpack into call arguments (f(*v)) or pass the values one by one"),
     ast.NamedExpr: ("walrus operator ':='", "assign in a separate statement"),
 }
 
