@@ -174,6 +174,8 @@ class CallMixin(ExprMixin):
         for name, local in self.locals.items():  # vectors/matrices: a zero value of their type (len(v), v.dtype)
             if is_composite(local.type):
                 scope[name] = local.type()
+            elif isinstance(local.type, TupleT):  # tuples: as many items (len(t)), zero values where it can
+                scope[name] = tuple(t() if is_composite(t) else None for t in local.type.types)
         scope.update(self.static_locals)  # type: ignore[attr-defined]
         for k, c in self.const_bindings.items():  # type: ignore[attr-defined]
             scope[k] = c.obj if isinstance(c, PyObj) else c.value

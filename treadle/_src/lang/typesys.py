@@ -44,6 +44,16 @@ class TupleT:
         return "tuple(" + ", ".join(type_str(t) for t in self.types) + ")"
 
 
+@dataclasses.dataclass(frozen=True)
+class TupleVarT:
+    """The annotation ``tuple[T, ...]``: a tuple of any length whose items are ``T`` (a generic parameter type)."""
+
+    elem: Any
+
+    def __str__(self) -> str:
+        return f"tuple({type_str(self.elem)}, ...)"
+
+
 AnyT = typing.Any
 
 
@@ -261,6 +271,11 @@ def normalize_annotation(t: Any) -> Any:
         return scalars.scalar_from_python(t)
     if is_array_annotation(t):
         return ArrayT(normalize_annotation(t.dtype), int(t.ndim), bool(getattr(t, "_indexed_", False)))
+    if typing.get_origin(t) is tuple:  # tuple[int, wp.vec3] / tuple[float, ...]
+        args = typing.get_args(t)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return TupleVarT(normalize_annotation(args[0]))
+        return TupleT(tuple(normalize_annotation(a) for a in args))
     return t
 
 
@@ -291,6 +306,11 @@ def types_match(expected: Any, actual: Any) -> bool:
     if isinstance(expected, ArrayT) and isinstance(actual, ArrayT):
         return (expected.ndim == actual.ndim and expected.indexed == actual.indexed
                 and types_match(expected.dtype, actual.dtype))
+    if isinstance(expected, TupleVarT):
+        return isinstance(actual, TupleT) and all(types_match(expected.elem, a) for a in actual.types)
+    if isinstance(expected, TupleT) and isinstance(actual, TupleT):
+        return (len(expected.types) == len(actual.types)
+                and all(types_match(e, a) for e, a in zip(expected.types, actual.types)))
     return bool(expected == actual)
 
 
@@ -300,6 +320,10 @@ def contains_any(t: Any) -> bool:
         return True
     if isinstance(t, ArrayT):
         return contains_any(t.dtype)
+    if isinstance(t, TupleVarT):
+        return True
+    if isinstance(t, TupleT):
+        return any(contains_any(x) for x in t.types)
     return False
 
 
