@@ -110,13 +110,14 @@ template <typename T> struct op_sub {
     T v;
     TREADLE_FUNC T operator()(T a) const { return T(a - v); }
 };
+// fmin/fmax of the slot and the value (scalar.h: a NaN on either side is missing data)
 template <typename T> struct op_min {
     T v;
-    TREADLE_FUNC T operator()(T a) const { return v < a ? v : a; }
+    TREADLE_FUNC T operator()(T a) const { return (v < a || a != a) ? v : a; }
 };
 template <typename T> struct op_max {
     T v;
-    TREADLE_FUNC T operator()(T a) const { return v > a ? v : a; }
+    TREADLE_FUNC T operator()(T a) const { return (v > a || a != a) ? v : a; }
 };
 template <typename T> struct op_set {
     T v;
@@ -323,7 +324,7 @@ TREADLE_ATOMIC_COMPOSITE(atomic_xor)
 // ties all receive it), componentwise for vectors and matrices, as in the reference.
 namespace detail {
 template <typename T> TREADLE_FUNC void adj_minmax(const T* addr, const T& v, const T* g, T& adj_v) {
-    if (g && *addr == v)
+    if (g && (*addr == v || (*addr != *addr && v != v)))  // a NaN that stayed NaN counts as the value's
         adj_v += *g;
 }
 template <unsigned N, typename T>

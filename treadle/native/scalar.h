@@ -153,28 +153,33 @@ TREADLE_ADJ_NONE_2(rshift)
 TREADLE_ADJ_NONE_1(invert)
 
 // ------------------------------------------------------------------------------------------------ min / max / clamp
-// Ties go to `b` for max and to `a` for min, in value and in gradient; clamp's gradient goes to `hi` when x == hi
-// (both as the reference does).
-#define TREADLE_X(T)                                                            \
-    TREADLE_FUNC T min(T a, T b) { return a < b ? a : b; }                      \
-    TREADLE_FUNC T max(T a, T b) { return a > b ? a : b; }                      \
-    TREADLE_FUNC T clamp(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }
+// Float min/max are C's fmin/fmax (IEEE minNum/maxNum, as in the reference): a NaN operand is missing data and the
+// other operand is the result (NaN only when both are), so the order of the operands does not matter; clamp(x, lo,
+// hi) is fmin(fmax(x, lo), hi), so clamp(NaN, lo, hi) is min(lo, hi). `x != x` is the NaN test (always false for
+// integers). Ties go to `b`, in value and in gradient; clamp's gradient goes to `hi` when x == hi. Gradients go to
+// the operand the forward picked.
+#define TREADLE_X(T)                                                                        \
+    TREADLE_FUNC T min(T a, T b) { return (a < b || b != b) ? a : b; }                      \
+    TREADLE_FUNC T max(T a, T b) { return (a > b || b != b) ? a : b; }                      \
+    TREADLE_FUNC T clamp(T x, T lo, T hi) { return x != x ? min(lo, hi) : (x < lo ? lo : (x > hi ? hi : x)); }
 TREADLE_ALL_TYPES(TREADLE_X)
 #undef TREADLE_X
 TREADLE_SCALAR_ADJ void adj_min(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
-    if (a < b)
+    if (a < b || b != b)
         adj_a += adj_ret;
     else
         adj_b += adj_ret;
 }
 TREADLE_SCALAR_ADJ void adj_max(T a, T b, T& adj_a, T& adj_b, const T& adj_ret) {
-    if (a > b)
+    if (a > b || b != b)
         adj_a += adj_ret;
     else
         adj_b += adj_ret;
 }
 TREADLE_SCALAR_ADJ void adj_clamp(T x, T lo, T hi, T& adj_x, T& adj_lo, T& adj_hi, const T& adj_ret) {
-    if (x < lo)
+    if (x != x)
+        adj_min(lo, hi, adj_lo, adj_hi, adj_ret);  // the forward gave min(lo, hi)
+    else if (x < lo)
         adj_lo += adj_ret;
     else if (x < hi)
         adj_x += adj_ret;

@@ -336,20 +336,21 @@ TREADLE_VEC_T bool isinf(const vec_t<N, T>& a) {
 }
 
 // ------------------------------------------------------------------------------------------------ reductions
-// min(v) / max(v): the smallest / largest component; the gradient goes to the first such component.
+// min(v) / max(v): the smallest / largest component (NaN components are skipped, as fmin/fmax do; NaN only when
+// every component is); the gradient goes to the first such component.
 TREADLE_VEC_T uint32 argmin(const vec_t<N, T>& a) {
     uint32 k = 0;
     for (unsigned i = 1; i < N; ++i)
-        if (a.c[i] < a.c[k])
+        if (a.c[i] < a.c[k] || a.c[k] != a.c[k])
             k = i;
-    return k;
+    return a.c[k] != a.c[k] ? 0u : k;
 }
 TREADLE_VEC_T uint32 argmax(const vec_t<N, T>& a) {
     uint32 k = 0;
     for (unsigned i = 1; i < N; ++i)
-        if (a.c[i] > a.c[k])
+        if (a.c[i] > a.c[k] || a.c[k] != a.c[k])
             k = i;
-    return k;
+    return a.c[k] != a.c[k] ? 0u : k;
 }
 TREADLE_VEC_T void adj_argmin(const vec_t<N, T>&, vec_t<N, T>&, const uint32&) {}
 TREADLE_VEC_T void adj_argmax(const vec_t<N, T>&, vec_t<N, T>&, const uint32&) {}

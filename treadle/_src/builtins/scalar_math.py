@@ -115,6 +115,22 @@ def _np_minmax(fn: Any, red: Any) -> Any:
     return impl
 
 
+def _first_fmin(v: Any) -> Any:
+    """``min(v)`` of a vector: the smallest non-NaN component (NaN when all are), as ``native/vec.h`` does."""
+    v = np.asarray(v)
+    return np.fmin.reduce(v.reshape(-1)) if v.size else v
+
+
+def _first_fmax(v: Any) -> Any:
+    v = np.asarray(v)
+    return np.fmax.reduce(v.reshape(-1)) if v.size else v
+
+
+def _np_clamp(x: Any, a: Any, b: Any) -> Any:
+    """``clamp`` as ``native/scalar.h``: ``fmin(fmax(x, a), b)`` for a NaN ``x``, plain bounds otherwise."""
+    return np.where(np.not_equal(x, x), np.fmin(a, b), np.where(x < a, a, np.where(x > b, b, x)))
+
+
 def _vec_erfinv(x: Any) -> Any:
     # Inverse error function by Newton iterations on math.erf (host path; float64 accuracy).
     def one(y: float) -> float:
@@ -185,12 +201,15 @@ builtin("isnan", group=GROUP, rule=_float_pred, host=lambda x: np.any(np.isnan(x
         signature="isnan(x) -> bool", doc="True if x (any component) is NaN.")
 builtin("isinf", group=GROUP, rule=_float_pred, host=lambda x: np.any(np.isinf(x)), differentiable=False,
         signature="isinf(x) -> bool", doc="True if x (any component) is infinite.")
-builtin("min", group=GROUP, rule=_minmax, host=_np_minmax(np.minimum, np.min),
-        signature="min(a, b) -> same | min(v: Vector) -> Scalar", doc="Minimum (elementwise; or of a vector).")
-builtin("max", group=GROUP, rule=_minmax, host=_np_minmax(np.maximum, np.max),
-        signature="max(a, b) -> same | max(v: Vector) -> Scalar", doc="Maximum (elementwise; or of a vector).")
-builtin("clamp", group=GROUP, rule=_clamp, host=lambda x, a, b: np.minimum(np.maximum(x, a), b),
-        signature="clamp(x: Scalar, a: Scalar, b: Scalar) -> Scalar", doc="Clamp x to the range [a, b].")
+builtin("min", group=GROUP, rule=_minmax, host=_np_minmax(np.fmin, _first_fmin),
+        signature="min(a, b) -> same | min(v: Vector) -> Scalar",
+        doc="Minimum (elementwise; or of a vector); float NaNs are missing data, as C's fmin.")
+builtin("max", group=GROUP, rule=_minmax, host=_np_minmax(np.fmax, _first_fmax),
+        signature="max(a, b) -> same | max(v: Vector) -> Scalar",
+        doc="Maximum (elementwise; or of a vector); float NaNs are missing data, as C's fmax.")
+builtin("clamp", group=GROUP, rule=_clamp, host=_np_clamp,
+        signature="clamp(x: Scalar, a: Scalar, b: Scalar) -> Scalar",
+        doc="Clamp x to the range [a, b] (fmin(fmax(x, a), b): a NaN x gives min(a, b)).")
 builtin("lerp", group="Utility", rule=_lerp, host=lambda a, b, t: a * (1 - t) + b * t,
         signature="lerp(a: T, b: T, t: Float) -> T", doc="Linear interpolation a*(1-t) + b*t.")
 builtin("smoothstep", group="Utility", rule=_smoothstep, host=_np_smoothstep,

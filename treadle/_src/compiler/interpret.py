@@ -453,11 +453,11 @@ def _build_composite(t: Any, args: list[Any]) -> np.ndarray:
 
 
 def _atomic_min(old: Any, v: Any) -> Any:
-    return np.where(v < old, v, old)
+    return np.where((v < old) | np.not_equal(old, old), v, old)  # fmin of slot and value (native/atomic.h)
 
 
 def _atomic_max(old: Any, v: Any) -> Any:
-    return np.where(v > old, v, old)
+    return np.where((v > old) | np.not_equal(old, old), v, old)
 
 
 _ATOMIC_OPS: dict[str, Callable[[Any, Any], Any]] = {

@@ -179,33 +179,38 @@ def _bit_cast(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     return np.ascontiguousarray(args[0]).view(scalar_of(t)._np_).reshape(tuple(getattr(t, "_shape_", ())))[()]
 
 
-# min/max/clamp/abs as the native headers write them (`a < b ? a : b`): NaN handling follows the comparisons, where
-# NumPy's minimum/maximum (the host implementations) would propagate NaN from either side.
+# min/max/clamp/abs as the native headers write them (native/scalar.h: fmin/fmax, ties to b), with their argmin.
+def _nan(x: Any) -> Any:
+    """``x != x`` (NaN; always False for integers), elementwise."""
+    return np.not_equal(x, x)
+
+
 def _c_min(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     if len(args) == 1:
         return args[0][_c_arg(args[0], operator.lt)]
     a, b = args
-    return np.where(a < b, a, b)
+    return np.where((a < b) | _nan(b), a, b)  # fmin: a NaN operand is missing data (native/scalar.h)
 
 
 def _c_max(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     if len(args) == 1:
         return args[0][_c_arg(args[0], operator.gt)]
     a, b = args
-    return np.where(a > b, a, b)
+    return np.where((a > b) | _nan(b), a, b)
 
 
 def _c_arg(v: np.ndarray, better: Callable[[Any, Any], Any]) -> int:
     k = 0
     for i in range(1, len(v)):
-        if better(v[i], v[k]):
+        if better(v[i], v[k]) or v[k] != v[k]:  # NaN components are skipped
             k = i
-    return k
+    return 0 if v[k] != v[k] else k
 
 
 def _c_clamp(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     x, lo, hi = args
-    return np.where(x < lo, lo, np.where(x > hi, hi, x))
+    low = np.where((lo < hi) | _nan(hi), lo, hi)  # clamp(NaN, lo, hi) is min(lo, hi)
+    return np.where(_nan(x), low, np.where(x < lo, lo, np.where(x > hi, hi, x)))
 
 
 def _c_abs(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
