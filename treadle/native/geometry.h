@@ -186,6 +186,90 @@ TREADLE_FUNC vec_t<3, float32> closest_point_edge_edge(const vec_t<3, float32>& 
     return vec_t<3, float32>(s, t, sqrt(d2));
 }
 
+namespace geo {
+// d clamp01(x) / dx: 1 where the clamp passes x through, 0 where it holds a bound.
+TREADLE_FUNC float32 clamp01_slope(float32 x) { return (x >= 0.0f && x <= 1.0f) ? 1.0f : 0.0f; }
+}  // namespace geo
+
+// Reverse mode through the branch closest_segments took (same decisions, same formulas): the gradients of s, t and
+// the distance d with respect to the four end points. Away from the branch boundaries this is the exact derivative
+// (for d it reduces to the envelope-theorem gradient: the unit vector between the closest points, split by s and t).
+template <typename E>
+TREADLE_FUNC void adj_closest_point_edge_edge(const vec_t<3, float32>& p1, const vec_t<3, float32>& q1,
+                                              const vec_t<3, float32>& p2, const vec_t<3, float32>& q2, E epsilon,
+                                              vec_t<3, float32>& adj_p1, vec_t<3, float32>& adj_q1,
+                                              vec_t<3, float32>& adj_p2, vec_t<3, float32>& adj_q2, E&,
+                                              const vec_t<3, float32>& adj_ret) {
+    typedef vec_t<3, float32> v3;
+    const float32 eps = float32(epsilon);
+    const v3 d1 = q1 - p1, d2 = q2 - p2, r = p1 - p2;
+    const float32 a = dot(d1, d1), e = dot(d2, d2), f = dot(d2, r), c = dot(d1, r), b = dot(d1, d2);
+    float32 s, t;
+    const float32 dd = geo::closest_segments(p1, q1, p2, q2, eps, s, t);
+    const float32 dist = sqrt(dd);
+    float32 adj_s = adj_ret.c[0], adj_t = adj_ret.c[1];
+    // d = |D|, D = p1 + d1 s - p2 - d2 t
+    const v3 D = (p1 + d1 * s) - (p2 + d2 * t);
+    const v3 adj_D = dist > 0.0f ? D * (adj_ret.c[2] / dist) : v3();
+    v3 adj_d1 = adj_D * s, adj_d2 = adj_D * (-t), adj_r;
+    adj_p1 += adj_D;
+    adj_p2 -= adj_D;
+    adj_s += dot(adj_D, d1);
+    adj_t -= dot(adj_D, d2);
+    // s and t as closest_segments computed them, from a, b, c, e, f
+    float32 adj_a = 0.0f, adj_b = 0.0f, adj_c = 0.0f, adj_e = 0.0f, adj_f = 0.0f;
+    if (a <= eps && e <= eps) {
+        // s = t = 0: constant
+    } else if (a <= eps) {
+        adj_f += adj_t * geo::clamp01_slope(f / e) / e;
+        adj_e -= adj_t * geo::clamp01_slope(f / e) * f / (e * e);
+    } else if (e <= eps) {
+        adj_c -= adj_s * geo::clamp01_slope(-c / a) / a;
+        adj_a += adj_s * geo::clamp01_slope(-c / a) * c / (a * a);
+    } else {
+        const float32 den = a * e - b * b;
+        const float32 u = den != 0.0f ? (b * f - c * e) / den : 0.0f;
+        const float32 s0 = den != 0.0f ? geo::clamp01(u) : 0.0f;
+        const float32 t0 = (b * s0 + f) / e;
+        if (t0 < 0.0f) {
+            adj_c -= adj_s * geo::clamp01_slope(-c / a) / a;
+            adj_a += adj_s * geo::clamp01_slope(-c / a) * c / (a * a);
+        } else if (t0 > 1.0f) {
+            const float32 k = adj_s * geo::clamp01_slope((b - c) / a) / a;
+            adj_b += k;
+            adj_c -= k;
+            adj_a -= k * (b - c) / a;
+        } else {
+            adj_b += adj_t * s0 / e;
+            adj_f += adj_t / e;
+            adj_e -= adj_t * t0 / e;
+            const float32 adj_s0 = adj_s + adj_t * b / e;
+            if (den != 0.0f) {
+                const float32 adj_u = adj_s0 * geo::clamp01_slope(u);
+                const float32 adj_n = adj_u / den, adj_den = -adj_u * u / den;
+                adj_b += adj_n * f;
+                adj_f += adj_n * b;
+                adj_c -= adj_n * e;
+                adj_e -= adj_n * c;
+                adj_a += adj_den * e;
+                adj_e += adj_den * a;
+                adj_b -= 2.0f * b * adj_den;
+            }
+        }
+    }
+    // a = d1.d1, e = d2.d2, f = d2.r, c = d1.r, b = d1.d2
+    adj_d1 += d1 * (2.0f * adj_a) + r * adj_c + d2 * adj_b;
+    adj_d2 += d2 * (2.0f * adj_e) + r * adj_f + d1 * adj_b;
+    adj_r += d2 * adj_f + d1 * adj_c;
+    // d1 = q1 - p1, d2 = q2 - p2, r = p1 - p2
+    adj_q1 += adj_d1;
+    adj_p1 -= adj_d1;
+    adj_q2 += adj_d2;
+    adj_p2 -= adj_d2;
+    adj_p1 += adj_r;
+    adj_p2 -= adj_r;
+}
+
 // ------------------------------------------------------------------------------------------------ tri-tri
 // Triangle-triangle intersection: separating-axis tests over the two face normals and the nine edge-edge cross
 // products (exact for non-coplanar triangles); coplanar triangles add the in-plane edge normals.

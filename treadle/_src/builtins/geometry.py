@@ -103,7 +103,7 @@ def _sig(name: str, spec: Sequence[tuple[str, Any]], required: int, ret: str, de
 
 def _declare(name: str, doc: str, ret: Any, spec: Sequence[tuple[str, Any]], required: int | None = None, *,
              defaults: Sequence[str] = (), old: tuple[Sequence[tuple[str, Any]], int, Any] | None = None,
-             ref_args: tuple[int, ...] = (), cpp: str | None = None) -> None:
+             ref_args: tuple[int, ...] = (), cpp: str | None = None, differentiable: bool = False) -> None:
     req = len(spec) if required is None else required
     forms: list[tuple[Sequence[tuple[str, Any]], int, Any]] = [(spec, req, ret)]
     signature = _sig(name, spec, req, _want_str(ret), defaults)
@@ -111,7 +111,7 @@ def _declare(name: str, doc: str, ret: Any, spec: Sequence[tuple[str, Any]], req
         forms.append(old)
         signature += " | " + _sig(name, old[0], old[1], _want_str(old[2]))
     builtin(name, group=GROUP, rule=_rule(ret, *forms), doc=doc, signature=signature, cpp=cpp,
-            differentiable=False, kernel_only=True, template=_ret_template, ref_args=ref_args)
+            differentiable=differentiable, kernel_only=True, template=_ret_template, ref_args=ref_args)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -252,8 +252,8 @@ for _name in ("mesh_query_aabb_next", "mesh_query_next"):
 
 _declare("closest_point_edge_edge", "Closest points of segments [p1, q1] and [p2, q2]: returns vec3(s, t, d) with "
          "the points p1 + s (q1 - p1), p2 + t (q2 - p2) and their distance d; a segment of squared length <= epsilon "
-         "is treated as a point.", vec3f,
-         [("p1", vec3f), ("q1", vec3f), ("p2", vec3f), ("q2", vec3f), ("epsilon", F)])
+         "is treated as a point; differentiable (gradients of s, t and d through the branch taken).", vec3f,
+         [("p1", vec3f), ("q1", vec3f), ("p2", vec3f), ("q2", vec3f), ("epsilon", F)], differentiable=True)
 
 
 def _tri_tri_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
