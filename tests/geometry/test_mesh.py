@@ -396,3 +396,28 @@ def test_axis_parallel_rays_starting_on_box_faces(device: str, constructor: str)
     np.testing.assert_array_equal(f[:, 1] == 1, hit)
     assert (f[hit, 2] >= 1).all() and (f[~hit, 2] == 0).all()
     np.testing.assert_allclose(t[hit], 2.0, rtol=0, atol=1e-6)
+
+
+@wp.kernel
+def _eval_loss(mesh: wp.uint64, uv: wp.array(dtype=wp.vec2), out: wp.array(dtype=float)):
+    i = wp.tid()
+    p = wp.mesh_eval_position(mesh, 1, uv[i][0], uv[i][1])
+    v = wp.mesh_eval_velocity(mesh, 0, uv[i][0], uv[i][1])
+    out[i] = wp.dot(p, wp.vec3(1.0, 2.0, 3.0)) + wp.dot(v, wp.vec3(0.5, 0.0, 1.0))
+
+
+def test_mesh_eval_gradients_in_barycentric_coordinates():
+    points = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    vels = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 1, 1]], np.float32)
+    mesh = wp.Mesh(points=wp.array(points, dtype=wp.vec3), indices=wp.array([0, 1, 2, 0, 1, 3], dtype=int),
+                   velocities=wp.array(vels, dtype=wp.vec3))
+    uv = wp.array(np.array([[0.2, 0.3], [0.6, 0.1]], np.float32), dtype=wp.vec2, requires_grad=True)
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_eval_loss, 2, inputs=[mesh.id, uv, out])
+    tape.backward(grads={out: wp.ones(2, dtype=float)})
+    w, wv = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.0, 1.0])
+    du = (points[0] - points[3]) @ w + (vels[0] - vels[2]) @ wv  # face 1 is (0, 1, 3), face 0 is (0, 1, 2)
+    dv = (points[1] - points[3]) @ w + (vels[1] - vels[2]) @ wv
+    np.testing.assert_allclose(uv.grad.numpy(), [[du, dv], [du, dv]])

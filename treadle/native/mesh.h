@@ -85,6 +85,15 @@ TREADLE_FUNC vec_t<3, float32> mesh_eval_position(uint64 id, I face, U bary_u, V
     const float32 u = float32(bary_u), v = float32(bary_v);
     return a * u + b * v + c * (1.0f - u - v);
 }
+// Gradients with respect to the barycentric coordinates (the mesh's points are data, as in the reference).
+template <typename I, typename U, typename V>
+TREADLE_FUNC void adj_mesh_eval_position(uint64 id, I face, U, V, uint64&, I&, U& adj_u, V& adj_v,
+                                         const vec_t<3, float32>& adj_ret) {
+    vec_t<3, float32> a, b, c;
+    detail::mesh_face(detail::mesh_of(id), (int32)face, a, b, c);
+    adj_u += U(dot(adj_ret, a - c));
+    adj_v += V(dot(adj_ret, b - c));
+}
 template <typename I, typename U, typename V>
 TREADLE_FUNC vec_t<3, float32> mesh_eval_velocity(uint64 id, I face, U bary_u, V bary_v) {
     const mesh_t& m = detail::mesh_of(id);
@@ -94,6 +103,16 @@ TREADLE_FUNC vec_t<3, float32> mesh_eval_velocity(uint64 id, I face, U bary_u, V
     return *address(m.velocities, detail::mesh_index(m, 3 * f)) * u +
            *address(m.velocities, detail::mesh_index(m, 3 * f + 1)) * v +
            *address(m.velocities, detail::mesh_index(m, 3 * f + 2)) * (1.0f - u - v);
+}
+template <typename I, typename U, typename V>
+TREADLE_FUNC void adj_mesh_eval_velocity(uint64 id, I face, U, V, uint64&, I&, U& adj_u, V& adj_v,
+                                         const vec_t<3, float32>& adj_ret) {
+    const mesh_t& m = detail::mesh_of(id);
+    if (m.velocities.data == nullptr) return;
+    const int64 f = (int64)face;
+    const vec_t<3, float32> c = *address(m.velocities, detail::mesh_index(m, 3 * f + 2));
+    adj_u += U(dot(adj_ret, *address(m.velocities, detail::mesh_index(m, 3 * f)) - c));
+    adj_v += V(dot(adj_ret, *address(m.velocities, detail::mesh_index(m, 3 * f + 1)) - c));
 }
 template <typename I> TREADLE_FUNC vec_t<3, float32> mesh_eval_face_normal(uint64 id, I face) {
     return detail::face_normal(detail::mesh_of(id), (int32)face);

@@ -188,9 +188,11 @@ _declare("mesh_get_bvh", "The id of mesh ``id``'s triangle BVH (usable with the 
 _declare("mesh_get_group_root", "The BVH root of ``group`` in a mesh built with groups, or -1.", _I32,
          [_ID, ("group", I)])
 _declare("mesh_eval_position", "v0 * bary_u + v1 * bary_v + v2 * (1 - bary_u - bary_v) for the vertices of "
-         "``face``.", vec3f, [_ID, _FACE, ("bary_u", F), ("bary_v", F)])
+         "``face`` (differentiable in the barycentric coordinates).", vec3f, [_ID, _FACE, ("bary_u", F), ("bary_v", F)],
+         differentiable=True)
 _declare("mesh_eval_velocity", "The velocities of ``face``'s vertices interpolated like ``mesh_eval_position`` "
-         "(zero without velocities).", vec3f, [_ID, _FACE, ("bary_u", F), ("bary_v", F)])
+         "(zero without velocities; differentiable in the barycentric coordinates).", vec3f,
+         [_ID, _FACE, ("bary_u", F), ("bary_v", F)], differentiable=True)
 _declare("mesh_eval_face_normal", "normalize(cross(v1 - v0, v2 - v0)) for the vertices of ``face``.", vec3f,
          [_ID, _FACE])
 
