@@ -92,6 +92,7 @@ def test_discovery_and_properties(fake):
     d0, d1 = wp.get_cuda_devices()
     assert (d0.alias, d1.alias) == ("cuda:0", "cuda:1") and d0.is_cuda and d0.name == "NVIDIA H200"
     assert d0.arch == 90 and d0.sm_count == 132 and d0.is_uva and d0.is_mempool_supported
+    assert d0.max_shared_memory_per_block == 49152 and wp.get_device("cpu").max_shared_memory_per_block == 0
     assert d0.uuid == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f" and d0.pci_bus_id.startswith("0000:3b")
     assert d0.total_memory == 141 * 2**30 and d0.free_memory == 100 * 2**30
     assert wp.get_device() == "cuda:0" and wp.get_preferred_device() == "cuda:0"

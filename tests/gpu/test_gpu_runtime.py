@@ -28,6 +28,7 @@ def busy(x: wp.array(dtype=float), n: int):
 
 def test_device_properties(dev):
     assert dev.is_cuda and dev.arch >= 50 and dev.sm_count > 0 and dev.total_memory > dev.free_memory > 0
+    assert dev.max_shared_memory_per_block >= 48 * 1024
     assert wp.get_cuda_device_count() >= 1 and wp.get_cuda_driver_version() > 0
     assert dev.name and dev.context is not None
 

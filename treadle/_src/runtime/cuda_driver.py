@@ -231,6 +231,7 @@ class CudaDevice(Device):
         self.is_mempool_enabled = pools and bool(config.enable_mempools_at_init)
         self.is_ipc_supported = bool(self.attribute("IPC_EVENT_SUPPORTED")) and sys.platform.startswith("linux")
         self.sm_count = self.attribute("MULTIPROCESSOR_COUNT")
+        self.max_shared_memory_per_block = self.attribute("MAX_SHARED_MEMORY_PER_BLOCK")
         self.max_threads_per_block = self.attribute("MAX_THREADS_PER_BLOCK")
         self.pci_bus_id = (f"{self.attribute('PCI_DOMAIN_ID'):04x}:{self.attribute('PCI_BUS_ID'):02x}:"
                            f"{self.attribute('PCI_DEVICE_ID'):02x}")

@@ -73,6 +73,8 @@ class Device:
         self.is_ipc_supported = False
         self.is_primary = ordinal >= 0
         self.sm_count = 0
+        #: shared memory a CUDA block may use (bytes; 0 on the CPU)
+        self.max_shared_memory_per_block = 0
         self.uuid: str | None = None
         self.pci_bus_id: str | None = None
         self.runtime = runtime
