@@ -11,6 +11,12 @@ import treadle as wp
 from treadle._src.errors import LaunchError
 
 
+@wp.struct
+class _Params:
+    i: int
+    f: float
+
+
 @wp.kernel
 def _arange(out: wp.array(dtype=int)):
     tid = wp.tid()
@@ -21,12 +27,6 @@ def _arange(out: wp.array(dtype=int)):
 def _square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
     y[i] = x[i] * x[i]
-
-
-@wp.struct
-class _Params:
-    i: int
-    f: float
 
 
 @wp.kernel
