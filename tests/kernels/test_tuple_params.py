@@ -19,7 +19,7 @@ def _weighted(values: tuple[wp.vec3, float]) -> float:
 
 @wp.func
 def _sum_fixed(values: tuple[int, int, int]) -> int:
-    out = int(0)
+    out = 0
     for i in range(wp.static(len(values))):
         out += values[i]
     return out
@@ -27,7 +27,7 @@ def _sum_fixed(values: tuple[int, int, int]) -> int:
 
 @wp.func
 def _sum_variadic(values: tuple[int, ...]) -> int:
-    out = int(0)
+    out = 0
     for i in range(len(values)):
         out += values[i] * (i + 1)
     return out

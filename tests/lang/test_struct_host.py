@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from treadle._src.lang import abi
+from treadle._src.lang import scalars as S
 from treadle._src.lang.array import array, array2d
 from treadle._src.lang.creation import full
-from treadle._src.lang import scalars as S
 from treadle._src.lang.matrix import mat22, mat33d
 from treadle._src.lang.quat import quat, transform
 from treadle._src.lang.struct import Struct, StructInstance, struct

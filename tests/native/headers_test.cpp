@@ -149,7 +149,9 @@ static void test_scalar_values() {
     CHECK(abs(-3) == 3 && abs(-2.5) == 2.5 && abs(int64(-5)) == 5 && abs(7u) == 7u && abs(-0.0f) == 0.0f);
     CHECK(min(2, 3) == 2 && max(2.0, 3.0) == 3.0 && min(-1.0f, 1.0f) == -1.0f && max(uint64(5), uint64(9)) == 9);
     CHECK(clamp(5, 0, 3) == 3 && clamp(-1.0, 0.0, 1.0) == 0.0 && clamp(0.25f, 0.0f, 1.0f) == 0.25f);
-    CHECK(std::isnan(clamp(std::nan(""), 0.0, 1.0)));
+    CHECK(clamp(std::nan(""), 0.0, 1.0) == 0.0);  // fmin(fmax(NaN, lo), hi): the lower bound
+    CHECK(min(std::nan(""), 2.0) == 2.0 && min(2.0, std::nan("")) == 2.0 && max(std::nanf(""), -1.0f) == -1.0f);
+    CHECK(std::isnan(min(std::nan(""), std::nan(""))) && min(3, 4) == 3 && max(int8(-2), int8(5)) == 5);
     CHECK_NEAR(asin(2.0), pi / 2, 1e-15);
     CHECK_NEAR(acos(-3.0), pi, 1e-15);
     CHECK_NEAR(asin(-1.5f), -pi / 2, 1e-6);

@@ -151,22 +151,29 @@ class ToolchainError(TreadleError):
 class LaunchError(TreadleError, ValueError, RuntimeError):
     """A launch was given wrong arguments (count, type, shape or device).
 
-    A ``ValueError``, and a ``RuntimeError`` as some of the reference API's launch errors are."""
+    A ``ValueError``, and a ``RuntimeError`` as some of the reference API's launch errors are.
+    """
 
 
 class ShapeError(TreadleError, ValueError, RuntimeError):
-    """An array cannot take the requested shape (``reshape``); a ``ValueError``, and a ``RuntimeError`` as in the
-    reference API."""
+    """An array cannot take the requested shape (``reshape``).
+
+    A ``ValueError``, and a ``RuntimeError`` as in the reference API.
+    """
 
 
 class CopyError(TreadleError, ValueError, RuntimeError):
-    """``wp.copy`` was given offsets, a count or arrays it cannot copy; a ``ValueError``, and a ``RuntimeError`` as
-    in the reference API."""
+    """``wp.copy`` was given offsets, a count or arrays it cannot copy.
+
+    A ``ValueError``, and a ``RuntimeError`` as in the reference API.
+    """
 
 
 class CopyTypeError(TreadleError, TypeError, RuntimeError):
-    """``wp.copy`` between arrays of different element types; a ``TypeError``, and a ``RuntimeError`` as in the
-    reference API."""
+    """``wp.copy`` between arrays of different element types.
+
+    A ``TypeError``, and a ``RuntimeError`` as in the reference API.
+    """
 
 
 class CheckedModeError(TreadleError, RuntimeError):

@@ -241,10 +241,10 @@ class CallMixin(ExprMixin):
         if isinstance(v, TupleVal):
             return [self.as_operand(x, expr) for x in v.items]
         op = None if isinstance(v, PyObj) else self.as_operand(v, expr)
-        t = getattr(op, "type", None)
+        t: Any = getattr(op, "type", None)
         if isinstance(t, TupleT):
             count = len(t.types)
-        elif is_composite(t):
+        elif t is not None and is_composite(t):
             count = int(t._shape_[0])  # components of a vector, rows of a matrix
         else:
             raise self.err("Starred expressions are only supported for vectors, matrices, quaternions, tuples and "
@@ -257,8 +257,8 @@ class CallMixin(ExprMixin):
         if sl.upper is None:
             raise self.err("unpacking an array slice requires explicit upper bound (the array's length is known only "
                            "at run time)", node, cls=CodegenValueError)
-        bounds = []
-        for part, default in ((sl.lower, 0), (sl.upper, None), (sl.step, 1)):
+        bounds: list[int] = []
+        for part, default in ((sl.lower, 0), (sl.upper, 0), (sl.step, 1)):
             if part is None:
                 bounds.append(default)
                 continue

@@ -60,8 +60,10 @@ class TupleVal:
 
 #: Python builtins usable in kernels, mapped to Treadle builtins.
 class ShapeVal(TupleVal):
-    """``arr.shape`` in a kernel: one extent per dimension; a constant index past the last dimension (up to the
-    fourth) reads 0, as the reference's fixed-size shape does."""
+    """``arr.shape`` in a kernel: one extent per dimension.
+
+    A constant index past the last dimension (up to the fourth) reads 0, as the reference's fixed-size shape does.
+    """
 
     __slots__ = ()
 
@@ -141,6 +143,7 @@ class ExprMixin:
 
     src: Any
     ctx: Any
+    next_id: int
 
     # Provided by the Lowerer -------------------------------------------------------------------------------
     def emit(self, stmt: ir.Stmt) -> None:
@@ -156,6 +159,9 @@ class ExprMixin:
         raise NotImplementedError
 
     def temp_local(self, t: Any) -> ir.Local:
+        raise NotImplementedError
+
+    def new_local(self, name: str, t: Any, cname: str | None = None) -> ir.Local:
         raise NotImplementedError
 
     def lower_body_into(self, block: ir.Block, fn: Any) -> None:

@@ -11,10 +11,9 @@ from .typesys import ArrayT
 
 
 class ParamSetters:
-    """``set_param_at_index`` / ``set_param_by_name`` / ``set_params`` (and their ``_from_ctype`` forms) of a
-    recorded launch.
+    """The parameter setters of a recorded launch.
 
-    The default ``set_param_at_index`` repacks one argument into the launch's ctypes argument struct (``self.args``)
+    ``set_param_at_index`` / ``set_param_by_name`` / ``set_params``, and their ``_from_ctype`` forms. The default ``set_param_at_index`` repacks one argument into the launch's ctypes argument struct (``self.args``)
     with the plan's packer for that parameter, keeping the Python value alive; launches that keep Python values
     (the interpreter) override it. ``adjoint=True`` sets the gradient buffer an adjoint launch accumulates into for
     an array parameter (the array's own ``.grad`` otherwise).
@@ -47,8 +46,10 @@ class ParamSetters:
             self.set_param_at_index(i, v)
 
     def set_param_at_index_from_ctype(self, index: int, value: Any) -> None:
-        """Replace one argument by position with a value already in its native form (a ctypes struct, array
-        descriptor or vector, or a number); nothing is kept alive for it."""
+        """Replace one argument by position with a value already in its native form.
+
+        The value is a ctypes struct, array descriptor or vector, or a number; nothing is kept alive for it.
+        """
         name = self.kernel.param_names[index]
         try:
             setattr(self.args, name, value)
