@@ -17,6 +17,7 @@ from ._src.builtins.transform import transform_expand as transform_expand
 from ._src.errors import CheckedModeError as CheckedModeError
 from ._src.errors import CodegenError as CodegenError
 from ._src.errors import CompileError as CompileError
+from ._src.errors import DroppedGradientWarning as DroppedGradientWarning
 from ._src.errors import LaunchError as LaunchError
 from ._src.errors import ToolchainError as ToolchainError
 from ._src.errors import TreadleError as TreadleError

@@ -176,6 +176,10 @@ class CopyTypeError(TreadleError, TypeError, RuntimeError):
     """
 
 
+class DroppedGradientWarning(UserWarning):
+    """A backward pass takes the derivative of a builtin without an adjoint as 0 where a gradient reaches it."""
+
+
 class CheckedModeError(TreadleError, RuntimeError):
     """A runtime check in debug mode failed (out-of-bounds index, division by zero, NaN store)."""
 

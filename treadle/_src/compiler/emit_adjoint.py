@@ -232,6 +232,76 @@ class _GradBodyEmitter(Emitter):
         super().stmt(s, lines, ind)
 
 
+#: builtins without an adjoint whose derivative is 0 wherever it exists (steps of piecewise-constant functions, bit
+#: reinterpretation): a gradient that reaches them is rightly dropped
+_ZERO_DERIVATIVE = frozenset({"floor", "ceil", "round", "rint", "trunc", "step", "nonzero", "sign", "cast"})
+_warned: set[tuple[str, int, str]] = set()
+
+
+def _operands(s: ir.Stmt) -> list[Any]:
+    out: list[Any] = []
+    for v in vars(s).values():
+        if isinstance(v, ir.Value):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, ir.Value))
+    return out
+
+
+def active_values(f: ir.FuncIR) -> set[int]:
+    """Ids of the values that may depend on the function's inputs (parameters, array contents), flow-insensitively.
+
+    A value made only of constants (``wp.vec3(0.1, 0.2, 0.3)``) is not active: no gradient can flow back from it.
+    """
+    active: set[int] = set()
+    active_locals = {p.id for p in f.params}
+    changed = True
+    while changed:
+        changed = False
+        for s in ir.walk(f.body):
+            if isinstance(s, ir.StoreLocal):
+                v = s.value
+                if isinstance(v, ir.Value) and v.id in active and s.local.id not in active_locals:
+                    active_locals.add(s.local.id)
+                    changed = True
+                continue
+            r = getattr(s, "result", None)
+            if not isinstance(r, ir.Value) or r.id in active:
+                continue
+            if (isinstance(s, (ir.ArrayLoad, ir.ArrayAtomic))
+                    or (isinstance(s, ir.LoadLocal) and s.local.id in active_locals)
+                    or any(o.id in active for o in _operands(s))):
+                active.add(r.id)
+                changed = True
+    return active
+
+
+def _warn_dropped(s: ir.Call, active: set[int] | None) -> None:
+    """Warn (once per place) that a gradient reaching a builtin without an adjoint stops there.
+
+    Called for calls whose result's adjoint can be non-zero (``adjoint_live``) and has a differentiable type; the
+    warning needs a float argument that depends on the inputs (``active_values``: something a gradient could flow
+    back to).
+    """
+    name = s.overload.builtin.name
+    if name in _ZERO_DERIVATIVE or not any(
+            isinstance(a, ir.Value) and differentiable(a.type) and (active is None or a.id in active)
+            for a in s.args):
+        return
+    loc = s.loc
+    key = (getattr(loc, "file", "?"), int(getattr(loc, "line", 0) or 0), name)
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+
+    from ..errors import DroppedGradientWarning
+
+    where = f"{key[0]}:{key[1]}: " if loc is not None else ""
+    warnings.warn(f"{where}'{name}' has no adjoint: gradients do not flow back through it (the backward pass takes "
+                  "its derivative as 0)", DroppedGradientWarning, stacklevel=2)
+
+
 class AdjointEmitter(Emitter):
     """Writes adjoint functions and the backward kernel entry point."""
 
@@ -247,6 +317,7 @@ class AdjointEmitter(Emitter):
         self.dummy = 0
         self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
         self.live: set[int] | None = None  # values whose adjoint can be non-zero (adjoint_live); None: all
+        self.active: set[int] | None = None  # values that depend on the inputs (active_values); None: all
         self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
         self.saved: dict[int, list[ir.Local]] = {}  # loop statement id -> locals an iteration saves (checkpoints.py)
 
@@ -371,6 +442,8 @@ class AdjointEmitter(Emitter):
             return  # its adjoint is always zero (see adjoint_live)
         if isinstance(s, ir.Call):
             ov = s.overload
+            if r is not None and not ov.differentiable and differentiable(r.type):
+                _warn_dropped(s, self.active)
             if r is None or not ov.differentiable or not differentiable(r.type):
                 return
             cpp = ov.cpp
@@ -670,8 +743,10 @@ class AdjointEmitter(Emitter):
         if retval is not None and f.return_type is not None:
             self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
         self.live = live
+        self.active = active_values(f)
         self.reverse(f.body, lines, "    ")
         self.live = None
+        self.active = None
         self.partner = {}
         lines.append("}")
         return "\n".join(lines)
@@ -726,8 +801,10 @@ class AdjointEmitter(Emitter):
         lines += self.own_flags(f, own_found)
         self.forward(f.body, lines, "    ", ckpt=True)
         self.live = live
+        self.active = active_values(f)
         self.reverse(f.body, lines, "    ")
         self.live = None
+        self.active = None
         self.partner = {}
         self.own = {}
         lines.append("}")
