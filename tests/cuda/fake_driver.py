@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import warnings
 from collections.abc import Iterator
 from typing import Any
+
+from treadle import DroppedGradientWarning
 
 
 class _Result(int):
@@ -359,6 +362,11 @@ def cpu_executor() -> Any:
     from treadle._src.lang.kernel import modules
 
     def find(sym: str, kind: str) -> Any:
+        with warnings.catch_warnings():  # emitting other kernels' backward passes to compare symbols is not a use
+            warnings.simplefilter("ignore", DroppedGradientWarning)
+            return _find(sym, kind)
+
+    def _find(sym: str, kind: str) -> Any:
         for mod in list(modules().modules.values()):
             for k in mod.kernels:
                 for inst in list(k.instances.values()):
