@@ -115,15 +115,13 @@ def _np_minmax(fn: Any, red: Any) -> Any:
     return impl
 
 
-def _first_fmin(v: Any) -> Any:
-    """``min(v)`` of a vector: the smallest non-NaN component (NaN when all are), as ``native/vec.h`` does."""
-    v = np.asarray(v)
-    return np.fmin.reduce(v.reshape(-1)) if v.size else v
+def _reduce(ufunc: Any) -> Any:
+    """``min(v)`` / ``max(v)`` of a vector by ``np.fmin`` / ``np.fmax`` (NaN components skipped, as native/vec.h)."""
+    def impl(v: Any) -> Any:
+        v = np.asarray(v)
+        return ufunc.reduce(v.reshape(-1)) if v.size else v
 
-
-def _first_fmax(v: Any) -> Any:
-    v = np.asarray(v)
-    return np.fmax.reduce(v.reshape(-1)) if v.size else v
+    return impl
 
 
 def _np_clamp(x: Any, a: Any, b: Any) -> Any:
@@ -201,10 +199,10 @@ builtin("isnan", group=GROUP, rule=_float_pred, host=lambda x: np.any(np.isnan(x
         signature="isnan(x) -> bool", doc="True if x (any component) is NaN.")
 builtin("isinf", group=GROUP, rule=_float_pred, host=lambda x: np.any(np.isinf(x)), differentiable=False,
         signature="isinf(x) -> bool", doc="True if x (any component) is infinite.")
-builtin("min", group=GROUP, rule=_minmax, host=_np_minmax(np.fmin, _first_fmin),
+builtin("min", group=GROUP, rule=_minmax, host=_np_minmax(np.fmin, _reduce(np.fmin)),
         signature="min(a, b) -> same | min(v: Vector) -> Scalar",
         doc="Minimum (elementwise; or of a vector); float NaNs are missing data, as C's fmin.")
-builtin("max", group=GROUP, rule=_minmax, host=_np_minmax(np.fmax, _first_fmax),
+builtin("max", group=GROUP, rule=_minmax, host=_np_minmax(np.fmax, _reduce(np.fmax)),
         signature="max(a, b) -> same | max(v: Vector) -> Scalar",
         doc="Maximum (elementwise; or of a vector); float NaNs are missing data, as C's fmax.")
 builtin("clamp", group=GROUP, rule=_clamp, host=_np_clamp,

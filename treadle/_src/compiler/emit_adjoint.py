@@ -318,6 +318,7 @@ class AdjointEmitter(Emitter):
         self.own: dict[int, str] = {}  # array value id -> name of its "own index" flag (own_index_arrays)
         self.live: set[int] | None = None  # values whose adjoint can be non-zero (adjoint_live); None: all
         self.active: set[int] | None = None  # values that depend on the inputs (active_values); None: all
+        self.active_of: ir.FuncIR | None = None  # the function being reversed (its active_values when needed)
         self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
         self.saved: dict[int, list[ir.Local]] = {}  # loop statement id -> locals an iteration saves (checkpoints.py)
 
@@ -443,6 +444,8 @@ class AdjointEmitter(Emitter):
         if isinstance(s, ir.Call):
             ov = s.overload
             if r is not None and not ov.differentiable and differentiable(r.type):
+                if self.active is None and self.active_of is not None:  # computed at the first such call only
+                    self.active = active_values(self.active_of)
                 _warn_dropped(s, self.active)
             if r is None or not ov.differentiable or not differentiable(r.type):
                 return
@@ -743,10 +746,10 @@ class AdjointEmitter(Emitter):
         if retval is not None and f.return_type is not None:
             self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
         self.live = live
-        self.active = active_values(f)
+        self.active_of = f
         self.reverse(f.body, lines, "    ")
         self.live = None
-        self.active = None
+        self.active, self.active_of = None, None
         self.partner = {}
         lines.append("}")
         return "\n".join(lines)
@@ -801,10 +804,10 @@ class AdjointEmitter(Emitter):
         lines += self.own_flags(f, own_found)
         self.forward(f.body, lines, "    ", ckpt=True)
         self.live = live
-        self.active = active_values(f)
+        self.active_of = f
         self.reverse(f.body, lines, "    ")
         self.live = None
-        self.active = None
+        self.active, self.active_of = None, None
         self.partner = {}
         self.own = {}
         lines.append("}")

@@ -10,7 +10,6 @@ builtins that update arguments in place (random states, output arguments). Outpu
 
 from __future__ import annotations
 
-import math
 import operator
 import re
 import sys
@@ -32,10 +31,8 @@ from .interpret_values import (
     cast_scalar,
     coerce,
     format_value,
-    inner_shape,
     load_element,
     max_abs_diff,
-    np_dtype,
 )
 
 if TYPE_CHECKING:
@@ -164,13 +161,12 @@ def _array_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
 
 
 def _array_from_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    from ..lang.array import contiguous_strides, elem_size
+
     t = s.result.type  # type: ignore[union-attr]
-    shape = [int(n) for n in args[1:]]
-    strides, step = [0] * len(shape), np_dtype(t.dtype).itemsize * math.prod(inner_shape(t.dtype))
-    for d in reversed(range(len(shape))):
-        strides[d] = step
-        step *= shape[d]
-    desc = {"data": int(args[0]), "ndim": len(shape), "shape": shape, "strides": strides, "grad": 0}
+    shape = tuple(int(n) for n in args[1:])
+    desc = {"data": int(args[0]), "ndim": len(shape), "shape": shape,
+            "strides": contiguous_strides(shape, elem_size(t.dtype)), "grad": 0}
     return array_from_desc(desc, t, "array from ptr")
 
 

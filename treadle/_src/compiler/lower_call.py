@@ -234,10 +234,13 @@ class CallMixin(ExprMixin):
     def starred_items(self, expr: ast.expr) -> list[Any]:
         """The operands ``*expr`` stands for in a call (see :meth:`expand_starred`)."""
         if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Slice):
-            base = self.expr(expr.value)
-            if not isinstance(base, PyObj) and isinstance(self.as_operand(base, expr).type, ArrayT):
-                return self.starred_array_slice(self.as_operand(base, expr), expr.slice, expr)
-        v = self.expr(expr)
+            base = self.expr(expr.value)  # lowered once: an array slice unpacks element by element
+            arr = None if isinstance(base, (PyObj, TupleVal)) else self.as_operand(base, expr)
+            if arr is not None and isinstance(arr.type, ArrayT):
+                return self.starred_array_slice(arr, expr.slice, expr)
+            v = self.subscript_of(base if arr is None else arr, expr)
+        else:
+            v = self.expr(expr)
         if isinstance(v, TupleVal):
             return [self.as_operand(x, expr) for x in v.items]
         op = None if isinstance(v, PyObj) else self.as_operand(v, expr)

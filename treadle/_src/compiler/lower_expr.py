@@ -58,7 +58,6 @@ class TupleVal:
         self.items = items
 
 
-#: Python builtins usable in kernels, mapped to Treadle builtins.
 class ShapeVal(TupleVal):
     """``arr.shape`` in a kernel: one extent per dimension.
 
@@ -68,6 +67,7 @@ class ShapeVal(TupleVal):
     __slots__ = ()
 
 
+#: Python builtins usable in kernels, mapped to Treadle builtins.
 PY_BUILTIN_MAP = {
     builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtins.len: "len", builtins.print: "print",
     builtins.round: "round", builtins.pow: "pow",
@@ -504,21 +504,28 @@ class ExprMixin:
             out.append(it)
         return out
 
+    def tuple_index(self, idx: list[Any], n: int, node: ast.AST) -> int:
+        """The position a constant index ``idx`` names in a tuple of ``n`` items (negative ones count from the end)."""
+        if len(idx) != 1 or not isinstance(idx[0], ir.Const):
+            raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
+        k = idx[0].value
+        if not -n <= k < n:
+            raise self.err(f"index {k} is out of range for a tuple of {n} element(s)", node, cls=CodegenIndexError)
+        return int(k) % n
+
     def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = self.expr(node.value)
+        return self.subscript_of(self.expr(node.value), node)
+
+    def subscript_of(self, base: Any, node: ast.Subscript) -> Any:
+        """``base[...]`` for an already lowered ``base`` (the expression ``node.value``)."""
         if isinstance(base, PyObj):
             return self.subscript_python(base, node)
         if isinstance(base, TupleVal):
             idx = self.index_operands(node.slice)
-            if len(idx) != 1 or not isinstance(idx[0], ir.Const):
-                raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
-            k, n = idx[0].value, len(base.items)
-            if isinstance(base, ShapeVal) and n <= k < 4:
+            if isinstance(base, ShapeVal) and len(idx) == 1 and isinstance(idx[0], ir.Const) \
+                    and len(base.items) <= idx[0].value < 4:
                 return ir.Const(0, scalars.int32)
-            if not -n <= k < n:
-                raise self.err(f"index {k} is out of range for a tuple of {n} element(s)", node,
-                               cls=CodegenIndexError)
-            return base.items[k]
+            return base.items[self.tuple_index(idx, len(base.items), node)]
         val = self.as_operand(base, node)
         idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT) or is_vector_like(val.type)
                                   or is_matrix(val.type))
@@ -655,13 +662,7 @@ class ExprMixin:
             self.emit(ir.ArrayLoad(loc, r, val, idx))
             return r
         if isinstance(t, TupleT):
-            if len(idx) != 1 or not isinstance(idx[0], ir.Const):
-                raise self.err("tuples can only be indexed with a constant", node, cls=CodegenIndexError)
-            k, n = idx[0].value, len(t.types)
-            if not -n <= k < n:
-                raise self.err(f"index {k} is out of range for a tuple of {n} element(s)", node,
-                               cls=CodegenIndexError)
-            k %= n
+            k = self.tuple_index(idx, len(t.types), node)
             r = self.new_value(t.types[k])
             self.emit(ir.Extract(loc, r, val, [ir.Const(k, idx[0].type)]))
             return r

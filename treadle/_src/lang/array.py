@@ -1034,8 +1034,7 @@ class array:
             shape = (*self.shape, *inner)
             if len(shape) > MAX_DIMS:
                 raise TypeError(f"{what}: the view would have {len(shape)} dimensions (at most {MAX_DIMS})")
-            inner_strides = tuple(new * math.prod(inner[i + 1:]) for i in range(len(inner)))
-            return self._make_view(0, shape, (*self.strides, *inner_strides), dtype=dtype)
+            return self._make_view(0, shape, (*self.strides, *contiguous_strides(inner, new)), dtype=dtype)
         if scalars.is_scalar_type(src) and is_composite_type(dtype):  # trailing dimensions as one element
             scalar = dtype._wp_scalar_type_
             if elem_size(scalar) != size:
@@ -1043,8 +1042,8 @@ class array:
                                 f"{type_name(scalar)} has size {elem_size(scalar)} bytes")
             inner = tuple(dtype._shape_)
             k = len(inner)
-            contiguous = tuple(size * math.prod(inner[i + 1:]) for i in range(k))
-            if self.ndim < k or tuple(self.shape[-k:]) != inner or tuple(self.strides[-k:]) != contiguous:
+            if self.ndim < k or tuple(self.shape[-k:]) != inner or \
+                    tuple(self.strides[-k:]) != contiguous_strides(inner, size):
                 raise TypeError(f"{what}: the last {k} dimension(s) of the source must be contiguous with shape "
                                 f"{inner}, got shape {self.shape} and strides {self.strides}")
             shape, strides = tuple(self.shape[:-k]), tuple(self.strides[:-k])
@@ -1196,7 +1195,10 @@ def from_ptr(ptr: int, length: int, dtype: Any = None, shape: Any = None, device
 
 
 def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
-    """Copy elements from ``src`` to ``dest`` (see :func:`treadle._src.lang.creation.copy`)."""
+    """Copy elements from ``src`` to ``dest`` (see :func:`treadle._src.lang.creation.copy`).
+
+    ``creation.copy`` checks the offsets and count (:func:`check_copy_counts`) before it calls this.
+    """
     for a, name in ((dest, "dest"), (src, "src")):
         if not is_array(a):
             raise TypeError(f"copy(): {name} must be an array, got {type(a).__name__}")
@@ -1205,7 +1207,6 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
             f"Incompatible array data types: destination dtype={type_name(dest.dtype)}, source dtype="
             f"{type_name(src.dtype)}; convert first (wp.array(src.numpy(), dtype=...)) or reinterpret with src.view()"
         )
-    check_copy_counts(dest_offset, src_offset, count)
     if getattr(dest, "_indexed_", False) or getattr(src, "_indexed_", False):
         # Indexed arrays: gathered/scattered through their index tables (host round trip).
         if count or dest_offset or src_offset:

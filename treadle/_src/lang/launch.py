@@ -634,9 +634,9 @@ def _default_value(t: Any) -> Any:
         return None
     if is_struct(t) or is_composite(t):
         return t()
-    if scalars.is_scalar_type(t) and t is not scalars.bool:
-        return 0.0 if t._is_float_ else 0
-    return False if t is scalars.bool else 0
+    if t is scalars.bool:
+        return False
+    return 0.0 if scalars.is_scalar_type(t) and t._is_float_ else 0
 
 
 def _new_launch(kernel: Kernel, device: Any = None, hooks: Any = None, params: Sequence[Any] | None = None,

@@ -173,10 +173,13 @@ def known_library(stem: str, key_parts: list[str], sources: tuple[Path, ...] = (
 
     Nothing is read, hashed or built: ``None`` means "not known without that work".
     """
+    return _known(stem, _product_key(stem, key_parts, sources))
+
+
+def _known(stem: str, memo_key: str | None) -> Path | None:
     from . import warm_env
     from .cache import unsafe_reason
 
-    memo_key = _product_key(stem, key_parts, sources)
     known = warm_env.product(stem, memo_key) if memo_key is not None else None
     if known is not None:
         with contextlib.suppress(OSError):
@@ -199,7 +202,8 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
     from . import warm_env
     from .cache import _make_private_dir
 
-    known = known_library(stem, key_parts, sources)
+    memo_key = _product_key(stem, key_parts, sources)
+    known = _known(stem, memo_key)
     if known is not None:
         return known
     h = hashlib.sha256()
@@ -224,7 +228,6 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
                     import shutil
 
                     shutil.rmtree(tmp, ignore_errors=True)
-    memo_key = _product_key(stem, key_parts, sources)
     if memo_key is not None:
         warm_env.remember_product(stem, memo_key, str(final))
     return final
