@@ -71,8 +71,8 @@ def _overload_table(r: builtin_reference.BuiltinRecord) -> str:
 
 def builtin_entry(r: builtin_reference.BuiltinRecord) -> str:
     """The reStructuredText of one builtin."""
-    facts = (f":Differentiable: {'yes' if r.differentiable else 'no'}\n"
-             f":Python scope: {'callable on host values' if r.python_callable else 'kernels and functions only'}\n")
+    facts = (f"*Differentiable:* {'yes' if r.differentiable else 'no'}. *Python scope:* "
+             f"{'callable on host values' if r.python_callable else 'no (kernels and functions only)'}.\n")
     body = r.doc.strip() + "\n\n" + facts + "\n" + _overload_table(r)
     if r.syntax:
         return f".. describe:: {r.forms[0]}\n\n{_indent(body, 3)}\n"
@@ -94,7 +94,7 @@ def builtin_group_page(group: str, records: list[builtin_reference.BuiltinRecord
     """The page of one registry group."""
     named = [r for r in records if not r.syntax]
     syntax = [r for r in records if r.syntax]
-    out = [GENERATED_NOTE, _title(group),
+    out = [GENERATED_NOTE, _title(f"{group} builtins"),
            f"{len(named)} builtins of the *{group}* group, as the builtin registry declares them. Each is called as "
            "``wp.<name>(...)`` inside ``@wp.kernel`` and ``@wp.func`` code; *Python scope* says whether it also "
            "works on host values. The overloads are the sample argument types (every scalar type; vectors, "
