@@ -36,7 +36,6 @@ myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_default_options = {"show-inheritance": False}
 autosummary_generate = False
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

@@ -130,7 +130,9 @@ def _encode(frames: list[Path], target: Path, width: int) -> int:
         # One shared palette keeps the animation from flickering and the file small.
         palette = images[len(images) // 2].quantize(colors=128, method=Image.Quantize.MEDIANCUT)
         quantized = [im.quantize(palette=palette, dither=Image.Dither.NONE) for im in images]
-        quantized[0].save(target, save_all=True, append_images=quantized[1:], duration=450, loop=0, optimize=True)
+        durations = [450] * (len(quantized) - 1) + [1800]  # hold the last (settled) frame
+        quantized[0].save(target, save_all=True, append_images=quantized[1:], duration=durations, loop=0,
+                          optimize=True)
     return target.stat().st_size
 
 

@@ -56,8 +56,7 @@ def builtin_groups(records: Iterable[builtin_reference.BuiltinRecord]) -> dict[s
 
 def _overload_table(r: builtin_reference.BuiltinRecord) -> str:
     if not r.overloads:
-        return ("Its arguments (arrays, handles or compile-time values) are not among the sample types the suite "
-                "enumerates: the forms above state what it accepts.\n")
+        return "*Overloads:* as its forms state (it takes arrays, handles or compile-time values).\n"
     if len(r.overloads) > MAX_LISTED:
         return (f"Its type rule accepts {len(r.overloads)} of the sample argument signatures, too many to list: the "
                 "forms above say what it takes.\n")
