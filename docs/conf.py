@@ -27,7 +27,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "_generated", "README.md"]
+exclude_patterns = ["_build", "_generated"]
 # Pages reached from elsewhere than the index's toctrees (none yet); others are added to the user guide's toctree.
 treadle_unlisted_pages: list[str] = []
 

@@ -63,6 +63,16 @@ def test_undocumented_names_are_reported(tmp_path, monkeypatch):
     assert python_api.undocumented(["docs_probe_mod"]) == ["docs_probe_mod.B", "docs_probe_mod.f"]
 
 
+def test_sections_follow_the_defining_module():
+    def name(home: str) -> python_api.Name:
+        return python_api.Name("treadle", "x", "data", "doc", home, None, 1.0)
+
+    assert python_api.section_of(name("treadle._src.lang.creation")) == "Arrays"
+    assert python_api.section_of(name("treadle._src.geometry.mesh")) == "Geometry"
+    assert python_api.section_of(name("treadle")) == "Type annotations and aliases"
+    assert python_api.section_of(name("treadle._src.volume_render.camera")) == "Volume render"  # unknown: own section
+
+
 def test_builtin_records_follow_the_registry():
     from treadle._src.builtins import REGISTRY
 

@@ -44,6 +44,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("treadle._src.lang.matrix", "Types"),
     ("treadle._src.lang.quat", "Types"),
     ("treadle._src.lang.constants", "Constants"),
+    ("treadle._src.builtins", "Types"),
     ("treadle._src.autodiff", "Autodiff"),
     ("treadle._src.runtime", "Devices, streams and the runtime"),
     ("treadle._src.interop", "Interop"),
@@ -236,11 +237,15 @@ def section_of(n: Name) -> str:
     """The section of the ``treadle`` reference a top-level name belongs to."""
     home = getattr(n.obj, "__module__", None) if n.kind in ("class", "function") else None
     where = home if isinstance(home, str) and home.startswith("treadle") else n.home
-    best = ""
-    title = where
+    best, title = "", ""
     for prefix, t in SECTIONS:
-        if (where == prefix or where.startswith(prefix + ".")) and len(prefix) > len(best):
+        # "treadle" itself matches only names defined in treadle/__init__.py
+        inside = where == prefix or (prefix != "treadle" and where.startswith(prefix + "."))
+        if inside and len(prefix) > len(best):
             best, title = prefix, t
+    if not title:  # a part of the package SECTIONS does not know yet: a section named after it
+        parts = where.split(".")
+        title = (parts[2] if len(parts) > 2 and parts[1] == "_src" else parts[-1]).replace("_", " ").capitalize()
     return title
 
 
