@@ -244,7 +244,7 @@ from .config import LOG_WARNING as LOG_WARNING
 from .config import DeterministicMode as DeterministicMode
 
 # isort: split
-# JAX FFI primitives and the PyTorch custom-op helper (issue 7).
+# JAX FFI primitives and the PyTorch custom-op helper.
 from ._src.interop.jax_kernel import JaxCallableGraphMode as JaxCallableGraphMode
 from ._src.interop.jax_kernel import JaxModulePreloadMode as JaxModulePreloadMode
 from ._src.interop.jax_kernel import clear_jax_callable_graph_cache as clear_jax_callable_graph_cache
@@ -254,7 +254,7 @@ from ._src.interop.torch_op import TorchOp as TorchOp
 from ._src.interop.torch_op import torch_op as torch_op
 
 # isort: split
-# Graph capture of CPU launches (issue 5).
+# Graph capture of launches.
 from ._src.runtime.graph import Graph as Graph
 from ._src.runtime.graph import ScopedCapture as ScopedCapture
 from ._src.runtime.graph import capture_begin as capture_begin
@@ -262,7 +262,7 @@ from ._src.runtime.graph import capture_end as capture_end
 from ._src.runtime.graph import capture_launch as capture_launch
 
 # isort: split
-# CUDA runtime: streams, events, memory pools (issue 8); ahead-of-time compilation.
+# CUDA runtime: streams, events, memory pools; ahead-of-time compilation.
 from ._src.runtime.aot import compile_aot_module as compile_aot_module
 from ._src.runtime.cuda_driver import Event as Event
 from ._src.runtime.cuda_driver import ScopedStream as ScopedStream
@@ -285,10 +285,14 @@ from ._src.runtime.cuda_driver import wait_stream as wait_stream
 
 __version__ = config.version
 
-#: Type annotations of the reference API.
+#: Generic annotation of a ``@func`` parameter that accepts any integer scalar type (each call specialises).
 Int = _typing.TypeVar("Int")
+#: Generic annotation of a ``@func`` parameter that accepts any floating-point scalar type.
 Float = _typing.TypeVar("Float")
+#: Generic annotation of a ``@func`` parameter that accepts any scalar type.
 Scalar = _typing.TypeVar("Scalar")
+#: What a ``device=`` argument accepts: a :class:`Device`, a name such as ``"cpu"`` or ``"cuda:0"``, or ``None``
+#: (the default device).
 DeviceLike = _typing.Union[Device, str, None]
 
 #: Scalar constructor aliases of the reference (``wp.float(x)``, ``wp.int(x)`` in kernels).

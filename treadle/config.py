@@ -8,7 +8,7 @@ Environment variables read once at import:
 - ``TREADLE_CACHE_PATH`` (or ``WARP_CACHE_PATH``): kernel cache directory.
 - ``TREADLE_CXX`` (or ``CXX``): the C++ compiler for the CPU backend.
 - ``TREADLE_NUM_THREADS``: worker threads for CPU launches (default: all cores).
-- ``TREADLE_DUMP``: comma-separated pipeline stages to dump (``ast,ir,cpp``) into ``dump_dir``.
+- ``TREADLE_DUMP``: comma-separated pipeline stages to dump (``ir,cpp,adj.cpp,cu,adj.cu``) into ``dump_dir``.
 - ``TREADLE_MODE``: ``release``, ``debug`` or ``interpret``.
 - ``TREADLE_NATIVE_LAUNCH``: ``0`` turns the native launch fast path off.
 """
@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+#: Treadle's version (also ``treadle.__version__``).
 version: str = "0.1.0"
 
 _env = os.environ
@@ -43,13 +44,14 @@ kernel_cache_dir: str | None = _env.get("TREADLE_CACHE_PATH") or _env.get("WARP_
 enable_backward: bool = True
 #: Loops over compile-time constant ranges with at most this many iterations are unrolled.
 max_unroll: int = 16
-#: Optimization level for the native compiler (``None``: 3 in release, 0 in debug... see backend).
+#: Optimization level of the C++ compiler (``-O<n>``); ``None``: 3 in release builds, 1 in checked (``"debug"``)
+#: builds.
 optimization_level: int | None = None
 #: Emit ``#line`` directives mapping generated C++ back to Python lines.
 line_directives: bool = True
-#: Quiet mode (accepted for compatibility).
+#: Silence the one line on stderr that builds taking more than a second print.
 quiet: bool = False
-#: Verbose diagnostics on stderr.
+#: Print a line on stderr for every build, not only for those that take more than a second.
 verbose: bool = False
 #: Log levels (the values of Python's ``logging`` levels), exported as ``wp.LOG_DEBUG`` ... ``wp.LOG_ERROR``.
 LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
@@ -81,22 +83,36 @@ class DeterministicMode(enum.IntEnum):
 
 #: Bit-identical results run to run (serial order for float atomics); a bool or a :class:`DeterministicMode`.
 deterministic: bool | DeterministicMode = False
-#: Pipeline stages to dump (``ast``, ``ir``, ``cpp``).
+#: Pipeline stages to write to :data:`dump_dir` per kernel: ``ir`` (typed IR), ``cpp`` (generated C++), ``adj.cpp``
+#: (the adjoint's C++), ``cu`` and ``adj.cu`` (CUDA C++). ``TREADLE_DUMP=ir,cpp``.
 dump: list[str] = [s for s in _env.get("TREADLE_DUMP", "").split(",") if s]
-#: Where dumps are written.
+#: Where dumps are written (``TREADLE_DUMP_DIR``).
 dump_dir: str = _env.get("TREADLE_DUMP_DIR", "treadle_dump")
-#: Accepted for compatibility with the reference API.
+#: Build kernels of the CPU backend with a precompiled header (not in checked builds).
 use_precompiled_headers: bool = True
+#: CUDA code NVRTC produces: ``"cubin"``, ``"ptx"``, or ``None`` (CUBIN for the device's architecture when NVRTC
+#: knows it, else PTX).
 cuda_output: str | None = None
+#: PTX target architecture (e.g. ``75``); setting it asks for PTX output.
 ptx_target_arch: int | None = None
+#: Source line information in CUDA code, for profilers.
 lineinfo: bool = False
+#: Accepted for compatibility with the reference API (component writes are always allowed and differentiated).
 enable_vector_component_overwrites: bool = False
+#: Check on each recorded launch that the arrays its backward pass reads are not overwritten later
+#: (:class:`treadle.OverwriteError` at ``Tape.backward()``; ``docs/autodiff.md``).
 verify_autograd_array_access: bool = True
+#: Enable the stream-ordered memory pool of CUDA devices that support one when they are initialised.
 enable_mempools_at_init: bool = False
+#: Accepted for compatibility with the reference API (not read).
 enable_graph_capture_module_load_by_default: bool = True
+#: Accepted for compatibility with the reference API (not read).
 max_graph_tape_size: int = 0
+#: Accepted for compatibility with the reference API (not read).
 legacy_scalar_return_types: bool = False
+#: Accepted for compatibility with the reference API (not read).
 track_memory: bool = False
+#: Accepted for compatibility with the reference API (not read).
 launch_array_access_mode: str = "default"
 
 

@@ -505,7 +505,7 @@ MORE_CASES = [
     (k_loop_var_float, "the constant 1.5 is used where int32 is needed", "write a value of the expected type"),
     (k_str_method, "'upper' is a Python function", "@wp.func"),
     (k_store_scalar_in_vec, "the assigned value must be vec3f, got float32", "convert it explicitly"),
-    (k_mat_vec_mismatch, "cannot multiply mat22f by vec3f", "matrix*vector"),
+    (k_mat_vec_mismatch, "cannot multiply mat22f by vec3f", "mul(a: Matrix, b: Vector) -> Vector"),
     (k_bitand_float, "expected integers, got float32", "bit_and(a: Int, b: Int)"),
     (k_unassigned_after_loop, "may be used before it is assigned on some path", "assign 'z' a value before"),
 ]

@@ -170,7 +170,9 @@ add = builtin("add", group=GROUP, rule=_add_rule, host=np.add, signature="add(a:
 sub = builtin("sub", group=GROUP, rule=_add_rule, host=np.subtract, signature="sub(a: T, b: T) -> T",
               doc="Subtract two scalars, vectors or matrices of the same type.")
 mul = builtin("mul", group=GROUP, rule=_mul_rule, host=_host_mul,
-              signature="mul(a, b): scalar*scalar, composite*scalar, matrix*vector, vector*matrix, matrix*matrix",
+              signature="mul(a: Scalar, b: Scalar) -> Scalar | mul(a: Composite, b: Scalar) -> Composite | "
+                        "mul(a: Scalar, b: Composite) -> Composite | mul(a: Matrix, b: Vector) -> Vector | "
+                        "mul(a: Vector, b: Matrix) -> Vector | mul(a: Matrix, b: Matrix) -> Matrix",
               doc="Multiply: scalar product, scaling, or matrix product.")
 div = builtin("div", group=GROUP, rule=_div_rule, host=_c_div, signature="div(a, b)",
               doc="Divide (integers truncate toward zero, as in C).")

@@ -470,7 +470,7 @@ for _name, (_n, _host, _doc) in _SAMPLERS.items():
 
 builtin("noise", group=GROUP, rule=_noise_rule, host=_noise,
         signature="noise(state: uint32, x: float32 | vec2 | vec3 | vec4) -> float32",
-        doc="Perlin-style gradient noise: smooth (C2), zero at integer points, |value| <= sqrt(N)/2 <= 1 in N-d. "
+        doc="Perlin-style gradient noise: smooth (C2), zero at integer points, ``abs(value) <= sqrt(N)/2 <= 1`` in N-d. "
             "``state`` selects the field and is not advanced; differentiable with respect to x.")
 builtin("pnoise", group=GROUP, rule=_pnoise_rule, host=_pnoise,
         signature="pnoise(state: uint32, x: float32 | vec2 | vec3 | vec4, px: int32, py: int32, pz: int32, "

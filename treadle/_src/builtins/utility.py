@@ -97,7 +97,7 @@ builtin("expect_neq", group="Utility", rule=_expect_rule, differentiable=False,
 builtin("expect_near", group="Utility", rule=_expect_near_rule, differentiable=False,
         host=_host_expect("expect_near", True),
         lowering="expect_near", signature="expect_near(a, b, tolerance=1e-6)",
-        doc="Print an error if |a - b| > tolerance (per component).")
+        doc="Print an error if ``abs(a - b) > tolerance`` (per component).")
 
 
 def _len_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:

@@ -248,6 +248,7 @@ class Function:
         self.native_snippet: Any = None
 
     def add_overload(self, fn: Callable[..., Any]) -> None:
+        """Add ``fn`` (a Python function with the same name and other parameter types) as an overload."""
         self._pending.append(fn)
 
     def defs(self) -> list[FuncDef]:

@@ -229,6 +229,7 @@ class indexedarray(array):  # noqa: N801 (the reference API's name)
         raise TypeError("indexedarray does not support item assignment in Python scope; use assign() or fill_()")
 
     def _no_view(self, *args: Any, **kwargs: Any) -> Any:
+        """Not available on an indexed array (no strided views); take ``contiguous()`` first."""
         raise TypeError("indexedarray has no strided views (reshape/view/transpose/flatten); call .contiguous()")
 
     reshape = flatten = view = transpose = _no_view  # type: ignore[assignment]

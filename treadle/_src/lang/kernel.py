@@ -76,6 +76,7 @@ class Module:
         return f"<treadle module {self.name!r}>"
 
     def option(self, name: str, default: Any) -> Any:
+        """The module option ``name`` (set by ``wp.set_module_options``), or ``default`` when it is unset."""
         value = self.options.get(name, default)
         return default if value is None else value
 
@@ -581,14 +582,17 @@ class Kernel:
 
     @property
     def name(self) -> str:
+        """The kernel's key (by default the function's qualified name)."""
         return self.key
 
     @property
     def enable_backward(self) -> bool:
+        """Whether the kernel has a backward pass: its own option, else its module's, else ``wp.config``."""
         return bool(self.options.get("enable_backward", self.module.option("enable_backward",
                                                                             config.enable_backward)))
 
     def compile_options(self) -> Any:
+        """The C++ compile options of this kernel (mode, optimization level, extra flags, NaN checks)."""
         mode = self.options.get("mode", self.module.option("mode", config.mode))
         fp = self.verify_fp()
         if fp and mode == "release":
