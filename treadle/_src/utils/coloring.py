@@ -43,7 +43,7 @@ def _mcs(offsets: wp.array(dtype=int), adj: wp.array(dtype=int), n: int, colors:
     for v in range(n):
         weight[v] = 0
         visited[v] = 0
-        prv[v] = -1
+        prv[v] = v - 1
         nxt[v] = v + 1
         used[v] = -1
     if n > 0:

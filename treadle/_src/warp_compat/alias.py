@@ -223,6 +223,8 @@ def uninstall_warp_alias() -> None:
         if _is_treadle_module(sys.modules[name]) or name in _VENDORED_PARENTS or name in VENDORED:
             del sys.modules[name]
     os.environ.pop(ALIAS_ENV, None)
+    while PATH_ENTRY in sys.path:
+        sys.path.remove(PATH_ENTRY)
     entries = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != PATH_ENTRY]
     if entries:
         os.environ["PYTHONPATH"] = os.pathsep.join(entries)
@@ -234,3 +236,8 @@ def _export_to_subprocesses() -> None:
     os.environ[ALIAS_ENV] = os.path.dirname(os.path.abspath(_treadle().__file__ or ""))
     entries = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != PATH_ENTRY]
     os.environ["PYTHONPATH"] = os.pathsep.join([PATH_ENTRY, *entries])
+    # multiprocessing's spawn start method gives workers this process's sys.path instead of the one PYTHONPATH
+    # would make; after the script's directory, so that sys.path[0] stays what the program expects. The finder
+    # above answers `import warp` here before the path entry is ever looked at.
+    if PATH_ENTRY not in sys.path:
+        sys.path.insert(1 if sys.path else 0, PATH_ENTRY)
