@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import importlib as _importlib
 import typing as _typing
 
 from . import autograd as autograd
@@ -283,6 +284,28 @@ from ._src.runtime.cuda_driver import synchronize_stream as synchronize_stream
 from ._src.runtime.cuda_driver import wait_event as wait_event
 from ._src.runtime.cuda_driver import wait_stream as wait_stream
 
+# isort: split
+# Profiling and logging.
+from ._src.utils.logger import Logger as Logger
+from ._src.utils.logger import ScopedLogger as ScopedLogger
+from ._src.utils.logger import ScopedLogLevel as ScopedLogLevel
+from ._src.utils.logger import get_logger as get_logger
+from ._src.utils.logger import set_logger as set_logger
+from ._src.utils.profiling import TIMING_ALL as TIMING_ALL
+from ._src.utils.profiling import TIMING_GRAPH as TIMING_GRAPH
+from ._src.utils.profiling import TIMING_KERNEL as TIMING_KERNEL
+from ._src.utils.profiling import TIMING_KERNEL_BUILTIN as TIMING_KERNEL_BUILTIN
+from ._src.utils.profiling import TIMING_MEMCPY as TIMING_MEMCPY
+from ._src.utils.profiling import TIMING_MEMSET as TIMING_MEMSET
+from ._src.utils.profiling import ScopedCudaProfiler as ScopedCudaProfiler
+from ._src.utils.profiling import ScopedTimer as ScopedTimer
+from ._src.utils.profiling import TimingResult as TimingResult
+from ._src.utils.profiling import cuda_profiler_start as cuda_profiler_start
+from ._src.utils.profiling import cuda_profiler_stop as cuda_profiler_stop
+from ._src.utils.profiling import timing_begin as timing_begin
+from ._src.utils.profiling import timing_end as timing_end
+from ._src.utils.profiling import timing_print as timing_print
+
 __version__ = config.version
 
 #: Generic annotation of a ``@func`` parameter that accepts any integer scalar type (each call specialises).
@@ -304,3 +327,15 @@ for _name, _fn in _exported_builtins().items():
     if _name not in globals() or _name in ("identity", "matrix_from_cols", "matrix_from_rows"):
         globals()[_name] = _fn
 del _name, _fn
+
+# Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
+_LAZY_SUBMODULES = frozenset({"utils", "warp_compat"})
+_LAZY_NAMES = {"install_warp_alias": "warp_compat"}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY_SUBMODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(_importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

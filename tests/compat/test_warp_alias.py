@@ -1,0 +1,229 @@
+"""``python -m treadle.warp_compat`` and ``treadle.install_warp_alias()``, exercised on real scripts in subprocesses."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    env.pop("TREADLE_WARP_ALIAS", None)
+    return env
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env or _env(), capture_output=True, text=True,
+                          timeout=300)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_script_sees_treadle_as_warp(tmp_path: Path) -> None:
+    _write(tmp_path / "prog" / "main.py", """
+        import sys
+        import warp
+        import warp.types
+        import warp.config
+        import warp.utils
+        from warp.types import vector
+        import treadle
+        assert warp is treadle
+        assert warp.types is treadle.types and vector is treadle.types.vector
+        assert warp.config is treadle.config and warp.utils is treadle.utils
+        assert sys.modules["warp.types"] is treadle.types
+        assert warp.types.__spec__.name == "treadle.types"
+        print("argv", sys.argv)
+        print("name", __name__)
+        print("file", __file__)
+        print("path0", sys.path[0])
+        print("main", sys.modules["__main__"].__dict__ is globals())
+    """)
+    r = _run(["-m", "treadle.warp_compat", "prog/main.py", "a", "--b"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert out["argv"] == "['prog/main.py', 'a', '--b']"
+    assert out["name"] == "__main__"
+    assert out["file"] == str(tmp_path / "prog" / "main.py")
+    assert out["path0"] == str((tmp_path / "prog").resolve())
+    assert out["main"] == "True"
+
+
+def test_exit_codes_and_traceback_match_plain_python(tmp_path: Path) -> None:
+    script = _write(tmp_path / "fail.py", """
+        import sys
+
+        def inner(x):
+            return 1 / x
+
+        def outer():
+            try:
+                inner(0)
+            except ZeroDivisionError as e:
+                raise ValueError("bad value") from e
+
+        if len(sys.argv) > 1:
+            sys.exit(int(sys.argv[1]))
+        outer()
+    """)
+    plain = _run([str(script)], tmp_path)
+    compat = _run(["-m", "treadle.warp_compat", str(script)], tmp_path)
+    assert plain.returncode == compat.returncode == 1
+    assert compat.stderr == plain.stderr  # same frames, same chained exception, no runner frames
+    assert "treadle" not in compat.stderr
+    assert _run(["-m", "treadle.warp_compat", str(script), "7"], tmp_path).returncode == 7
+    assert _run(["-m", "treadle.warp_compat", str(script), "0"], tmp_path).returncode == 0
+
+
+def test_module_mode(tmp_path: Path) -> None:
+    _write(tmp_path / "pkg" / "__init__.py", "")
+    _write(tmp_path / "pkg" / "tool.py", """
+        import sys
+        import warp as wp
+        print(__name__, __spec__.name, sys.argv[1:], sys.argv[0].endswith("tool.py"), wp.__name__)
+        raise SystemExit(3)
+    """)
+    r = _run(["-m", "treadle.warp_compat", "-m", "pkg.tool", "x", "-y"], tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.split() == ["__main__", "pkg.tool", "['x',", "'-y']", "True", "treadle"]
+    missing = _run(["-m", "treadle.warp_compat", "-m", "pkg.nothere"], tmp_path)
+    assert missing.returncode == 1
+    assert "No module named pkg.nothere" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_code_mode_and_usage(tmp_path: Path) -> None:
+    r = _run(["-m", "treadle.warp_compat", "-c", "import sys, warp; print(warp.__name__, sys.argv)", "1"], tmp_path)
+    assert r.stdout.strip() == "treadle ['-c', '1']"
+    usage = _run(["-m", "treadle.warp_compat"], tmp_path)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
+    nofile = _run(["-m", "treadle.warp_compat", "nothere.py"], tmp_path)
+    assert nofile.returncode == 2 and "can't open file" in nofile.stderr
+    listed = _run(["-m", "treadle.warp_compat", "--list"], tmp_path)
+    assert listed.returncode == 0
+    assert {"warp", "warp.types", "warp.config", "warp.utils"} <= set(listed.stdout.split())
+    assert "warp.warp_compat" not in listed.stdout
+
+
+def test_missing_submodules_fail_clearly(tmp_path: Path) -> None:
+    _write(tmp_path / "probe.py", """
+        import warp
+        for name in ("warp.fem", "warp.sparse.linalg", "warp._src.context", "warp.warp_compat"):
+            try:
+                __import__(name)
+            except ModuleNotFoundError as e:
+                print(name, "|", e.name, "|", "Treadle does not provide" in str(e), "|", repr(e.name) in str(e))
+            else:
+                print(name, "imported")
+        try:
+            from warp.fem import Domain
+        except ModuleNotFoundError as e:
+            print("from", e.name)
+    """)
+    r = _run(["-m", "treadle.warp_compat", "probe.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for line, name in zip(lines, ("warp.fem", "warp.sparse", "warp._src.context", "warp.warp_compat")):
+        assert line.split(" | ")[1:] == [name, "True", "True"], line
+    assert lines[-1] == "from warp.fem"
+
+
+def test_uncaught_missing_submodule_points_at_user_line(tmp_path: Path) -> None:
+    _write(tmp_path / "user.py", "import warp\n\nimport warp.render\n")
+    r = _run(["-m", "treadle.warp_compat", "user.py"], tmp_path)
+    assert r.returncode == 1
+    assert 'user.py", line 3, in <module>' in r.stderr
+    assert r.stderr.rstrip().splitlines()[-1].startswith("ModuleNotFoundError: No module named 'warp.render'")
+
+
+def test_subprocesses_get_the_alias(tmp_path: Path) -> None:
+    _write(tmp_path / "parent.py", """
+        import os, subprocess, sys
+        code = "import warp, treadle, warp.types; print(warp is treadle, warp.types is treadle.types, treadle.__file__)"
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+        print(r.stdout.strip() or r.stderr)
+        r = subprocess.run([sys.executable, "-c", "import treadle; print('plain', treadle.__name__)"],
+                           capture_output=True, text=True)
+        print(r.stdout.strip() or r.stderr)
+    """)
+    r = _run(["-m", "treadle.warp_compat", "parent.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first.split()[:2] == ["True", "True"]
+    assert first.split()[2] == str(ROOT / "treadle" / "__init__.py")  # the parent's Treadle, not another one
+    assert second == "plain treadle"
+
+
+def test_spawned_multiprocessing_workers_get_the_alias(tmp_path: Path) -> None:
+    _write(tmp_path / "mp.py", """
+        import multiprocessing as mp
+
+        def work(x):
+            import warp, treadle
+            return (warp is treadle, x * 2)
+
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(1) as pool:
+                print(pool.map(work, [1, 2]))
+    """)
+    r = _run(["-m", "treadle.warp_compat", "mp.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[(True, 2), (True, 4)]"
+
+
+def test_install_warp_alias_from_python(tmp_path: Path) -> None:
+    code = textwrap.dedent("""
+        import os, sys, treadle
+        treadle.install_warp_alias(subprocesses=False)
+        treadle.install_warp_alias(subprocesses=False)  # idempotent
+        import warp, warp.autograd
+        from treadle import warp_compat
+        print(warp is treadle, warp.autograd is treadle.autograd, warp_compat.is_warp_alias_installed(),
+              "TREADLE_WARP_ALIAS" in os.environ)
+        warp_compat.uninstall_warp_alias()
+        print(warp_compat.is_warp_alias_installed(), "warp" in sys.modules and sys.modules["warp"] is treadle)
+    """)
+    r = _run(["-c", code], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True", "True", "False", "False", "False"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("warp") is None, reason="warp-lang not installed")
+def test_install_after_real_warp_import_is_refused(tmp_path: Path) -> None:
+    code = "import warp, treadle\ntry:\n    treadle.install_warp_alias()\nexcept RuntimeError as e:\n    print(e)\n"
+    r = _run(["-c", code], tmp_path)
+    assert "already imported" in r.stdout and "before" in r.stdout, r.stdout + r.stderr
+
+
+def test_vendored_library_alias(tmp_path: Path) -> None:
+    have = importlib.util.find_spec("appdirs") is not None
+    code = textwrap.dedent("""
+        import treadle
+        treadle.install_warp_alias(subprocesses=False)
+        try:
+            from warp._src.thirdparty.appdirs import user_cache_dir
+            import appdirs
+            print("ok", user_cache_dir is appdirs.user_cache_dir)
+        except ModuleNotFoundError as e:
+            print("missing", e.name, "pip install appdirs" in str(e))
+        try:
+            import warp._src.types
+        except ModuleNotFoundError as e:
+            print("private", e.name)
+    """)
+    r = _run(["-c", code], tmp_path)
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("ok True" if have else "missing warp._src.thirdparty.appdirs True"), r.stdout + r.stderr
+    assert lines[1] == "private warp._src.types"
