@@ -20,12 +20,17 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-#: Activity filters of ``timing_begin`` / ``ScopedTimer(cuda_filter=...)`` (bit flags).
+#: Activity filter of ``timing_begin`` / ``ScopedTimer(cuda_filter=...)``: kernel launches.
 TIMING_KERNEL = 1
+#: Activity filter: launches of the kernels Treadle runs for its own builtins (sorts, geometry builds).
 TIMING_KERNEL_BUILTIN = 2
+#: Activity filter: memory copies.
 TIMING_MEMCPY = 4
+#: Activity filter: memory fills.
 TIMING_MEMSET = 8
+#: Activity filter: graph launches.
 TIMING_GRAPH = 16
+#: Activity filter: every kind of activity (the bit flags above, combined).
 TIMING_ALL = 0xFFFFFFFF
 
 
