@@ -300,3 +300,12 @@ for _name, _fn in _exported_builtins().items():
     if _name not in globals() or _name in ("identity", "matrix_from_cols", "matrix_from_rows"):
         globals()[_name] = _fn
 del _name, _fn
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # Submodules loaded on first use, so that ``import treadle`` stays quick.
+    if name == "render":
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
