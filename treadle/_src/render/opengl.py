@@ -30,6 +30,10 @@ from .opengl_shapes import OpenGLShapes
 
 Mat44 = np.ndarray
 
+#: Direction towards the one directional light, in the display frame (+Y up); shading is
+#: ``base * (0.3 + 0.7 max(n . l, 0))`` plus a white specular highlight (see ``gl_shaders``).
+LIGHT_DIRECTION = (0.35, 1.0, 0.55)
+
 
 def _normalize(v: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(v))
@@ -131,6 +135,7 @@ class OpenGLRenderer(OpenGLShapes):
         self._tiles: list[Tile] = []
         self._paused = False
         self._closed = False
+        self._exit_requested = False  # set by input handlers; the window closes once event dispatch is over
         self._info_label: Any = None
         self._frame_count, self._fps_time, self._measured_fps = 0, time.perf_counter(), 0.0
         self._start = time.perf_counter()
@@ -293,7 +298,7 @@ class OpenGLRenderer(OpenGLShapes):
     @property
     def has_exit(self) -> bool:
         """Whether the window was closed (or Escape pressed)."""
-        return self._closed or bool(getattr(self.window, "has_exit", False))
+        return self._closed or self._exit_requested or bool(getattr(self.window, "has_exit", False))
 
     def is_running(self) -> bool:
         """``True`` until the window is closed."""
@@ -317,7 +322,9 @@ class OpenGLRenderer(OpenGLShapes):
         self._draw()
         if not self.headless:
             self.window.dispatch_events()
-            if not self._closed:
+            if self._exit_requested:
+                self.close()
+            else:
                 self.window.flip()
 
     def save(self) -> None:
@@ -433,7 +440,7 @@ class OpenGLRenderer(OpenGLShapes):
             if self.draw_axis:
                 lines["u_mvp"] = _gl(proj @ view)
                 gl.glDrawArrays(gl.GL_LINES, *self._lines_count["axes"])
-        light = np.array([0.35, 1.0, 0.55])
+        light = np.asarray(LIGHT_DIRECTION)
         shape = self._programs["shape"]
         shape.use()
         shape["u_model"] = _gl(self._model_matrix)
@@ -545,14 +552,15 @@ class OpenGLRenderer(OpenGLShapes):
         key = self._pyglet.window.key
         if self.enable_keyboard_interaction:
             if symbol == key.ESCAPE:
-                self.close()
+                self._exit_requested = True
             elif symbol == key.SPACE:
                 self._paused = not self._paused
         for callback in self._key_callbacks:
             callback(symbol, modifiers)
 
-    def _close_callback(self) -> None:
-        self.close()
+    def _close_callback(self) -> bool:
+        self._exit_requested = True
+        return True  # handled: the renderer closes the window after the events of this frame
 
     def register_key_press_callback(self, callback: Any) -> None:
         """Call ``callback(symbol, modifiers)`` on every key press (pyglet key codes)."""

@@ -336,6 +336,8 @@ class OpenGLShapes:
             cols = as_colors(colors, len(pts))
             assert cols is not None
             self.scene.set_vertex_colors(sid, cols if smooth_shading else cols[tris.reshape(-1)])
+        elif one and self.scene.shape(sid).has_vertex_colors:
+            self.scene.set_vertex_colors(sid, None)  # one colour now: the instance colour takes over
         if not is_template:
             self._place(name, sid, parent_body, pos, rot, scale, as_color(colors) if one else None, visible)
         return sid

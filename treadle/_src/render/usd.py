@@ -44,7 +44,8 @@ class UsdRenderer:
     Args:
         stage: A file path (a new stage is created there; ``.usda`` is text, ``.usd``/``.usdc`` binary) or an
             open ``pxr.Usd.Stage``.
-        up_axis: The stage's up axis, ``"X"``, ``"Y"`` or ``"Z"``.
+        up_axis: The scene's up axis, ``"X"``, ``"Y"`` or ``"Z"`` (USD stages are Y- or Z-up: an X-up scene is
+            written to a Z-up stage under a ``/root`` rotated to take the scene's x onto z).
         fps: Frames (time codes) per second: a frame at time ``t`` seconds is written at time code ``t * fps``.
         scaling: A uniform scale applied to the whole scene (on the ``/root`` prim).
 
@@ -82,10 +83,14 @@ class UsdRenderer:
         self.stage.SetEndTimeCode(0.0)
         self.stage.SetFramesPerSecond(fps)
         self.stage.SetTimeCodesPerSecond(fps)
-        UsdGeom.SetStageUpAxis(self.stage, getattr(UsdGeom.Tokens, self.up_axis.lower()))
+        # USD knows only Y and Z as up axes: an X-up scene goes onto a Z-up stage under a root turned by a third
+        # of a turn about (1, 1, 1), which takes the scene's x to z (and y to x, z to y).
+        UsdGeom.SetStageUpAxis(self.stage, UsdGeom.Tokens.y if self.up_axis == "Y" else UsdGeom.Tokens.z)
         UsdGeom.SetStageMetersPerUnit(self.stage, 1.0)
         self.root = UsdGeom.Xform.Define(self.stage, "/root")
         self.stage.SetDefaultPrim(self.root.GetPrim())
+        if self.up_axis == "X":
+            self.root.AddOrientOp().Set(self._gf.Quatf(0.5, -0.5, -0.5, -0.5))
         self.root.AddScaleOp().Set(self._gf.Vec3f(self.scaling), 0.0)
         self._add_lights()
         self._bodies: dict[str, str] = {}
@@ -331,7 +336,10 @@ class UsdRenderer:
         return "/root/ground"
 
     def render_ref(self, name: str, path: str, pos: Any, rot: Any, scale: Any, color: Any = None) -> str:
-        """An Xform prim ``name`` that references the USD file (or ``/prim/path`` in this stage) at ``path``.
+        """An Xform prim ``name`` that references the USD file at ``path`` (or a prim of this stage).
+
+        The referenced file's default prim (a file written by this renderer: its ``/root``) appears under the new
+        prim, transformed by ``pos``, ``rot`` and ``scale``.
 
         Returns:
             The new prim's path.
@@ -340,7 +348,7 @@ class UsdRenderer:
         xform = self._geom.Xform.Define(self.stage, prim_path)
         refs = xform.GetPrim().GetReferences()
         if (prim_path, "ref") not in self._last:
-            if str(path).startswith("/"):
+            if self._is_prim_path(str(path)) and not os.path.isfile(str(path)):
                 refs.AddInternalReference(str(path))
             else:
                 refs.AddReference(str(path))
@@ -351,6 +359,11 @@ class UsdRenderer:
                 "displayColor", self._sdf_type("Color3fArray"), self._geom.Tokens.constant)
             pv.Set(self._vt.Vec3fArray([self._gf.Vec3f(*as_color(color))]), self.time)
         return prim_path
+
+    def _is_prim_path(self, path: str) -> bool:
+        from pxr import Sdf  # noqa: PLC0415 - the optional package, loaded by usd_modules in __init__
+
+        return Sdf.Path.IsValidPathString(path) and bool(self.stage.GetPrimAtPath(path))
 
     def _sdf_type(self, name: str) -> Any:
         from pxr import Sdf  # noqa: PLC0415 - the optional package, loaded by usd_modules in __init__
@@ -508,8 +521,10 @@ class UsdRenderer:
             mesh.GetNormalsAttr().Set(Vt.Vec3fArray.FromNumpy(normals), self.time)
             mesh.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
         else:
-            # no authored normals: with subdivision off, USD renderers shade each triangle flat
-            mesh.GetNormalsAttr().Clear()
+            # no normals at this time: with subdivision off, USD renderers shade each triangle flat (an empty array
+            # ends the smooth normals of earlier frames without erasing them)
+            if mesh.GetNormalsAttr().HasAuthoredValue():
+                mesh.GetNormalsAttr().Set(Vt.Vec3fArray(), self.time)
         self._set_xform(mesh, pos, rot, scale)
         self._set_colors(mesh, as_colors(colors, len(pts)), len(pts))
         self._set_visible(mesh, visible)
