@@ -64,8 +64,20 @@ def _covered(img):
     return img.max(axis=-1) > 0.02  # the background is black
 
 
-def test_flat_discs_match_the_analytic_image(make_renderer):
+@pytest.fixture(params=["sprites", "quads"])
+def sphere_path(request):
+    """Small spheres are drawn as point sprites; those too large for a sprite as quads: test both."""
+    return request.param
+
+
+def _force(r, path):
+    if path == "quads":
+        r._max_point_size = 1.0  # no sphere fits a sprite now
+
+
+def test_flat_discs_match_the_analytic_image(make_renderer, sphere_path):
     r = make_renderer()
+    _force(r, sphere_path)
     _frame(r, lambda: r.render_points("p", [(0.0, 0.0, 0.0)], 1.0, colors=(1.0, 0.25, 0.5), as_spheres=False))
     img = _pixels(r)
     hit, _, dist = _sphere_hits((0, 0, 0), 1.0)
@@ -77,10 +89,11 @@ def test_flat_discs_match_the_analytic_image(make_renderer):
     assert differing <= 2 * np.pi * (F * 1.0 / math.sqrt(24))  # at most about one outline's worth of pixels
 
 
-def test_shaded_spheres_match_the_lighting_model(make_renderer):
+def test_shaded_spheres_match_the_lighting_model(make_renderer, sphere_path):
     from treadle._src.render.opengl import LIGHT_DIRECTION
 
     r = make_renderer()
+    _force(r, sphere_path)
     base = np.array([0.2, 0.6, 0.9])
     _frame(r, lambda: r.render_points("p", np.zeros((1, 3), np.float32), 1.2, colors=base))
     img = _pixels(r)
@@ -100,6 +113,30 @@ def test_shaded_spheres_match_the_lighting_model(make_renderer):
     depth = _pixels(r, "depth")[..., 0]
     assert depth[H // 2, W // 2] == pytest.approx(5.0 - 1.2, abs=2e-3)  # along the view axis
     assert np.all(depth[~hit & interior] == pytest.approx(50.0))  # the far plane where nothing was drawn
+
+
+def test_overlapping_spheres_show_the_nearer_surface(make_renderer, sphere_path):
+    r = make_renderer()
+    _force(r, sphere_path)
+    centers = np.array([[0.0, 0.0, 0.0], [0.6, 0.3, 0.9], [-0.9, -0.2, -1.0]], np.float32)
+    radii = np.array([1.0, 0.5, 0.8], np.float32)
+    colors = np.eye(3, dtype=np.float32)
+    _frame(r, lambda: r.render_points("p", centers, radii, colors=colors, as_spheres=False))
+    img = _pixels(r)
+    # the analytic answer: per pixel, the sphere whose ray hit is nearest
+    t = np.full((H, W), np.inf)
+    owner = np.full((H, W), -1)
+    near_outline = np.zeros((H, W), bool)
+    for k, (c, rad) in enumerate(zip(centers, radii)):
+        hit, p, dist = _sphere_hits(c, rad)
+        depth = np.linalg.norm(p, axis=-1)
+        closer = hit & (depth < t)
+        t[closer], owner[closer] = depth[closer], k
+        near_outline |= np.abs(dist - rad) < 1.5 / F * 6.0
+    for k in range(3):
+        mine = (owner == k) & ~near_outline
+        assert mine.sum() > 20
+        assert np.all(np.argmax(img[mine], axis=-1) == k), k
 
 
 def test_mesh_sphere_covers_the_expected_disc(make_renderer):

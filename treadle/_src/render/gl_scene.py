@@ -72,6 +72,9 @@ class PointCloud:
     color: tuple[float, float, float] | None = None  # one colour (attribute 2 constant), else per point
     as_spheres: bool = True
     visible: bool = True
+    lo: np.ndarray | None = None  # bounding box of the centres, and the largest radius
+    hi: np.ndarray | None = None
+    max_radius: float = 0.0
 
 
 @dataclass
@@ -319,6 +322,9 @@ class Scene:
             g.attrib(2, 3, 12, 0, divisor=1)
         gl.glBindVertexArray(0)
         cloud.count, cloud.as_spheres, cloud.visible = len(points), bool(as_spheres), bool(visible)
+        if len(points):
+            cloud.lo, cloud.hi = points.min(axis=0), points.max(axis=0)
+            cloud.max_radius = float(np.abs(radii).max())
         return cloud.instance_id
 
     def set_segments(self, name: str, mid: np.ndarray, quat: np.ndarray, length: np.ndarray, radius: float,
@@ -402,8 +408,10 @@ class Scene:
             gl.glDrawElementsInstanced(gl.GL_TRIANGLES, base.index_count, gl.GL_UNSIGNED_INT, None, batch.count)
         gl.glBindVertexArray(0)
 
-    def draw_points(self, program: Any, tile_ids: set[int] | None) -> None:
-        gl = self.g.gl
+    def draw_points(self, program: Any, tile_ids: set[int] | None, needs_quads: Any) -> None:
+        """Draw the point clouds; ``needs_quads(cloud)`` tells whether any of its spheres may be too large on
+        screen for a point sprite (then a second, quad pass draws those)."""
+        g, gl = self.g, self.g.gl
         for cloud in self.clouds.values():
             if not cloud.visible or cloud.count == 0 or (tile_ids is not None and cloud.instance_id not in tile_ids):
                 continue
@@ -413,7 +421,19 @@ class Scene:
             if cloud.color is not None:
                 gl.glVertexAttrib3f(2, *cloud.color)
             gl.glBindVertexArray(cloud.vao)
-            gl.glDrawArraysInstanced(gl.GL_TRIANGLE_STRIP, 0, 4, cloud.count)
+            # Sprites first: one vertex per point (divisor 0, a plain draw: instancing one vertex costs far more
+            # in software rasterisers). Then, only if some sphere may be too large for a sprite, one instanced
+            # quad per point; each pass drops the other's points in the vertex shader.
+            for loc in range(3):
+                gl.glVertexAttribDivisor(loc, 0)
+            program["u_sprite"] = 1
+            gl.glDrawArrays(gl.GL_POINTS, 0, cloud.count)
+            for loc in range(3):
+                gl.glVertexAttribDivisor(loc, 1)
+            if needs_quads(cloud):
+                program["u_sprite"] = 0
+                gl.glDrawArraysInstanced(gl.GL_TRIANGLE_STRIP, 0, 4, cloud.count)
+            del g
         gl.glBindVertexArray(0)
 
     # ------------------------------------------------------------------------------------------- cleanup

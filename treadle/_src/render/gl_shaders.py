@@ -2,9 +2,10 @@
 
 - ``SHAPE``: instanced triangle meshes; one model matrix and two colours (a checker pattern over the texture
   coordinates when they differ) per instance, optional per-vertex colours (attribute 9 with ``w = 1``).
-- ``SPHERES``: one camera-facing quad per point, sized to cover the sphere's exact perspective silhouette; the
-  fragment shader intersects the eye ray with the sphere and writes the true depth, so a million points cost four
-  vertices each instead of a tessellated sphere.
+- ``SPHERES``: one point sprite (or, for spheres larger on screen than the largest point size, one camera-facing
+  quad) per point, covering the sphere's exact perspective silhouette; the fragment shader intersects each pixel's
+  ray with the sphere and writes the true depth, so a million points cost one primitive each instead of a
+  tessellated sphere.
 - ``LINES``: coloured line segments (grid, axes).
 - ``SKY``: a full-screen triangle shaded by the world direction of each pixel's ray.
 - ``PRESENT``: copies the offscreen colour (or linearised depth) image to the window.
@@ -87,21 +88,26 @@ uniform mat4 u_view;
 uniform mat4 u_proj;
 uniform float u_model_scale;
 uniform int u_ortho;
-out vec3 v_pos;
+uniform int u_sprite;  // 1: this pass draws point sprites, 0: camera-facing quads
+uniform vec2 u_viewport_size;
+uniform float u_max_point_size;
 flat out vec3 v_center;
 flat out float v_radius;
 flat out vec3 v_color;
+const vec4 CULLED = vec4(2.0, 2.0, 2.0, 1.0);  // outside the clip volume: the primitive is dropped
 void main() {
-    vec2 corner = vec2((gl_VertexID & 1) == 0 ? -1.0 : 1.0, (gl_VertexID & 2) == 0 ? -1.0 : 1.0);
     vec3 c = (u_view * u_model * vec4(a_center, 1.0)).xyz;
     float r = a_radius * u_model_scale;
+    v_center = c;
+    v_radius = r;
+    v_color = a_color;
     vec3 right = vec3(1.0, 0.0, 0.0);
     vec3 up = vec3(0.0, 1.0, 0.0);
     float half_size = r;
     if (u_ortho == 0) {
         float d = length(c);
         if (d <= r * 1.0001) {  // the eye is inside the sphere: nothing sensible to draw
-            gl_Position = vec4(2.0, 2.0, 2.0, 1.0);
+            gl_Position = CULLED;
             return;
         }
         vec3 axis = c / d;
@@ -111,34 +117,63 @@ void main() {
         // the silhouette cone (half-angle asin(r / d)) cut by the plane through the centre
         half_size = r * d / sqrt(d * d - r * r);
     }
-    vec3 p = c + (corner.x * right + corner.y * up) * half_size;
-    v_pos = p;
-    v_center = c;
-    v_radius = r;
-    v_color = a_color;
-    gl_Position = u_proj * vec4(p, 1.0);
+    // the same cone cut by the plane touching the sphere's front: every pixel's ray meets it before the sphere,
+    // so a quad there is never behind the surface it stands for (see depth_greater in the fragment shader)
+    vec3 front_c = u_ortho == 0 ? c * (1.0 - r / length(c)) : c + vec3(0.0, 0.0, r);
+    float front_half = u_ortho == 0 ? half_size * (1.0 - r / length(c)) : r;
+    // The quad of corners c +- right +- up (times half_size) covers the silhouette; its projection bounds the
+    // sphere's image. Small images become one point sprite (one primitive instead of two triangles).
+    vec4 centre = u_proj * vec4(c, 1.0);
+    float extent = 0.0;
+    bool behind = centre.w <= 0.0 || (u_ortho == 0 && c.z + r >= 0.0);
+    for (int k = 0; k < 4; ++k) {
+        vec2 s = vec2((k & 1) == 0 ? -1.0 : 1.0, (k & 2) == 0 ? -1.0 : 1.0);
+        vec4 q = u_proj * vec4(c + (s.x * right + s.y * up) * half_size, 1.0);
+        behind = behind || q.w <= 0.0;
+        vec2 dq = abs(q.xy / q.w - centre.xy / centre.w) * 0.5 * u_viewport_size;
+        extent = max(extent, max(dq.x, dq.y));
+    }
+    float size = 2.0 * extent + 0.25;  // pixel centres inside the silhouette lie inside the sprite
+    bool as_sprite = !behind && size <= u_max_point_size;
+    if (u_sprite == 1) {
+        // a sprite has one depth: that of the plane z = c.z + r, in front of every point of the sphere
+        vec4 front = u_proj * vec4(c.xy, c.z + r, 1.0);
+        gl_Position = as_sprite ? vec4(centre.xy / centre.w * front.w, front.z, front.w) : CULLED;
+        gl_PointSize = size;
+        return;
+    }
+    if (as_sprite) {
+        gl_Position = CULLED;
+        return;
+    }
+    vec2 corner = vec2((gl_VertexID & 1) == 0 ? -1.0 : 1.0, (gl_VertexID & 2) == 0 ? -1.0 : 1.0);
+    gl_Position = u_proj * vec4(front_c + (corner.x * right + corner.y * up) * front_half, 1.0);
 }
 """
 
 SPHERES_FRAGMENT = """
 #version 330 core
-in vec3 v_pos;
+#extension GL_ARB_conservative_depth : enable
+#ifdef GL_ARB_conservative_depth
+layout(depth_greater) out float gl_FragDepth;  // never nearer than the primitive: early depth tests stay valid
+#endif
 flat in vec3 v_center;
 flat in float v_radius;
 flat in vec3 v_color;
 uniform mat4 u_view;
 uniform mat4 u_proj;
-uniform int u_ortho;
+uniform mat4 u_inv_proj;
+uniform vec4 u_viewport;
 uniform int u_flat;
 out vec4 frag_color;
 """ + _LIGHTING + """
 void main() {
-    vec3 ro = vec3(0.0);
-    vec3 rd = normalize(v_pos);
-    if (u_ortho == 1) {
-        ro = vec3(v_pos.xy, v_center.z + 2.0 * v_radius);
-        rd = vec3(0.0, 0.0, -1.0);
-    }
+    // this pixel's ray in view space, from the near to the far plane (perspective or orthographic)
+    vec2 ndc = (gl_FragCoord.xy - u_viewport.xy) / u_viewport.zw * 2.0 - 1.0;
+    vec4 near_p = u_inv_proj * vec4(ndc, -1.0, 1.0);
+    vec4 far_p = u_inv_proj * vec4(ndc, 1.0, 1.0);
+    vec3 ro = near_p.xyz / near_p.w;
+    vec3 rd = normalize(far_p.xyz / far_p.w - ro);
     vec3 oc = ro - v_center;
     float b = dot(oc, rd);
     float h = b * b - (dot(oc, oc) - v_radius * v_radius);
@@ -146,9 +181,9 @@ void main() {
     float t = -b - sqrt(h);
     vec3 hit = ro + t * rd;
     vec4 clip = u_proj * vec4(hit, 1.0);
-    float ndc = clip.z / clip.w;
-    if (ndc < -1.0 || ndc > 1.0) discard;
-    gl_FragDepth = 0.5 * ndc + 0.5;
+    float ndc_z = clip.z / clip.w;
+    if (ndc_z < -1.0 || ndc_z > 1.0) discard;
+    gl_FragDepth = 0.5 * ndc_z + 0.5;
     if (u_flat == 1) {
         frag_color = vec4(v_color, 1.0);
         return;

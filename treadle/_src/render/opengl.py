@@ -148,6 +148,9 @@ class OpenGLRenderer(OpenGLShapes):
             "present": self._g.program(shaders.PRESENT_VERTEX, shaders.PRESENT_FRAGMENT),
         }
         self._empty_vao = self._g.gen_vertex_array()
+        size_range = (self._g.gl.GLfloat * 2)()
+        self._g.gl.glGetFloatv(self._g.gl.GL_POINT_SIZE_RANGE, size_range)
+        self._max_point_size = float(size_range[1])
         self._lines_vao, self._lines_vbo, self._lines_count = self._g.gen_vertex_array(), self._g.gen_buffer(), {}
         self._camera_pos = as_vec(camera_pos, 3, "camera_pos").astype(np.float64)
         self._camera_front = _normalize(as_vec(camera_front, 3, "camera_front").astype(np.float64))
@@ -467,7 +470,36 @@ class OpenGLRenderer(OpenGLShapes):
         spheres["u_ortho"] = 1 if abs(proj[3, 3] - 1.0) < 1e-9 and abs(proj[3, 2]) < 1e-9 else 0
         spheres["u_light_dir"] = tuple(light)
         spheres["u_camera_pos"] = tuple(cam_world)
-        self.scene.draw_points(spheres, tile_ids)
+        spheres["u_inv_proj"] = _gl(np.linalg.inv(proj))
+        vp = (gl.GLint * 4)()
+        gl.glGetIntegerv(gl.GL_VIEWPORT, vp)
+        spheres["u_viewport"] = tuple(float(v) for v in vp)
+        spheres["u_viewport_size"] = (float(vp[2]), float(vp[3]))
+        spheres["u_max_point_size"] = self._max_point_size
+        gl.glEnable(gl.GL_PROGRAM_POINT_SIZE)
+        to_view = view @ self._model_matrix
+        scale = float(abs(np.linalg.det(self._model_matrix[:3, :3])) ** (1.0 / 3.0))
+        f_px = max(abs(proj[0, 0]) * vp[2], abs(proj[1, 1]) * vp[3]) / 2.0
+        ortho = abs(proj[3, 3] - 1.0) < 1e-9
+
+        def needs_quads(cloud: Any) -> bool:
+            # A bound on the sprite size: a sphere of view radius r at depth z >= z_min, at most R off the axis,
+            # has its quad corners within f h (z_min + R) / (z_min (z_min - h)) pixels of its centre's image,
+            # h = r z_min / sqrt(z_min^2 - r^2) the quad's half size.
+            corners = np.array([[x, y, z, 1.0] for x in (cloud.lo[0], cloud.hi[0]) for y in (cloud.lo[1], cloud.hi[1])
+                                for z in (cloud.lo[2], cloud.hi[2])]) @ to_view.T
+            r = cloud.max_radius * scale
+            if ortho:
+                return 2.0 * f_px * r + 2.0 > self._max_point_size
+            z_min = float(np.min(-corners[:, 2]))
+            if z_min <= 1.5 * r:
+                return True
+            lateral = float(np.max(np.abs(corners[:, :2])))
+            h = r * z_min / math.sqrt(z_min * z_min - r * r)
+            return 2.0 * f_px * h * (z_min + lateral) / (z_min * (z_min - h)) + 2.0 > self._max_point_size
+
+        self.scene.draw_points(spheres, tile_ids, needs_quads)
+        gl.glDisable(gl.GL_PROGRAM_POINT_SIZE)
 
     def _present(self) -> None:
         gl = self._g.gl
