@@ -72,7 +72,7 @@ def as_color(value: Any, default: tuple[float, float, float] | None = None,
 
 
 def as_colors(value: Any, count: int, name: str = "colors") -> np.ndarray | None:
-    """Per-item RGB colours as an ``(count, 3)`` float32 array, one colour broadcast, or ``None``.
+    """Per-item RGB colours as a ``(count, 3)`` float32 array, a ``(1, 3)`` array for one colour, or ``None``.
 
     Raises:
         ValueError: neither one colour nor ``count`` of them.
@@ -81,12 +81,21 @@ def as_colors(value: Any, count: int, name: str = "colors") -> np.ndarray | None
         return None
     arr = to_numpy(value)
     if arr.ndim == 1 and arr.size in (3, 4) and count != arr.size // 3:
-        return np.broadcast_to(arr[:3], (count, 3)).astype(np.float32)
+        return np.ascontiguousarray(arr[:3].reshape(1, 3))  # callers treat one row as one colour for all
     if arr.ndim == 1 and arr.size == 3 * count:
         arr = arr.reshape(count, 3)
     if arr.ndim != 2 or arr.shape[0] != count or arr.shape[1] not in (3, 4):
         raise ValueError(f"{name} must be one (r, g, b) colour or {count} of them, got shape {tuple(arr.shape)}")
     return np.ascontiguousarray(arr[:, :3])
+
+
+def all_rows_equal(rows: np.ndarray) -> bool:
+    """Whether every row of ``rows`` equals the first (a few rows are compared before all of them)."""
+    if len(rows) <= 1:
+        return True
+    if not np.array_equal(rows[1:65], np.broadcast_to(rows[0], rows[1:65].shape)):
+        return False
+    return bool(np.all(rows == rows[0]))
 
 
 def as_radii(value: Any, count: int, name: str = "radius") -> np.ndarray:

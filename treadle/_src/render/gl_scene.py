@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import quats_to_matrices, trs_matrix
+from .common import all_rows_equal, quats_to_matrices, trs_matrix
 from .gl_backend import GL
 
 _INSTANCE_FLOATS = 22
@@ -306,14 +306,14 @@ class Scene:
         gl.glBindVertexArray(cloud.vao)
         g.upload(gl.GL_ARRAY_BUFFER, cloud.vbos[0], points, self._capacity)
         g.attrib(0, 3, 12, 0, divisor=1)
-        if radii.size and np.all(radii == radii[0]):
+        if radii.size and all_rows_equal(radii):
             cloud.radius = float(radii[0])
             gl.glDisableVertexAttribArray(1)
         else:
             cloud.radius = None
             g.upload(gl.GL_ARRAY_BUFFER, cloud.vbos[1], radii, self._capacity)
             g.attrib(1, 1, 4, 0, divisor=1)
-        if colors is None or (len(colors) and np.all(colors == colors[0])):
+        if colors is None or all_rows_equal(colors):
             cloud.color = default_color if colors is None or not len(colors) else tuple(float(c) for c in colors[0])  # type: ignore[assignment]
             gl.glDisableVertexAttribArray(2)
         else:
@@ -409,9 +409,12 @@ class Scene:
         gl.glBindVertexArray(0)
 
     def draw_points(self, program: Any, tile_ids: set[int] | None, needs_quads: Any) -> None:
-        """Draw the point clouds; ``needs_quads(cloud)`` tells whether any of its spheres may be too large on
-        screen for a point sprite (then a second, quad pass draws those)."""
-        g, gl = self.g, self.g.gl
+        """Draw the point clouds.
+
+        ``needs_quads(cloud)`` tells whether any of its spheres may be too large on screen for a point sprite (then a
+        second, quad pass draws those).
+        """
+        gl = self.g.gl
         for cloud in self.clouds.values():
             if not cloud.visible or cloud.count == 0 or (tile_ids is not None and cloud.instance_id not in tile_ids):
                 continue
@@ -433,7 +436,6 @@ class Scene:
             if needs_quads(cloud):
                 program["u_sprite"] = 0
                 gl.glDrawArraysInstanced(gl.GL_TRIANGLE_STRIP, 0, 4, cloud.count)
-            del g
         gl.glBindVertexArray(0)
 
     # ------------------------------------------------------------------------------------------- cleanup

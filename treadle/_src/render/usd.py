@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .common import (
+    all_rows_equal,
     as_color,
     as_colors,
     as_points,
@@ -184,7 +185,7 @@ class UsdRenderer:
             return
         UsdGeom, Vt = self._geom, self._vt
         pv = gprim.CreateDisplayColorPrimvar()
-        if count > 0 and np.all(colors == colors[0]):
+        if all_rows_equal(colors):
             pv.SetInterpolation(UsdGeom.Tokens.constant)
             pv.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(colors[:1], np.float32)), self.time)
         else:
@@ -466,7 +467,7 @@ class UsdRenderer:
         # A point instancer's colours are a primvar per instance (vertex interpolation = one per point).
         UsdGeom, Vt = self._geom, self._vt
         pv = UsdGeom.PrimvarsAPI(inst.GetPrim()).CreatePrimvar("displayColor", self._sdf_type("Color3fArray"))
-        if n > 0 and np.all(cols == cols[0]):
+        if all_rows_equal(cols):
             pv.SetInterpolation(UsdGeom.Tokens.constant)
             pv.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(cols[:1])), self.time)
         else:
