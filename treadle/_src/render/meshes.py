@@ -84,10 +84,13 @@ def sphere(radius: float = 1.0, segments: int = 32) -> Mesh:
     return _revolve(radius * n_r, radius * n_y, n_r, n_y, segments, theta / np.pi)
 
 
-def box(half_extents: tuple[float, float, float]) -> Mesh:
+def box(half_extents: tuple[float, ...]) -> Mesh:
     """A box spanning ``[-e, e]`` on each axis, four vertices (own normal) per face."""
     e = np.asarray(half_extents, np.float64).reshape(3)
-    pos, nrm, uv, tris = [], [], [], []
+    pos: list[np.ndarray] = []
+    nrm: list[np.ndarray] = []
+    uv: list[tuple[float, float]] = []
+    tris: list[tuple[int, int, int]] = []
     for axis in range(3):
         for sign in (1.0, -1.0):
             u_ax, v_ax = (axis + 1) % 3, (axis + 2) % 3

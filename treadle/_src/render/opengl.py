@@ -151,7 +151,8 @@ class OpenGLRenderer(OpenGLShapes):
         size_range = (self._g.gl.GLfloat * 2)()
         self._g.gl.glGetFloatv(self._g.gl.GL_POINT_SIZE_RANGE, size_range)
         self._max_point_size = float(size_range[1])
-        self._lines_vao, self._lines_vbo, self._lines_count = self._g.gen_vertex_array(), self._g.gen_buffer(), {}
+        self._lines_vao, self._lines_vbo = self._g.gen_vertex_array(), self._g.gen_buffer()
+        self._lines_count: dict[str, tuple[int, int]] = {}
         self._camera_pos = as_vec(camera_pos, 3, "camera_pos").astype(np.float64)
         self._camera_front = _normalize(as_vec(camera_front, 3, "camera_front").astype(np.float64))
         self._camera_up = _normalize(as_vec(camera_up, 3, "camera_up").astype(np.float64))

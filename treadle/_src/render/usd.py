@@ -306,7 +306,7 @@ class UsdRenderer:
         self._write_quad(mesh, [(-w, 0.0, -h), (w, 0.0, -h), (w, 0.0, h), (-w, 0.0, h)], (0.0, 1.0, 0.0))
         return self._finish(mesh, path, pos, rot, color, visible)
 
-    def _write_quad(self, mesh: Any, corners: list[tuple[float, float, float]], normal: tuple[float, ...]) -> None:
+    def _write_quad(self, mesh: Any, corners: list[tuple[float, ...]], normal: tuple[float, ...]) -> None:
         Gf, Vt, UsdGeom = self._gf, self._vt, self._geom
         mesh.GetPointsAttr().Set(Vt.Vec3fArray([Gf.Vec3f(*c) for c in corners]))
         mesh.GetFaceVertexCountsAttr().Set(Vt.IntArray([4]))
@@ -358,7 +358,9 @@ class UsdRenderer:
         if color is not None:  # a constant primvar on an ancestor reaches every gprim under it
             pv = self._geom.PrimvarsAPI(xform.GetPrim()).CreatePrimvar(
                 "displayColor", self._sdf_type("Color3fArray"), self._geom.Tokens.constant)
-            pv.Set(self._vt.Vec3fArray([self._gf.Vec3f(*as_color(color))]), self.time)
+            rgb = as_color(color)
+            assert rgb is not None
+            pv.Set(self._vt.Vec3fArray([self._gf.Vec3f(*rgb)]), self.time)
         return prim_path
 
     def _is_prim_path(self, path: str) -> bool:
