@@ -300,3 +300,14 @@ for _name, _fn in _exported_builtins().items():
     if _name not in globals() or _name in ("identity", "matrix_from_cols", "matrix_from_rows"):
         globals()[_name] = _fn
 del _name, _fn
+
+#: Submodules imported on first attribute access (``wp.geometry``), so that ``import treadle`` stays light.
+_LAZY_SUBMODULES = ("geometry",)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

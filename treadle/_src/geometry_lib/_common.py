@@ -37,10 +37,10 @@ def vec3_arg(value: Any, name: str, default: tuple[float, float, float]) -> np.n
     return out
 
 
-def grid_bounds(nx: int, ny: int, nz: int, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray]:
+def grid_bounds(nx: int, ny: int, nz: int, lower: Any, upper: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
     """(lower, spacing) of a grid of nodes; ``upper`` defaults to the node indices' upper corner."""
-    lo = vec3_arg(lower, "lower", (0.0, 0.0, 0.0))
-    hi = vec3_arg(upper, "upper", (float(nx - 1), float(ny - 1), float(nz - 1)))
+    lo = vec3_arg(lower, f"{where}: lower", (0.0, 0.0, 0.0))
+    hi = vec3_arg(upper, f"{where}: upper", (float(nx - 1), float(ny - 1), float(nz - 1)))
     return lo, (hi - lo) / np.array([nx - 1, ny - 1, nz - 1], np.float32)
 
 

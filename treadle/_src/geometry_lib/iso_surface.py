@@ -16,7 +16,7 @@ import numpy as np
 import treadle as wp
 
 from ..geometry.marching_cubes import EDGES, MarchingCubes, case_tables, extract_surface
-from ._common import field_arg, grid_dims
+from ._common import field_arg, vec3_arg
 
 
 def _api_corners() -> tuple[tuple[int, int, int], ...]:
@@ -199,9 +199,12 @@ class IsoSurfaceMarchingCubes(MarchingCubes, IsoSurfaceBase):
             ValueError: ``field`` is not a 3-d array or has fewer than two nodes on an axis.
             TypeError: ``field`` is not float32.
         """
-        field_arg(field, f"{cls.__name__}.extract")
-        grid_dims(*field.shape, where=f"{cls.__name__}.extract")
-        return extract_surface(field, threshold, lower, upper)
+        where = f"{cls.__name__}.extract"
+        field_arg(field, where)
+        nx, ny, nz = field.shape
+        lo = vec3_arg(lower, f"{where}: lower", (0.0, 0.0, 0.0))
+        hi = vec3_arg(upper, f"{where}: upper", (float(nx - 1), float(ny - 1), float(nz - 1)))
+        return extract_surface(field, float(threshold), lo, hi)
 
 
 # ``wp.MarchingCubes`` is the same algorithm; let it count as an IsoSurfaceBase too.

@@ -437,7 +437,7 @@ def sparse_marching_cubes(field: Callable[..., Any], nx: int, ny: int, nz: int, 
     if not float(lipschitz_bound) >= 0.0:
         raise ValueError(f"{where}: lipschitz_bound must be non-negative, got {lipschitz_bound}")
     dev = wp.get_device(device)
-    lo, spacing = grid_bounds(nx, ny, nz, lower, upper)
+    lo, spacing = grid_bounds(nx, ny, nz, lower, upper, where)
     ncells = (nx - 1, ny - 1, nz - 1)
     resolution = 1 << max(0, max(ncells) - 1).bit_length()
     levels = resolution.bit_length() - 1

@@ -275,7 +275,7 @@ def extract_nets(field: Any, threshold: float, lower: Any, upper: Any, topology:
     if topology not in TOPOLOGIES:
         raise ValueError(f"{where}: topology must be 'triangle' or 'quad', got {topology!r}")
     nx, ny, nz = field.shape
-    lo, spacing = grid_bounds(nx, ny, nz, lower, upper)
+    lo, spacing = grid_bounds(nx, ny, nz, lower, upper, where)
     dev = field.device
     thr = float(threshold)
     sheet_count_np, edge_sheet_np = sheet_tables()
@@ -316,8 +316,8 @@ def extract_nets(field: Any, threshold: float, lower: Any, upper: Any, topology:
 class IsoSurfaceNets(IsoSurfaceBase):
     """Surface nets: one vertex per sheet of the surface in each cell it crosses, quads across crossed edges.
 
-    The vertex of a sheet is the mean of the points where the sheet crosses the cell's edges, which makes the mesh
-    smoother and its triangles better shaped than marching cubes' on the same grid, with about half as many faces.
+    The vertex of a sheet is the mean of the points where the sheet crosses the cell's edges, which gives better
+    shaped faces than marching cubes' on the same grid (no slivers where the surface passes near a grid node).
     A surface inside the grid gives a closed mesh (every edge shared by two faces); one that leaves the grid gives
     an open mesh that stops up to half a cell short of the grid's boundary. Faces are wound counter-clockwise seen
     from the side of larger values. Gradients flow from the vertex positions to the field under a ``wp.Tape``.

@@ -101,12 +101,57 @@ def swept_volume_sdf(point: wp.vec3, mesh_ids: wp.array(dtype=wp.uint64), transf
     return best
 
 
+@wp.func
+def _box_score(p: wp.vec3, lo: wp.vec3, hi: wp.vec3) -> float:
+    # outside the box [lo, hi]: the distance to it (> 0); inside: minus the distance to its boundary (<= 0)
+    g = wp.vec3(0.0, 0.0, 0.0)
+    inner = 3.0e38
+    for a in range(3):
+        g[a] = wp.max(wp.max(lo[a] - p[a], p[a] - hi[a]), 0.0)
+        inner = wp.min(inner, wp.min(p[a] - lo[a], hi[a] - p[a]))
+    gap = wp.length(g)
+    if gap > 0.0:
+        return gap
+    return -inner
+
+
 @wp.kernel(enable_backward=False)
-def _sv_field(mesh_ids: wp.array(dtype=wp.uint64), transforms: wp.array2d(dtype=wp.transform), lower: wp.vec3,
-              spacing: wp.vec3, max_dist: float, sign_mode: int, field: wp.array3d(dtype=float)):
+def _sv_field(mesh_ids: wp.array(dtype=wp.uint64), box_lo: wp.array(dtype=wp.vec3), box_hi: wp.array(dtype=wp.vec3),
+              transforms: wp.array2d(dtype=wp.transform), lower: wp.vec3, spacing: wp.vec3, max_dist: float,
+              sign_mode: int, field: wp.array3d(dtype=float)):
+    # swept_volume_sdf's minimum, with the searches that cannot lower it skipped or shortened. Every mesh lies in its
+    # rest box. A point outside the box, at gap g, is outside the mesh and at least g from it: that pose can only
+    # lower a best value above g, and only within it. A point inside the box has the mesh within the box's diagonal;
+    # if it is inside the mesh, no deeper than its distance to the box's boundary, so it cannot lower a negative best
+    # value deeper than that. The pose with the lowest box score goes first, to make the best value small early.
     i, j, k = wp.tid()
     p = lower + wp.vec3(float(i) * spacing[0], float(j) * spacing[1], float(k) * spacing[2])
-    field[i, j, k] = swept_volume_sdf(p, mesh_ids, transforms, max_dist, sign_mode)
+    first_m = 0
+    first_s = 0
+    lowest = 3.0e38
+    for m in range(mesh_ids.shape[0]):
+        for s in range(transforms.shape[1]):
+            score = _box_score(wp.transform_point(wp.transform_inverse(transforms[m, s]), p), box_lo[m], box_hi[m])
+            if score < lowest:
+                lowest = score
+                first_m = m
+                first_s = s
+    local = wp.transform_point(wp.transform_inverse(transforms[first_m, first_s]), p)
+    diag = wp.length(box_hi[first_m] - box_lo[first_m]) * 1.0001 + 1.0e-6
+    best = wp.min(max_dist, _mesh_distance(mesh_ids[first_m], local, wp.min(max_dist, wp.max(lowest, 0.0) + diag),
+                                           sign_mode))
+    for m in range(mesh_ids.shape[0]):
+        diag_m = wp.length(box_hi[m] - box_lo[m]) * 1.0001 + 1.0e-6
+        for s in range(transforms.shape[1]):
+            if m != first_m or s != first_s:
+                q = wp.transform_point(wp.transform_inverse(transforms[m, s]), p)
+                score = _box_score(q, box_lo[m], box_hi[m])
+                if score > 0.0:
+                    if score < best:
+                        best = wp.min(best, _mesh_distance(mesh_ids[m], q, best, sign_mode))
+                elif best >= 0.0 or -score > -best:
+                    best = wp.min(best, _mesh_distance(mesh_ids[m], q, wp.min(max_dist, diag_m), sign_mode))
+    field[i, j, k] = best
 
 
 @wp.kernel(enable_backward=False)
@@ -199,13 +244,20 @@ def _device_arg(device: Any, meshes: list[Any]) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------ public API
-def _bounds(meshes: list[Any], xforms: Any, device: Any) -> tuple[np.ndarray, np.ndarray]:
+def _rest_boxes(meshes: list[Any], device: Any) -> tuple[Any, Any]:
+    """Per mesh, the (lower, upper) corners of its rest-pose vertices' box, as (M, 3) float arrays."""
     m = len(meshes)
     box_lo = wp.full((m, 3), math.inf, dtype=float, device=device)
     box_hi = wp.full((m, 3), -math.inf, dtype=float, device=device)
     for i, mesh in enumerate(meshes):
         pts = mesh.points if mesh.points.device == device else mesh.points.to(device)
         wp.launch(_sv_rest_box, dim=pts.shape[0], inputs=[pts, i, box_lo, box_hi], device=device, record_tape=False)
+    return box_lo, box_hi
+
+
+def _bounds(meshes: list[Any], xforms: Any, device: Any) -> tuple[np.ndarray, np.ndarray]:
+    m = len(meshes)
+    box_lo, box_hi = _rest_boxes(meshes, device)
     lo = wp.full(3, math.inf, dtype=float, device=device)
     hi = wp.full(3, -math.inf, dtype=float, device=device)
     wp.launch(_sv_pose_box, dim=(m, xforms.shape[1], 8), inputs=[box_lo, box_hi, xforms, lo, hi], device=device,
@@ -298,9 +350,12 @@ def _field(meshes: Any, transforms: Any, voxel_size: Any, resolution: Any, lower
     span = np.maximum(hi.astype(np.float64), bhi) - np.minimum(lo.astype(np.float64), blo)
     max_dist = float(1.01 * np.linalg.norm(span) + 1e-6)
     ids = wp.array(np.array([m.id for m in ms], np.uint64), dtype=wp.uint64, device=dev)
+    box_lo, box_hi = _rest_boxes(ms, dev)
     field = wp.empty(dims, dtype=float, device=dev)
-    wp.launch(_sv_field, dim=dims, inputs=[ids, xforms, wp.vec3(*lo.tolist()), wp.vec3(*spacing.tolist()), max_dist,
-                                           mode, field], device=dev, record_tape=False)
+    wp.launch(_sv_field, dim=dims, inputs=[ids, wp.array(box_lo.numpy(), dtype=wp.vec3, device=dev),
+                                           wp.array(box_hi.numpy(), dtype=wp.vec3, device=dev), xforms,
+                                           wp.vec3(*lo.tolist()), wp.vec3(*spacing.tolist()), max_dist, mode, field],
+              device=dev, record_tape=False)
     return field, lo, hi
 
 
