@@ -1,8 +1,9 @@
 """Triangle adjacency and Delaunay edge flips for 2-d triangle meshes.
 
-``tri_tri_adjacency`` hashes every triangle edge by its two vertex indices (smaller first); a slot's smallest and
-largest item are the two triangles of an interior edge, a slot with one item is a boundary edge, and a slot with
-more is a non-manifold edge, which is refused.
+``tri_tri_adjacency`` lists every triangle edge under its smaller vertex index (a prefix sum over per-vertex counts,
+then one pass filling the lists); each edge then finds its partner, the other entry of its list with the same
+larger vertex, in a list of a few entries. An edge with no partner is on the boundary; one with several is a
+non-manifold edge, which is refused.
 
 ``delaunay_edge_flip`` is Lawson's algorithm in parallel passes. Each pass rebuilds the adjacency, finds the
 interior edges whose opposite vertex lies strictly inside the other triangle's circumcircle (an exact-enough test in
@@ -22,36 +23,54 @@ import numpy as np
 
 import treadle as wp
 
-from ._common import HashSet
+from ._common import exclusive_scan
 
 #: Claim value of an unclaimed triangle.
 UNCLAIMED = 2**31 - 1
 
 
-@wp.kernel(enable_backward=False)
-def _adj_keys(tris: wp.array2d(dtype=wp.int32), keys: wp.array(dtype=wp.int64)):
-    t, j = wp.tid()
+@wp.func
+def _edge_ends(tris: wp.array2d(dtype=wp.int32), t: int, j: int) -> wp.vec2i:
+    # the edge opposite local vertex j, smaller vertex index first
     a = tris[t, (j + 1) % 3]
     b = tris[t, (j + 2) % 3]
-    lo = wp.min(a, b)
-    hi = wp.max(a, b)
-    keys[3 * t + j] = (wp.int64(lo) << wp.int64(32)) | wp.int64(hi)
+    return wp.vec2i(wp.min(a, b), wp.max(a, b))
 
 
 @wp.kernel(enable_backward=False)
-def _adj_pairs(slots: wp.array(dtype=wp.int32), first: wp.array(dtype=wp.int32), last: wp.array(dtype=wp.int32),
-               count: wp.array(dtype=wp.int32), neighbors: wp.array2d(dtype=wp.int32),
-               neighbor_edges: wp.array2d(dtype=wp.int32), bad: wp.array(dtype=wp.int32)):
+def _adj_count(tris: wp.array2d(dtype=wp.int32), counts: wp.array(dtype=wp.int32)):
+    t, j = wp.tid()
+    wp.atomic_add(counts, _edge_ends(tris, t, j)[0], 1)
+
+
+@wp.kernel(enable_backward=False)
+def _adj_fill(tris: wp.array2d(dtype=wp.int32), cursor: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32),
+              ends: wp.array(dtype=wp.int32)):
+    t, j = wp.tid()
+    e = _edge_ends(tris, t, j)
+    slot = wp.atomic_add(cursor, e[0], 1)
+    items[slot] = 3 * t + j
+    ends[slot] = e[1]
+
+
+@wp.kernel(enable_backward=False)
+def _adj_pairs(tris: wp.array2d(dtype=wp.int32), starts: wp.array(dtype=wp.int32), items: wp.array(dtype=wp.int32),
+               ends: wp.array(dtype=wp.int32), neighbors: wp.array2d(dtype=wp.int32), neighbor_edges: wp.array2d(dtype=wp.int32),
+               bad: wp.array(dtype=wp.int32)):
+    # the half-edges listed under an edge's smaller vertex are few (with their larger vertex beside them, so the scan
+    # reads contiguous memory): find the other one with the same ends
     t, j = wp.tid()
     item = 3 * t + j
-    s = slots[item]
-    c = count[s]
+    e = _edge_ends(tris, t, j)
     other = -1
-    if c == 2:
-        other = first[s]
-        if other == item:
-            other = last[s]
-    elif c > 2:
+    found = 0
+    for k in range(starts[e[0]], starts[e[0] + 1]):
+        if ends[k] == e[1]:
+            it = items[k]
+            if it != item:
+                other = it
+                found += 1
+    if found > 1:
         wp.atomic_min(bad, 0, item)
     if other >= 0:
         neighbors[t, j] = other // 3
@@ -114,19 +133,24 @@ def _check_range(tris: Any, vertex_count: int | None, where: str) -> int:
     return int(vertex_count)
 
 
-def _adjacency(tris: Any, where: str) -> tuple[Any, Any]:
+def _adjacency(tris: Any, vertex_count: int, where: str) -> tuple[Any, Any]:
     n = tris.shape[0]
     dev = tris.device
     neighbors = wp.empty((n, 3), dtype=wp.int32, device=dev)
     edges = wp.empty((n, 3), dtype=wp.int32, device=dev)
     if n == 0:
         return neighbors, edges
-    keys = wp.empty(3 * n, dtype=wp.int64, device=dev)
-    wp.launch(_adj_keys, dim=(n, 3), inputs=[tris, keys], device=dev, record_tape=False)
-    hs = HashSet(keys)
+    # the half-edges grouped by their edge's smaller vertex (CSR), so that partners meet in short lists
+    counts = wp.zeros(vertex_count + 1, dtype=wp.int32, device=dev)
+    wp.launch(_adj_count, dim=(n, 3), inputs=[tris, counts], device=dev, record_tape=False)
+    starts, _ = exclusive_scan(counts)
+    cursor = wp.clone(starts)
+    items = wp.empty(3 * n, dtype=wp.int32, device=dev)
+    ends = wp.empty(3 * n, dtype=wp.int32, device=dev)
+    wp.launch(_adj_fill, dim=(n, 3), inputs=[tris, cursor, items, ends], device=dev, record_tape=False)
     bad = wp.full(1, UNCLAIMED, dtype=wp.int32, device=dev)
-    wp.launch(_adj_pairs, dim=(n, 3), inputs=[hs.slots, hs.first, hs.last, hs.count, neighbors, edges, bad],
-              device=dev, record_tape=False)
+    wp.launch(_adj_pairs, dim=(n, 3), inputs=[tris, starts, items, ends, neighbors, edges, bad], device=dev,
+              record_tape=False)
     item = int(bad.numpy()[0])
     if item != UNCLAIMED:
         t, j = divmod(item, 3)
@@ -158,8 +182,8 @@ def tri_tri_adjacency(indices: Any, vertex_count: int | None = None, return_neig
     """
     where = "tri_tri_adjacency"
     tris = _indices_arg(indices, where)
-    _check_range(tris, vertex_count, where)
-    neighbors, edges = _adjacency(tris, where)
+    count = _check_range(tris, vertex_count, where)
+    neighbors, edges = _adjacency(tris, count, where)
     return (neighbors, edges) if return_neighbor_edge_indices else neighbors
 
 
@@ -302,7 +326,7 @@ def delaunay_edge_flip(positions: Any, indices: Any, ref_positions: Any = None, 
         raise ValueError(f"{where}: max_passes must be at least 1, got {max_passes!r}")
     eps = _epsilon_arg(area_epsilon, "area_epsilon", where)
     ref_eps = _epsilon_arg(ref_area_epsilon, "ref_area_epsilon", where)
-    _check_range(tris, pos.shape[0], where)
+    count = _check_range(tris, pos.shape[0], where)
     n = tris.shape[0]
     flips = wp.zeros(1, dtype=wp.int32, device=dev)
     if n == 0:
@@ -311,7 +335,7 @@ def delaunay_edge_flip(positions: Any, indices: Any, ref_positions: Any = None, 
     claims = wp.empty(n, dtype=wp.int32, device=dev)
     done = 0
     for _ in range(int(max_passes)):
-        neighbors, edges = _adjacency(tris, where)
+        neighbors, edges = _adjacency(tris, count, where)
         claims.fill_(UNCLAIMED)
         wp.launch(_flip_claims, dim=(n, 3), inputs=[pos, ref, int(ref_positions is not None), tris, neighbors, edges,
                                                     eps, ref_eps, candidate, claims], device=dev, record_tape=False)

@@ -7,8 +7,10 @@ per level on all surviving cells' centres.
 
 ``sparse_marching_cubes_from_cells`` runs marching cubes on a list of cells with their corner values. Vertices are
 shared between neighbouring cells by hashing each crossed grid edge's code (its lower node's subscript relative to
-the cells' minimum, packed with the edge's axis into an int64); a vertex is numbered, and computed from the corner
-values of, the first (cell, edge) that holds its edge, so the output is the same for every thread schedule and its
+the cells' minimum, packed with the edge's axis into an int64, 4 x 4 x 4 blocks of nodes in the low bits so that
+neighbouring edges share cache lines of the table; only crossed edges are listed, after a prefix sum of
+their count per cell); a vertex is numbered, and computed from the corner values of, the first (cell, edge) that
+holds its edge, so the output is the same for every thread schedule and its
 gradient reaches exactly one of the agreeing corner values. The case table, the interpolation and the arithmetic of
 the positions are those of the dense ``IsoSurfaceMarchingCubes``, so the two agree on the same cells bit for bit.
 
@@ -29,7 +31,7 @@ import treadle as wp
 
 from ..autodiff.state import suspend_tapes
 from ..geometry.marching_cubes import CORNERS, EDGES, case_tables
-from ._common import exclusive_scan, grid_bounds, grid_dims, unique_ids, vec3_arg
+from ._common import NODE_BITS, exclusive_scan, grid_bounds, grid_dims, node_key, unique_ids, vec3_arg
 from .iso_surface import API_CORNERS, API_TO_CORNER
 
 
@@ -185,35 +187,46 @@ def lipschitz_octree(field: Callable[..., Any], origin: Any, root_width: float, 
 @wp.kernel(enable_backward=False)
 def _smc_cells(cells: wp.array(dtype=wp.vec3i), values: wp.array2d(dtype=float), threshold: float,
                corner_slot: wp.array(dtype=wp.int32), tri_counts: wp.array(dtype=wp.int32),
-               edge_geom: wp.array2d(dtype=wp.int32), cmin: wp.vec3i, extent: wp.vec3i,
-               cases: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32), keys: wp.array(dtype=wp.int64)):
+               edge_geom: wp.array2d(dtype=wp.int32), cases: wp.array(dtype=wp.int32),
+               tri_per_cell: wp.array(dtype=wp.int32), edges_per_cell: wp.array(dtype=wp.int32)):
     n = wp.tid()
     case = 0
     for c in range(8):
         if values[n, corner_slot[c]] < threshold:
             case = case | (1 << c)
     cases[n] = case
-    counts[n] = tri_counts[case]
-    cell = cells[n] - cmin
+    tri_per_cell[n] = tri_counts[case]
+    crossed = 0
     for e in range(12):
-        a = edge_geom[e, 4]
-        b = edge_geom[e, 5]
-        key = wp.int64(-1)
-        if ((case >> a) & 1) != ((case >> b) & 1):
-            x = wp.int64(cell[0] + edge_geom[e, 0])
-            y = wp.int64(cell[1] + edge_geom[e, 1])
-            z = wp.int64(cell[2] + edge_geom[e, 2])
-            key = ((x * wp.int64(extent[1]) + y) * wp.int64(extent[2]) + z) * wp.int64(3) + wp.int64(edge_geom[e, 3])
-        keys[12 * n + e] = key
+        if ((case >> edge_geom[e, 4]) & 1) != ((case >> edge_geom[e, 5]) & 1):
+            crossed += 1
+    edges_per_cell[n] = crossed
+
+
+@wp.kernel(enable_backward=False)
+def _smc_keys(cells: wp.array(dtype=wp.vec3i), cases: wp.array(dtype=wp.int32), edge_offsets: wp.array(dtype=wp.int32),
+              edge_geom: wp.array2d(dtype=wp.int32), cmin: wp.vec3i, keys: wp.array(dtype=wp.int64),
+              items: wp.array(dtype=wp.int32)):
+    # one entry per crossed (cell, edge), in cell order then edge order: the grid edge's code and 12 cell + edge
+    n = wp.tid()
+    case = cases[n]
+    cell = cells[n] - cmin
+    k = edge_offsets[n]
+    for e in range(12):
+        if ((case >> edge_geom[e, 4]) & 1) != ((case >> edge_geom[e, 5]) & 1):
+            keys[k] = node_key(cell[0] + edge_geom[e, 0], cell[1] + edge_geom[e, 1], cell[2] + edge_geom[e, 2],
+                               edge_geom[e, 3])
+            items[k] = 12 * n + e
+            k += 1
 
 
 @wp.kernel
 def _smc_verts(cells: wp.array(dtype=wp.vec3i), values: wp.array2d(dtype=float), threshold: float,
                corner_slot: wp.array(dtype=wp.int32), edge_geom: wp.array2d(dtype=wp.int32),
-               first_item: wp.array(dtype=wp.int32), origin: wp.vec3, spacing: wp.vec3,
-               verts: wp.array(dtype=wp.vec3)):
+               items: wp.array(dtype=wp.int32), first_item: wp.array(dtype=wp.int32), origin: wp.vec3,
+               spacing: wp.vec3, verts: wp.array(dtype=wp.vec3)):
     v = wp.tid()
-    item = first_item[v]
+    item = items[first_item[v]]
     n = item // 12
     e = item - 12 * n
     axis = edge_geom[e, 3]
@@ -227,14 +240,26 @@ def _smc_verts(cells: wp.array(dtype=wp.vec3i), values: wp.array2d(dtype=float),
 
 
 @wp.kernel(enable_backward=False)
-def _smc_tris(cases: wp.array(dtype=wp.int32), offsets: wp.array(dtype=wp.int32), tri_edges: wp.array2d(dtype=wp.int32),
-              tri_counts: wp.array(dtype=wp.int32), ids: wp.array(dtype=wp.int32), indices: wp.array(dtype=wp.int32)):
+def _smc_tris(cases: wp.array(dtype=wp.int32), offsets: wp.array(dtype=wp.int32),
+              edge_offsets: wp.array(dtype=wp.int32), tri_edges: wp.array2d(dtype=wp.int32),
+              tri_counts: wp.array(dtype=wp.int32), edge_geom: wp.array2d(dtype=wp.int32),
+              ids: wp.array(dtype=wp.int32), indices: wp.array(dtype=wp.int32)):
     n = wp.tid()
     case = cases[n]
     first = offsets[n]
+    # the vertex of crossed edge e is entry edge_offsets[n] + (the cell's crossed edges before e)
+    crossed = 0
+    for e in range(12):
+        if ((case >> edge_geom[e, 4]) & 1) != ((case >> edge_geom[e, 5]) & 1):
+            crossed = crossed | (1 << e)
+    base = edge_offsets[n]
     for t in range(tri_counts[case]):
         for c in range(3):
-            indices[3 * (first + t) + c] = ids[12 * n + tri_edges[case, 3 * t + c]]
+            e = tri_edges[case, 3 * t + c]
+            before = 0
+            for b in range(e):
+                before += (crossed >> b) & 1
+            indices[3 * (first + t) + c] = ids[base + before]
 
 
 def _edge_geometry() -> np.ndarray:
@@ -261,31 +286,38 @@ def extract_cells(cells: Any, values: Any, origin: np.ndarray, spacing: np.ndarr
     sub = cells.numpy()
     cmin = sub.min(axis=0).astype(np.int64)
     extent = sub.max(axis=0).astype(np.int64) - cmin + 2  # corner subscripts span [cmin, cmax + 1]
-    if float(extent[0]) * float(extent[1]) * float(extent[2]) * 3.0 >= 2.0**62:
+    if extent.max() > 2**NODE_BITS:
         raise ValueError(f"sparse_marching_cubes_from_cells: the cells' subscripts span {tuple(extent - 1)} cells, "
-                         "too many to pack a grid edge into a 64-bit code")
+                         f"more than the {2**NODE_BITS - 1} per axis that a 64-bit grid-edge code packs")
     tri_edges_np, tri_counts_np = case_tables()
     tri_edges = wp.array(tri_edges_np, dtype=wp.int32, device=device)
     tri_counts = wp.array(tri_counts_np, dtype=wp.int32, device=device)
     edge_geom = wp.array(_edge_geometry(), dtype=wp.int32, device=device)
     corner_slot = wp.array(_corner_slots(), dtype=wp.int32, device=device)
     cases = wp.empty(n, dtype=wp.int32, device=device)
-    counts = wp.empty(n, dtype=wp.int32, device=device)
-    keys = wp.empty(12 * n, dtype=wp.int64, device=device)
-    wp.launch(_smc_cells, dim=n, inputs=[cells, values, float(threshold), corner_slot, tri_counts, edge_geom,
-                                         wp.vec3i(*cmin.tolist()), wp.vec3i(*extent.tolist()), cases, counts, keys],
-              device=device, record_tape=False)
-    ids, first_item, num_verts, _ = unique_ids(keys)
+    tri_per_cell = wp.empty(n, dtype=wp.int32, device=device)
+    edges_per_cell = wp.empty(n, dtype=wp.int32, device=device)
+    wp.launch(_smc_cells, dim=n, inputs=[cells, values, float(threshold), corner_slot, tri_counts, edge_geom, cases,
+                                         tri_per_cell, edges_per_cell], device=device, record_tape=False)
+    # hash only the crossed edges: far fewer than 12 per cell
+    edge_offsets, num_crossed = exclusive_scan(edges_per_cell)
+    keys = wp.empty(num_crossed, dtype=wp.int64, device=device)
+    items = wp.empty(num_crossed, dtype=wp.int32, device=device)
+    if num_crossed:
+        wp.launch(_smc_keys, dim=n, inputs=[cells, cases, edge_offsets, edge_geom, wp.vec3i(*cmin.tolist()),
+                                            keys, items], device=device,
+                  record_tape=False)
+    ids, first_item, num_verts = unique_ids(keys)
     verts = wp.zeros(num_verts, dtype=wp.vec3, device=device, requires_grad=verts_grad)
     if num_verts:
-        wp.launch(_smc_verts, dim=num_verts, inputs=[cells, values, float(threshold), corner_slot, edge_geom,
+        wp.launch(_smc_verts, dim=num_verts, inputs=[cells, values, float(threshold), corner_slot, edge_geom, items,
                                                      first_item, wp.vec3(*origin.tolist()),
                                                      wp.vec3(*spacing.tolist()), verts], device=device)
-    offsets, num_tris = exclusive_scan(counts)
+    offsets, num_tris = exclusive_scan(tri_per_cell)
     indices = wp.empty(3 * num_tris, dtype=wp.int32, device=device)
     if num_tris:
-        wp.launch(_smc_tris, dim=n, inputs=[cases, offsets, tri_edges, tri_counts, ids, indices], device=device,
-                  record_tape=False)
+        wp.launch(_smc_tris, dim=n, inputs=[cases, offsets, edge_offsets, tri_edges, tri_counts, edge_geom, ids,
+                                            indices], device=device, record_tape=False)
     return verts, indices
 
 
@@ -372,11 +404,10 @@ def sparse_marching_cubes_from_cells(cells: Any, corner_values: Any, origin: Any
 
 
 @wp.kernel(enable_backward=False)
-def _corner_keys(cells: wp.array(dtype=wp.vec3i), offsets: wp.array(dtype=wp.vec3i), extent: wp.vec3i,
-                 keys: wp.array(dtype=wp.int64)):
+def _corner_keys(cells: wp.array(dtype=wp.vec3i), offsets: wp.array(dtype=wp.vec3i), keys: wp.array(dtype=wp.int64)):
     n, r = wp.tid()
     p = cells[n] + offsets[r]
-    keys[8 * n + r] = (wp.int64(p[0]) * wp.int64(extent[1]) + wp.int64(p[1])) * wp.int64(extent[2]) + wp.int64(p[2])
+    keys[8 * n + r] = node_key(p[0], p[1], p[2], 0)
 
 
 @wp.kernel(enable_backward=False)
@@ -448,9 +479,9 @@ def sparse_marching_cubes(field: Callable[..., Any], nx: int, ny: int, nz: int, 
     if n:
         offsets = wp.array(np.asarray(API_CORNERS, np.int32), dtype=wp.vec3i, device=dev)
         keys = wp.empty(8 * n, dtype=wp.int64, device=dev)
-        wp.launch(_corner_keys, dim=(n, 8), inputs=[leaves, offsets, wp.vec3i(nx, ny, nz), keys], device=dev,
+        wp.launch(_corner_keys, dim=(n, 8), inputs=[leaves, offsets, keys], device=dev,
                   record_tape=False)
-        ids, first_item, unique, _ = unique_ids(keys)
+        ids, first_item, unique = unique_ids(keys)
         points = wp.empty(unique, dtype=wp.vec3, device=dev)
         wp.launch(_corner_points, dim=unique, inputs=[leaves, offsets, first_item, wp.vec3(*lo.tolist()),
                                                       wp.vec3(*spacing.tolist()), points], device=dev,

@@ -9,9 +9,10 @@ it (wound counter-clockwise seen from the side of larger values), split into two
 for the triangle topology. Edges on the grid's boundary have fewer cells and give no face, so a sheet whose crossed
 edges all lie there has no vertex: every vertex belongs to a face.
 
-Kernels: ``_sn_cells`` (per cell: case, number of vertices, their numbering among the cell's sheets),
-``_sn_owners`` (per vertex: its cell and sheet), ``_sn_verts`` (positions; recorded on the tape), ``_sn_face_counts``
-and ``_sn_faces`` (per grid node, the quads of its three forward edges).
+Kernels: ``_sn_cases`` (per cell: its case), ``_sn_meta`` (per cell: number of vertices, their numbering among the
+cell's sheets, and the quads of the three grid edges leaving the cell's first corner, from a per-case table away
+from the grid's boundary), ``_sn_owners`` (per vertex: its cell and sheet),
+``_sn_verts`` (positions; recorded on the tape) and ``_sn_faces`` (the quads' vertex indices).
 """
 
 from __future__ import annotations
@@ -99,51 +100,90 @@ def _edge_is_interior(i: int, j: int, k: int, e: int, dims: wp.vec3i, edge_geom:
     return ok
 
 
+@wp.func
+def _has_quad(dims: wp.vec3i, node: wp.vec3i, axis: int) -> bool:
+    # the grid edge from node along axis has four cells around it: off the boundary on both other axes
+    ok = True
+    for a in range(3):
+        if a != axis:
+            if node[a] < 1 or node[a] > dims[a] - 2:
+                ok = False
+    return ok
+
+
+# meta, one int per cell: bits 0-2 its number of vertices, 4-5 the quads of the grid edges leaving its first corner
+# (a node with quads is always some cell's first corner, so cells cover all of them), 8-11 which sheets are used (have
+# an interior edge), from bit 12 three bits per sheet: its vertex's number within the cell.
+
+
+def interior_meta() -> np.ndarray:
+    """Per case, the meta of a cell away from the grid's boundary: every sheet used, numbered in order."""
+    sheet_count, _ = sheet_tables()
+    out = np.zeros(256, np.int32)
+    for case in range(1, 255):
+        n = int(sheet_count[case])
+        quads = sum(1 for axis in range(3) if (case & 1) != (case >> (1 << axis) & 1))
+        codes = sum(s << (12 + 3 * s) for s in range(n))
+        out[case] = n | (quads << 4) | (((1 << n) - 1) << 8) | codes
+    return out
+
+
 @wp.kernel(enable_backward=False)
-def _sn_cells(field: wp.array3d(dtype=float), threshold: float, sheet_count: wp.array(dtype=wp.int32),
-              edge_sheet: wp.array2d(dtype=wp.int32), edge_geom: wp.array2d(dtype=wp.int32),
-              cases: wp.array3d(dtype=wp.int32), counts: wp.array3d(dtype=wp.int32),
-              local: wp.array3d(dtype=wp.int32)):
+def _sn_cases(field: wp.array3d(dtype=float), threshold: float, cases: wp.array3d(dtype=wp.int32)):
     i, j, k = wp.tid()
-    dims = wp.vec3i(field.shape[0], field.shape[1], field.shape[2])
     case = 0
     for c in range(8):
         if field[i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)] < threshold:
             case = case | (1 << c)
     cases[i, j, k] = case
-    used = 0
-    for e in range(12):
-        s = edge_sheet[case, e]
-        if s >= 0:
-            if _edge_is_interior(i, j, k, e, dims, edge_geom):
-                used = used | (1 << s)
-    # number the used sheets in order; 8 bits per sheet, 255 for an unused one
-    packed = 0
-    n = 0
-    for s in range(4):
-        code = 255
-        if (used >> s) & 1 != 0:
-            code = n
-            n += 1
-        packed = packed | (code << (8 * s))
-    counts[i, j, k] = n
-    local[i, j, k] = packed
 
 
 @wp.kernel(enable_backward=False)
-def _sn_owners(counts: wp.array3d(dtype=wp.int32), offsets: wp.array3d(dtype=wp.int32),
-               local: wp.array3d(dtype=wp.int32), owner_cell: wp.array(dtype=wp.vec3i),
-               owner_sheet: wp.array(dtype=wp.int32)):
+def _sn_meta(cases: wp.array3d(dtype=wp.int32), interior: wp.array(dtype=wp.int32),
+             edge_sheet: wp.array2d(dtype=wp.int32), edge_geom: wp.array2d(dtype=wp.int32),
+             meta: wp.array3d(dtype=wp.int32)):
     i, j, k = wp.tid()
-    if counts[i, j, k] == 0:
-        return
-    first = offsets[i, j, k]
-    packed = local[i, j, k]
-    for s in range(4):
-        code = (packed >> (8 * s)) & 255
-        if code != 255:
-            owner_cell[first + code] = wp.vec3i(i, j, k)
-            owner_sheet[first + code] = s
+    case = cases[i, j, k]
+    nx = cases.shape[0]
+    ny = cases.shape[1]
+    nz = cases.shape[2]
+    if i >= 1 and j >= 1 and k >= 1 and i < nx - 1 and j < ny - 1 and k < nz - 1:
+        meta[i, j, k] = interior[case]  # all twelve edges have four cells around them (0 for cells not crossed)
+    elif case == 0 or case == 255:
+        meta[i, j, k] = 0
+    else:
+        dims = wp.vec3i(nx + 1, ny + 1, nz + 1)
+        used = 0
+        for e in range(12):
+            s = edge_sheet[case, e]
+            if s >= 0:
+                if _edge_is_interior(i, j, k, e, dims, edge_geom):
+                    used = used | (1 << s)
+        m = used << 8
+        n = 0
+        for s in range(4):
+            if (used >> s) & 1 != 0:
+                m = m | (n << (12 + 3 * s))
+                n += 1
+        quads = 0
+        for axis in range(3):
+            if (case & 1) != ((case >> (1 << axis)) & 1) and _has_quad(dims, wp.vec3i(i, j, k), axis):
+                quads += 1
+        meta[i, j, k] = m | n | (quads << 4)
+
+
+@wp.kernel(enable_backward=False)
+def _sn_owners(meta: wp.array3d(dtype=wp.int32), offsets: wp.array3d(dtype=wp.int32),
+               owner_cell: wp.array(dtype=wp.vec3i), owner_sheet: wp.array(dtype=wp.int32)):
+    i, j, k = wp.tid()
+    m = meta[i, j, k]
+    if m & 7 != 0:
+        first = offsets[i, j, k]
+        for s in range(4):
+            if (m >> (8 + s)) & 1 != 0:
+                code = (m >> (12 + 3 * s)) & 7
+                owner_cell[first + code] = wp.vec3i(i, j, k)
+                owner_sheet[first + code] = s
 
 
 @wp.kernel
@@ -174,63 +214,21 @@ def _sn_verts(field: wp.array3d(dtype=float), threshold: float, lower: wp.vec3, 
     verts[v] = lower + wp.cw_mul(m, spacing)
 
 
-@wp.func
-def _crossed(field: wp.array3d(dtype=float), threshold: float, i: int, j: int, k: int, axis: int) -> int:
-    # +1: the node is below and its forward neighbour along axis is not; -1: the reverse; 0: no crossing
-    ii = i
-    jj = j
-    kk = k
-    if axis == 0:
-        ii = i + 1
-    if axis == 1:
-        jj = j + 1
-    if axis == 2:
-        kk = k + 1
-    r = 0
-    if ii < field.shape[0] and jj < field.shape[1] and kk < field.shape[2]:
-        below = field[i, j, k] < threshold
-        if below != (field[ii, jj, kk] < threshold):
-            r = -1
-            if below:
-                r = 1
-    return r
-
-
-@wp.func
-def _has_quad(dims: wp.vec3i, node: wp.vec3i, axis: int) -> bool:
-    ok = True
-    for a in range(3):
-        if a != axis:
-            if node[a] < 1 or node[a] > dims[a] - 2:
-                ok = False
-    return ok
-
-
 @wp.kernel(enable_backward=False)
-def _sn_face_counts(field: wp.array3d(dtype=float), threshold: float, counts: wp.array3d(dtype=wp.int32)):
-    i, j, k = wp.tid()
-    dims = wp.vec3i(field.shape[0], field.shape[1], field.shape[2])
-    n = 0
-    for axis in range(3):
-        if _crossed(field, threshold, i, j, k, axis) != 0:
-            if _has_quad(dims, wp.vec3i(i, j, k), axis):
-                n += 1
-    counts[i, j, k] = n
-
-
-@wp.kernel(enable_backward=False)
-def _sn_faces(field: wp.array3d(dtype=float), threshold: float, face_offsets: wp.array3d(dtype=wp.int32),
+def _sn_faces(dims: wp.vec3i, meta: wp.array3d(dtype=wp.int32), face_offsets: wp.array3d(dtype=wp.int32),
               cases: wp.array3d(dtype=wp.int32), vert_offsets: wp.array3d(dtype=wp.int32),
-              local: wp.array3d(dtype=wp.int32), edge_sheet: wp.array2d(dtype=wp.int32),
+              edge_sheet: wp.array2d(dtype=wp.int32),
               corner_edge: wp.array2d(dtype=wp.int32), quad_cells: wp.array4d(dtype=wp.int32), quads: int,
               indices: wp.array(dtype=wp.int32)):
     i, j, k = wp.tid()
-    dims = wp.vec3i(field.shape[0], field.shape[1], field.shape[2])
+    if (meta[i, j, k] >> 4) & 3 == 0:
+        return  # no quad leaves this cell's first corner
     node = wp.vec3i(i, j, k)
     f = face_offsets[i, j, k]
+    case0 = cases[i, j, k]
+    below = case0 & 1
     for axis in range(3):
-        sign = _crossed(field, threshold, i, j, k, axis)
-        if sign != 0 and _has_quad(dims, node, axis):
+        if below != ((case0 >> (1 << axis)) & 1) and _has_quad(dims, node, axis):
             u = 0
             w = 1
             if axis == 0:
@@ -238,9 +236,6 @@ def _sn_faces(field: wp.array3d(dtype=float), threshold: float, face_offsets: wp
                 w = 2
             if axis == 1:
                 w = 2
-            below = 0
-            if sign > 0:
-                below = 1
             q = wp.vec4i(0, 0, 0, 0)
             for c in range(4):
                 cell = node
@@ -249,7 +244,7 @@ def _sn_faces(field: wp.array3d(dtype=float), threshold: float, face_offsets: wp
                 off = node - cell
                 e = corner_edge[off[0] + 2 * off[1] + 4 * off[2], axis]
                 s = edge_sheet[cases[cell[0], cell[1], cell[2]], e]
-                code = (local[cell[0], cell[1], cell[2]] >> (8 * s)) & 255
+                code = (meta[cell[0], cell[1], cell[2]] >> (12 + 3 * s)) & 7
                 q[c] = vert_offsets[cell[0], cell[1], cell[2]] + code
             if quads != 0:
                 for c in range(4):
@@ -278,35 +273,32 @@ def extract_nets(field: Any, threshold: float, lower: Any, upper: Any, topology:
     lo, spacing = grid_bounds(nx, ny, nz, lower, upper, where)
     dev = field.device
     thr = float(threshold)
-    sheet_count_np, edge_sheet_np = sheet_tables()
-    sheet_count = wp.array(sheet_count_np, dtype=wp.int32, device=dev)
+    _, edge_sheet_np = sheet_tables()
     edge_sheet = wp.array(edge_sheet_np, dtype=wp.int32, device=dev)
     edge_geom = wp.array(_edge_geometry(), dtype=wp.int32, device=dev)
     cdim = (nx - 1, ny - 1, nz - 1)
     cases = wp.empty(cdim, dtype=wp.int32, device=dev)
-    counts = wp.empty(cdim, dtype=wp.int32, device=dev)
-    local = wp.empty(cdim, dtype=wp.int32, device=dev)
-    wp.launch(_sn_cells, dim=cdim, inputs=[field, thr, sheet_count, edge_sheet, edge_geom, cases, counts, local],
-              device=dev, record_tape=False)
-    vert_offsets, num_verts = exclusive_scan(counts)
+    meta = wp.empty(cdim, dtype=wp.int32, device=dev)
+    wp.launch(_sn_cases, dim=cdim, inputs=[field, thr, cases], device=dev, record_tape=False)
+    wp.launch(_sn_meta, dim=cdim, inputs=[cases, wp.array(interior_meta(), dtype=wp.int32, device=dev), edge_sheet,
+                                          edge_geom, meta], device=dev, record_tape=False)
+    vert_offsets, num_verts = exclusive_scan(meta, shift=0, mask=7)
     owner_cell = wp.empty(num_verts, dtype=wp.vec3i, device=dev)
     owner_sheet = wp.empty(num_verts, dtype=wp.int32, device=dev)
     verts = wp.zeros(num_verts, dtype=wp.vec3, device=dev, requires_grad=field.requires_grad)
     per_face = 4 if topology == "quad" else 6
     if num_verts == 0:
         return verts, wp.empty(0, dtype=wp.int32, device=dev)
-    wp.launch(_sn_owners, dim=cdim, inputs=[counts, vert_offsets, local, owner_cell, owner_sheet], device=dev,
+    wp.launch(_sn_owners, dim=cdim, inputs=[meta, vert_offsets, owner_cell, owner_sheet], device=dev,
               record_tape=False)
     wp.launch(_sn_verts, dim=num_verts, inputs=[field, thr, wp.vec3(*lo.tolist()), wp.vec3(*spacing.tolist()),
                                                 cases, edge_sheet, edge_geom, owner_cell, owner_sheet, verts],
               device=dev)
-    face_counts = wp.empty((nx, ny, nz), dtype=wp.int32, device=dev)
-    wp.launch(_sn_face_counts, dim=(nx, ny, nz), inputs=[field, thr, face_counts], device=dev, record_tape=False)
-    face_offsets, num_faces = exclusive_scan(face_counts)
+    face_offsets, num_faces = exclusive_scan(meta, shift=4, mask=3)
     indices = wp.empty(per_face * num_faces, dtype=wp.int32, device=dev)
     if num_faces:
-        wp.launch(_sn_faces, dim=(nx, ny, nz),
-                  inputs=[field, thr, face_offsets, cases, vert_offsets, local, edge_sheet,
+        wp.launch(_sn_faces, dim=cdim,
+                  inputs=[wp.vec3i(nx, ny, nz), meta, face_offsets, cases, vert_offsets, edge_sheet,
                           wp.array(_corner_edge_table(), dtype=wp.int32, device=dev),
                           wp.array(_quad_cells(), dtype=wp.int32, device=dev), int(topology == "quad"), indices],
                   device=dev, record_tape=False)
