@@ -297,3 +297,16 @@ def test_bad_arguments(device: str) -> None:
         geo.IsoSurfaceNets.extract(wp.zeros((4, 4, 4), dtype=float), topology="hex")
     with pytest.raises(ValueError, match="topology"):
         geo.IsoSurfaceNets(4, 4, 4, topology="hex")
+
+
+def test_submodule_is_imported_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, treadle as wp; assert 'treadle.geometry' not in sys.modules; "
+            "assert wp.geometry.IsoSurfaceNets is __import__('treadle.geometry').geometry.IsoSurfaceNets; "
+            "assert 'treadle.geometry' in sys.modules")
+    env = dict(__import__("os").environ, PYTHONPATH=str(__import__("pathlib").Path(wp.__file__).parent.parent))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_submodule'"):
+        wp.not_a_submodule  # noqa: B018
