@@ -36,12 +36,13 @@ class SweptVolumeSignMode(enum.IntEnum):
     Members are ints, so a value can be passed to a kernel and compared there.
 
     Members:
-        NORMAL: the angle-weighted pseudo-normal at the closest point (``mesh_query_point_sign_normal``); fast,
-            needs closed, consistently oriented meshes.
-        WINDING_NUMBER: the generalised winding number (``mesh_query_point_sign_winding_number``); robust to small
-            holes, needs meshes built with ``support_winding_number=True``. The default.
-        PARITY: the parity of ray crossings (``mesh_query_point_sign_parity``).
-        NO_SIGN: unsigned distance; the field is positive everywhere, so a mesh needs a positive threshold.
+
+    - ``NORMAL``: the angle-weighted pseudo-normal at the closest point (``mesh_query_point_sign_normal``); fast,
+      needs closed, consistently oriented meshes.
+    - ``WINDING_NUMBER``: the generalised winding number (``mesh_query_point_sign_winding_number``); robust to small
+      holes, needs meshes built with ``support_winding_number=True``. The default.
+    - ``PARITY``: the parity of ray crossings (``mesh_query_point_sign_parity``).
+    - ``NO_SIGN``: unsigned distance; the field is positive everywhere, so a mesh needs a positive threshold.
     """
 
     NORMAL = 0
