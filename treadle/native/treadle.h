@@ -18,3 +18,4 @@
 #include "geometry.h"
 #include "bvh.h"
 #include "mesh.h"
+#include "volume.h"

@@ -13,6 +13,7 @@ from . import spatial as spatial
 from . import transform as transform
 from . import utility as utility
 from . import vector_math as vector_math
+from . import volume as volume
 from .exports import exported_builtins as exported_builtins
 from .registry import REGISTRY as REGISTRY
 from .registry import Builtin as Builtin
