@@ -19,3 +19,4 @@
 #include "bvh.h"
 #include "mesh.h"
 #include "volume.h"
+#include "texture.h"

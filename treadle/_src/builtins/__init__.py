@@ -10,6 +10,7 @@ from . import quat as quat
 from . import random as random
 from . import scalar_math as scalar_math
 from . import spatial as spatial
+from . import texture as texture
 from . import transform as transform
 from . import utility as utility
 from . import vector_math as vector_math
