@@ -491,7 +491,9 @@ def read_file_bytes(data: bytes | memoryview, source: str) -> np.ndarray:
     magic, = struct.unpack_from("<Q", mv, 0)
     # A file header has its version right after the magic number; a grid has its checksum there.
     file_version = struct.unpack_from("<I", mv, 8)[0] if len(mv) >= 12 else 0
-    if magic == MAGIC_GRID or (magic == MAGIC_NUMB and file_version >> 21 != MAJOR_VERSION):
+    grid_version = struct.unpack_from("<I", mv, OFF_VERSION)[0] if len(mv) >= 20 else 0
+    if magic == MAGIC_GRID or (magic == MAGIC_NUMB and file_version >> 21 != MAJOR_VERSION
+                               and grid_version >> 21 == MAJOR_VERSION):
         # a raw grid buffer (grids one after another, no file header)
         buf = np.frombuffer(bytes(mv), dtype=np.uint8).copy()
         grids = parse_grids(buf, source)
