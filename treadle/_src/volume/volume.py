@@ -530,7 +530,7 @@ class Volume:
             raise RuntimeError(f"out must be a contiguous array on {self.device}")
         if (out.dtype is vec3i and out.shape == (len(data),)) or (out.dtype is scalars.int32
                                                                    and out.shape == (len(data), 3)):
-            out.assign(data.reshape(out.shape))
+            out.assign(data)
             return out
         raise RuntimeError(f"out must hold {len(data)} vec3i (or {len(data)} x 3 int32) {what}, got "
                            f"{out.shape} {getattr(out.dtype, '__name__', out.dtype)}")
