@@ -71,6 +71,16 @@ def _mip_chain(base: np.ndarray, ndim: int, levels: int, fmt: str) -> list[np.nd
     return out
 
 
+class _Keeper:
+    """Refers to a texture from the structs that hold it; refreshes their descriptor field (the array protocol)."""
+
+    def __init__(self, tex: Any) -> None:
+        self.tex = tex
+
+    def __ctype__(self) -> int:
+        return int(self.tex.id)
+
+
 class Texture:
     """A texture: a 1-3d grid of texels with 1, 2 or 4 channels, sampled in kernels with ``texture_sample``.
 
@@ -172,6 +182,8 @@ class Texture:
         self._mirror = DescriptorMirror(d, self._device)
         c_fields = self._ctype
         c_fields._treadle_tex = self._mirror.id
+        # a struct holding this texture (a field assignment adopts these references) keeps it alive
+        self._refs["_treadle_tex"] = _Keeper(self)
         for name, n in zip(("width", "height", "depth"), list(reversed(sizes))):
             setattr(c_fields, name, int(n))
 
