@@ -139,10 +139,9 @@ class Texture:
         self._dtype = _BY_NUMPY[texels.dtype]
         fmt, code, _ = _FORMATS[self._dtype]
         is_int32 = self._dtype in (scalars.int32, scalars.uint32)
-        filt = _mode(TextureFilterMode.CLOSEST if is_int32 else TextureFilterMode.LINEAR
-                     if filter_mode is None else filter_mode, TextureFilterMode, "filter_mode")
-        mip_filt = _mode(TextureFilterMode.CLOSEST if is_int32 else TextureFilterMode.LINEAR
-                         if mip_filter_mode is None else mip_filter_mode, TextureFilterMode, "mip_filter_mode")
+        default = TextureFilterMode.CLOSEST if is_int32 else TextureFilterMode.LINEAR
+        filt = _mode(default if filter_mode is None else filter_mode, TextureFilterMode, "filter_mode")
+        mip_filt = _mode(default if mip_filter_mode is None else mip_filter_mode, TextureFilterMode, "mip_filter_mode")
         if is_int32 and filt == TextureFilterMode.LINEAR:
             raise ValueError("32-bit integer textures require filter_mode=TextureFilterMode.CLOSEST")
         modes = list(address_mode) if isinstance(address_mode, (tuple, list)) else [address_mode] * 3
