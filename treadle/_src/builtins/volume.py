@@ -65,7 +65,9 @@ def _head(types: Sequence[Any], n: int, names: Sequence[str], kinds: Sequence[st
             need(is_int(t), f"'{name}' must be an integer, got {type_str(t)}")
 
 
-def _count(types: Sequence[Any], n: int) -> None:
+def _count(types: Sequence[Any], n: int, dtype_last: bool = False) -> None:
+    if dtype_last and len(types) == n - 1:
+        raise NoMatch("dtype= (the volume's value type) is required, e.g. dtype=float")
     need(len(types) == n, f"expected {n} arguments, got {len(types)}")
 
 
@@ -89,7 +91,7 @@ def _declare(name: str, rule: Any, signature: str, doc: str, *, cpp: str | None 
 
 def _sample_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     _head(types, 3, *_SAMPLE)
-    _count(types, 4)
+    _count(types, 4, dtype_last=True)
     return _dtype(types, consts, 3)
 
 
@@ -125,7 +127,7 @@ def _grad_arg(t: Any, g: Any) -> None:
 
 def _sample_grad_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     _head(types, 4, *_SAMPLE)
-    _count(types, 5)
+    _count(types, 5, dtype_last=True)
     t = _dtype(types, consts, 4)
     _grad_arg(t, types[3])
     return t
@@ -216,7 +218,7 @@ _declare("volume_voxel_count", _voxel_count_rule, "volume_voxel_count(id: uint64
 
 def _lookup_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     _head(types, 4, *_LOOKUP)
-    _count(types, 5)
+    _count(types, 5, dtype_last=True)
     return _dtype(types, consts, 4)
 
 
