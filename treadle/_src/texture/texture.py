@@ -293,20 +293,30 @@ class Texture:
         """Whether coordinates are normalised to [0, 1]."""
         return self._normalized
 
+    def _cuda_handle(self, what: str) -> int:
+        if not getattr(self._device, "is_cuda", False):
+            raise RuntimeError(f"{what} is only supported for CUDA textures")
+        raise RuntimeError(f"{what}: CUDA texture objects are not made (textures are sampled in software on every "
+                           "device)")
+
     @property
     def cuda_array(self) -> int:
-        """CUDA array handle (0: textures are sampled in software, with no CUDA array)."""
-        return 0
+        """CUDA array handle (CUDA textures only; not made: textures are sampled in software)."""
+        return self._cuda_handle("cuda_array")
 
     @property
     def cuda_texture(self) -> int:
-        """CUDA texture object (0: not made; sampling is done in software)."""
-        return 0
+        """CUDA texture object (CUDA textures only; not made: textures are sampled in software)."""
+        return self._cuda_handle("cuda_texture")
 
     @property
     def cuda_surface(self) -> int:
-        """CUDA surface object (0: not made)."""
-        return 0
+        """CUDA surface object (CUDA textures only; not made)."""
+        return self._cuda_handle("cuda_surface")
+
+    def __del__(self) -> None:
+        # the texels and the descriptor are owned by this object; tolerates a texture that was never initialised
+        self.__dict__.pop("_storage", None)
 
     # -- copies --------------------------------------------------------------------------------------------------
     def _shape(self) -> tuple[int, ...]:
@@ -318,16 +328,26 @@ class Texture:
             raise RuntimeError(f"{what} is not supported for mipmapped textures; mipmap contents are immutable after "
                                "construction")
 
+    def _check_copy(self, host: np.ndarray, what: str) -> None:
+        if tuple(host.shape) != self._shape() and tuple(host.shape) != tuple(self._shapes[0]):
+            raise ValueError(f"Incompatible array shape for copy: texture shape={self._shape()}, {what} shape="
+                             f"{tuple(host.shape)}")
+        if host.dtype != np.dtype(_FORMATS[self._dtype][0]):
+            other = _BY_NUMPY.get(host.dtype)
+            raise ValueError(f"Incompatible array data type for copy: texture dtype={self._dtype.__name__}, {what} "
+                             f"dtype={other.__name__ if other is not None else host.dtype}")
+
     def copy_from(self, src: Any) -> None:
-        """Replace the texels with those of ``src`` (an array, NumPy array or texture of the same shape)."""
+        """Replace the texels with those of ``src`` (an array, NumPy array or texture of the same shape and type)."""
         self._immutable("copy_from")
         if isinstance(src, Texture):
+            if src._shapes[0] != self._shapes[0]:
+                raise ValueError(f"Incompatible texture shapes for copy: destination shape={self._shape()}, source "
+                                 f"shape={src._shape()}")
             host = src._level(0)
         else:
             host = src.numpy() if isinstance(src, array) else np.asarray(src)
-        if tuple(host.shape) != self._shape() and tuple(host.shape) != tuple(self._shapes[0]):
-            raise ValueError(f"Incompatible array shape for copy: texture shape={self._shape()}, source shape="
-                             f"{tuple(host.shape)}")
+        self._check_copy(host, "source")
         fmt = _FORMATS[self._dtype][0]
         self._storage.assign(np.ascontiguousarray(host.astype(fmt, copy=False)).reshape(-1).view(np.uint8))
 
@@ -343,14 +363,12 @@ class Texture:
         """Copy the texels into ``dst`` (an array or NumPy array of the same shape)."""
         self._immutable("copy_to")
         host = self._level(0)
-        shape = tuple(dst.shape)
-        if shape != self._shape() and shape != tuple(self._shapes[0]):
-            raise ValueError(f"Incompatible array shape for copy: texture shape={self._shape()}, destination shape="
-                             f"{shape}")
+        view = dst.numpy() if isinstance(dst, array) else dst
+        self._check_copy(np.empty(view.shape, view.dtype), "destination")
         if isinstance(dst, array):
-            dst.assign(host.reshape(shape).astype(np.dtype(dst.numpy().dtype), copy=False))
+            dst.assign(host.reshape(view.shape))
         else:
-            dst[...] = host.reshape(shape)
+            dst[...] = host.reshape(view.shape)
 
     def __repr__(self) -> str:
         dims = "x".join(str(n) for n in reversed(self._shapes[0][:self.ndim]))

@@ -78,6 +78,8 @@ class TextureType(Struct):
         self.ndim = ndim
         #: the class of texture objects of this type (set by ``texture.py``)
         self.object_type: Any = None
+        # ``Texture2D.__new__(Texture2D)``: an uninitialised texture object, as for a class
+        self.__new__ = lambda _cls, *args, **kwargs: object.__new__(self.object_type)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Create a texture (see ``Texture`` for the arguments)."""

@@ -72,13 +72,18 @@ def _bg_array(code: int, bg_value: Any) -> np.ndarray | None:
 
 
 def _voxel_size3(voxel_size: Any) -> np.ndarray:
-    v = np.asarray(voxel_size, dtype=np.float64).reshape(-1)
+    items = voxel_size if isinstance(voxel_size, (list, tuple, np.ndarray)) else [voxel_size]
+    if isinstance(voxel_size, (str, bytes)) or not all(
+            isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+            for x in np.asarray(items, dtype=object).reshape(-1)):
+        raise TypeError(f"voxel_size must be a number or a sequence of 3 numbers, got {voxel_size!r}")
+    v = np.asarray(items, dtype=np.float64).reshape(-1)
     if v.size == 1:
         v = np.repeat(v, 3)
     if v.size != 3:
         raise ValueError(f"voxel_size must be a scalar or 3 values, got {voxel_size!r}")
-    if not (np.isfinite(v).all() and (v != 0).all()):
-        raise ValueError(f"voxel_size must be finite and non-zero, got {voxel_size!r}")
+    if not (np.isfinite(v).all() and (v > 0).all()):
+        raise ValueError(f"voxel_size must be finite and positive, got {voxel_size!r}")
     return v
 
 
@@ -413,8 +418,11 @@ class Volume:
                       cap.uppers or uppers or 1)
         if cap.kind == "voxels" and not cap.leaves:
             c = c._replace(leaves=max(c.voxels, leaves, 1))
+        flags = cls._fits(g, c)
+        if flags == 0:
+            _reserve_indices(buf, code, c)
         vol = cls._from_bytes(buf, device, c, _capacity_bytes(code, c))
-        vol._write_status(status, vol._fits(g, c))
+        vol._write_status(status, flags)
         return vol
 
     # -- rebuild ----------------------------------------------------------------------------------------------------
@@ -483,6 +491,7 @@ class Volume:
         new = nv.parse_grid(buf, 0, "Volume")
         flags = self._fits(new, c)
         if flags == 0:
+            _reserve_indices(buf, g.layout.code, c)
             dst = array(ptr=self.id, dtype=scalars.uint8, shape=(len(buf),), device=self.device)
             dst.assign(buf)
             self._refresh()
@@ -516,8 +525,12 @@ class Volume:
         return (float(v[0]), float(v[1]), float(v[2]))
 
     def get_voxel_count(self) -> int:
-        """Voxels that have an index: index grids: their indices; value grids: every voxel of every tile."""
-        return self._grid.voxel_count()
+        """Index grids: their indices (a rebuildable one: the reserved voxels); value grids: the active voxels."""
+        g = self._grid
+        if not g.layout.is_index:
+            return g.active_voxels
+        c = self._capacity
+        return self.get_rebuild_info().max_voxel_count if c is not None else g.voxel_count()
 
     def get_tile_count(self) -> int:
         """Number of tiles (8^3 leaf nodes)."""
@@ -528,10 +541,14 @@ class Volume:
             return array(data, dtype=vec3i, device=self.device)
         if not isinstance(out, array) or out.device != self.device or not out.is_contiguous:
             raise RuntimeError(f"out must be a contiguous array on {self.device}")
-        if (out.dtype is vec3i and out.shape == (len(data),)) or (out.dtype is scalars.int32
-                                                                   and out.shape == (len(data), 3)):
-            out.assign(data)
-            return out
+        if (out.dtype is vec3i and out.ndim == 1) or (out.dtype is scalars.int32 and out.ndim == 2
+                                                       and out.shape[1] == 3):
+            if out.shape[0] == len(data):
+                out.assign(data)
+                return out
+            if out.shape[0] > len(data):  # the rows beyond the count are left as they are
+                out[:len(data)].assign(data)
+                return out
         raise RuntimeError(f"out must hold {len(data)} vec3i (or {len(data)} x 3 int32) {what}, got "
                            f"{out.shape} {getattr(out.dtype, '__name__', out.dtype)}")
 
@@ -596,10 +613,18 @@ class Volume:
         return vol
 
     def save_to_nvdb(self, path: Any, codec: typing.Literal["none", "zip", "blosc"] = "none") -> None:
-        """Write this grid to a ``.nvdb`` file (``codec``: ``"none"``, ``"zip"`` or ``"blosc"``)."""
+        """Write this volume's grids to a ``.nvdb`` file (``codec``: ``"none"``, ``"zip"`` or ``"blosc"``).
+
+        A volume loaded from a multi-grid file writes all of its grids; only the first of them can be saved.
+        """
+        if self._offset:
+            raise RuntimeError("save_to_nvdb is supported for the first grid of a buffer only (it writes every grid "
+                               "of the buffer): save the volume the others were loaded from")
         host = self._host_bytes()
-        g = nv.parse_grid(host, self._offset, "Volume")
-        pieces = list(nv.file_bytes([g], codec))
+        grids = [nv.parse_grid(host, 0, "Volume")]
+        while grids[-1].grid_index + 1 < grids[-1].grid_count and grids[-1].start + grids[-1].size < len(host):
+            grids.append(nv.parse_grid(host, grids[-1].start + grids[-1].size, "Volume"))
+        pieces = list(nv.file_bytes(grids, codec))
         if isinstance(path, (str, os.PathLike)):
             with open(path, "wb") as f:
                 for p in pieces:
@@ -609,6 +634,11 @@ class Volume:
                 path.write(p)
         else:
             raise TypeError(f"save_to_nvdb expects a path or a binary file object, got {type(path).__name__}")
+
+    def __del__(self) -> None:
+        # the grid buffer is an array owned by this object (nothing else to release); tolerates a volume that was
+        # never initialised (Volume.__new__ only)
+        self.__dict__.pop("_buf", None)
 
     def __repr__(self) -> str:
         g = self._grid
@@ -624,6 +654,13 @@ def _positive(x: int | None, name: str) -> int:
     if v <= 0 or v >= 2**32:
         raise ValueError(f"{name} must be a positive integer that fits in uint32, got {x}")
     return v
+
+
+def _reserve_indices(buf: np.ndarray, code: int, c: _Capacity) -> None:
+    """A rebuildable index grid counts its reserved voxels (per-voxel arrays keep their size across rebuilds)."""
+    if code in nv.INDEX_TYPES:
+        reserved = c.voxels if c.kind == "voxels" else c.leaves * 512
+        struct.pack_into("<Q", buf, nv.OFF_DATA1, reserved + 1)
 
 
 def _capacity_bytes(code: int, c: _Capacity) -> int:
