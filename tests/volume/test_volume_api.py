@@ -166,8 +166,10 @@ def test_rebuild_in_place_within_capacity():
     vox = wp.Volume.allocate_by_voxels(pts, voxel_size=1.0, rebuildable=True)
     assert vox.get_rebuild_info().kind == "voxels"
     vox.rebuild(wp.array(np.array([[1, 1, 1]], np.int32), dtype=wp.vec3i))
-    # an index volume counts the voxels it reserved (per-voxel arrays keep their size), the stats what is active
+    # a rebuildable index volume counts the voxels it reserved (per-voxel arrays sized by it fit any rebuild)
     assert vox.get_voxel_count() == 2 and vox.get_active_stats().voxel_count == 1
+    idx = wp.Volume.allocate_by_tiles(pts, voxel_size=1.0, bg_value=None, max_tiles=4)
+    assert idx.get_voxel_count() == 4 * 512 and idx.get_active_stats().voxel_count == 2 * 512
     with pytest.raises(RuntimeError, match="not rebuildable"):
         wp.Volume.allocate_by_tiles(pts, voxel_size=1.0).rebuild(pts)
     with pytest.raises(ValueError, match="max_tiles"):

@@ -419,8 +419,10 @@ class Volume:
         if cap.kind == "voxels" and not cap.leaves:
             c = c._replace(leaves=max(c.voxels, leaves, 1))
         flags = cls._fits(g, c)
-        if flags == 0:
-            _reserve_indices(buf, code, c)
+        if flags:  # the first topology does not fit the capacity: start empty (status says why)
+            bg = None if g.layout.is_index else g.background()
+            buf = B.build_grid(code, np.zeros((0, 3), np.int32), np.zeros((0, 8), np.uint64), None, bg, g.mat,
+                               g.translation)
         vol = cls._from_bytes(buf, device, c, _capacity_bytes(code, c))
         vol._write_status(status, flags)
         return vol
@@ -491,7 +493,6 @@ class Volume:
         new = nv.parse_grid(buf, 0, "Volume")
         flags = self._fits(new, c)
         if flags == 0:
-            _reserve_indices(buf, g.layout.code, c)
             dst = array(ptr=self.id, dtype=scalars.uint8, shape=(len(buf),), device=self.device)
             dst.assign(buf)
             self._refresh()
@@ -525,12 +526,15 @@ class Volume:
         return (float(v[0]), float(v[1]), float(v[2]))
 
     def get_voxel_count(self) -> int:
-        """Index grids: their indices (a rebuildable one: the reserved voxels); value grids: the active voxels."""
+        """The number of voxels with an index (index grids) or of active voxels (value grids).
+
+        A rebuildable index volume counts the voxels it reserved, so that per-voxel arrays sized by it hold any
+        rebuilt topology; ``volume_voxel_count`` in kernels counts the indices of the current topology.
+        """
         g = self._grid
         if not g.layout.is_index:
             return g.active_voxels
-        c = self._capacity
-        return self.get_rebuild_info().max_voxel_count if c is not None else g.voxel_count()
+        return self.get_rebuild_info().max_voxel_count if self._capacity is not None else g.voxel_count()
 
     def get_tile_count(self) -> int:
         """Number of tiles (8^3 leaf nodes)."""
@@ -654,13 +658,6 @@ def _positive(x: int | None, name: str) -> int:
     if v <= 0 or v >= 2**32:
         raise ValueError(f"{name} must be a positive integer that fits in uint32, got {x}")
     return v
-
-
-def _reserve_indices(buf: np.ndarray, code: int, c: _Capacity) -> None:
-    """A rebuildable index grid counts its reserved voxels (per-voxel arrays keep their size across rebuilds)."""
-    if code in nv.INDEX_TYPES:
-        reserved = c.voxels if c.kind == "voxels" else c.leaves * 512
-        struct.pack_into("<Q", buf, nv.OFF_DATA1, reserved + 1)
 
 
 def _capacity_bytes(code: int, c: _Capacity) -> int:
