@@ -84,6 +84,15 @@ def test_raycast_example(tmp_path):
     _pngs(str(tmp_path), 1)
 
 
+def test_nanovdb_raymarch_example(tmp_path):
+    from treadle.examples import nanovdb_raymarch
+
+    r = nanovdb_raymarch.run(str(tmp_path), frames=1, size=48, voxel=0.04, samples=300, quiet=True)
+    assert r["ok"] and r["checked"] == 300 and r["coverage"] > 0.05
+    assert (tmp_path / "torus.nvdb").exists()
+    _pngs(str(tmp_path), 1)
+
+
 def test_marching_cubes_example(tmp_path):
     from treadle.examples import marching_cubes
 

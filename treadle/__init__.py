@@ -238,6 +238,14 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from ._src.texture.texture import Texture as Texture
+from ._src.texture.texture import Texture1D as Texture1D
+from ._src.texture.texture import Texture2D as Texture2D
+from ._src.texture.texture import Texture3D as Texture3D
+from ._src.texture.texture import TextureAddressMode as TextureAddressMode
+from ._src.texture.texture import TextureFilterMode as TextureFilterMode
+from ._src.texture.texture import TextureResourceFlags as TextureResourceFlags
+from ._src.volume.volume import Volume as Volume
 from .config import LOG_DEBUG as LOG_DEBUG
 from .config import LOG_ERROR as LOG_ERROR
 from .config import LOG_INFO as LOG_INFO
