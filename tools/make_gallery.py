@@ -59,6 +59,10 @@ GALLERY: list[dict[str, Any]] = [
      "title": "Iso-surfaces and swept volumes",
      "caption": "treadle.geometry: a torus by marching cubes, surface nets and sparse marching cubes, and the capsule "
                 "a moving sphere sweeps."},
+    {"name": "nanovdb_raymarch", "args": ["--frames", "8", "--size", "240"],
+     "title": "NanoVDB level set",
+     "caption": "A torus level set written to a NanoVDB file, read back as a wp.Volume and sphere-traced with "
+                "volume_sample."},
 ]
 
 
