@@ -216,7 +216,7 @@ def test_own_path_with_an_input_without_gradient(nt):
 
 def test_backward_pass_uses_the_loop_compiler():
     # g++ vectorizes the reverse sweep of elementwise kernels where clang++ 14 does not (pipeline.adjoint_options)
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_cpu_backend
 
     v = [wp.zeros(4, dtype=float, requires_grad=True) for _ in range(3)]
     with wp.Tape() as tape:

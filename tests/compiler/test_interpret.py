@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.compiler import interpret
+from treadle._src.backends.interpret import interpreter as interpret
 
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
 

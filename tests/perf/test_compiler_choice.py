@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.backends.cpu import get_cpu_backend
+from treadle._src.runtime.native import get_cpu_backend
 
 
 @wp.kernel

@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
     import treadle as wp
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_cpu_backend
 
     SCALE = {scale}
 
@@ -122,7 +122,7 @@ def test_more_damaged_entries_are_rebuilt(tmp_path, damage):
 REBUILD = textwrap.dedent("""
     import numpy as np
     import treadle as wp
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_cpu_backend
 
     wp.config.optimization_level = {opt}
     MODE = {mode}

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.backends.cpu import get_cpu_backend
 from treadle._src.runtime.cache import KernelCache, get_cache
+from treadle._src.runtime.native import get_cpu_backend
 
 posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
 

@@ -19,7 +19,7 @@ SCRIPT = """
 import json, os, sys
 import numpy as np
 import treadle as wp
-from treadle._src.backends.cpu import get_cpu_backend
+from treadle._src.runtime.native import get_cpu_backend
 from treadle._src.runtime import fastlaunch, threadpool
 
 wp.init()

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from treadle._src.backends import cpu
-from treadle._src.errors import CompileError
+from treadle._src.core.errors import CompileError
+from treadle._src.runtime import native as cpu
 
 SOURCE = 'extern "C" __attribute__((visibility("default"))) int answer() { return 42; }\n'
 FLAGS = ["-O1", "-fPIC", "-shared"]

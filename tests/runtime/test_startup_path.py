@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.backends.cpu import load_native_library, symbol_address
 from treadle._src.lang import kernel as kernel_mod
-from treadle._src.lang.typesys import ArrayT
 from treadle._src.runtime import fastlaunch
+from treadle._src.runtime.native import load_native_library, symbol_address
 from treadle._src.runtime.warm_index import sources_signature
+from treadle._src.types.typesys import ArrayT
 
 
 def _tree(root: Path) -> None:

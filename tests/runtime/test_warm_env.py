@@ -23,9 +23,9 @@ import pytest
 from fresh_module import import_fresh
 
 import treadle as wp
-from treadle._src.backends import cpu, toolchain
 from treadle._src.compiler import pipeline
-from treadle._src.runtime import warm_env, warm_index
+from treadle._src.runtime import native as cpu
+from treadle._src.runtime import toolchain, warm_env, warm_index
 
 KERNEL = """
 import treadle as wp

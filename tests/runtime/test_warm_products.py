@@ -17,7 +17,7 @@ import pytest
 from fresh_module import import_fresh
 
 import treadle as wp
-from treadle._src.backends import cpu
+from treadle._src.runtime import native as cpu
 from treadle._src.runtime import threadpool, warm_env, warm_index
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")

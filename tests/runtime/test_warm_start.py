@@ -225,7 +225,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     import treadle as wp
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_cpu_backend
 
     K = {k}
 

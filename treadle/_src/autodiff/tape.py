@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ... import config
-from ..errors import TreadleError
-from .state import pop_tape, push_tape
+from ..core.errors import TreadleError
+from ..runtime.recording import pop_tape, push_tape
 
 
 class OverwriteError(TreadleError):
@@ -134,7 +134,7 @@ class Tape:
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
-        from .state import active_tape
+        from ..runtime.recording import active_tape
 
         if active_tape() is not None:
             raise RuntimeError("tapes cannot be nested: a wp.Tape is already recording on this thread")

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..builtins import REGISTRY
-from ..errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
-from ..lang import scalars
-from ..lang.typesys import (
+from ..core.errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     StaticArgT,
     TupleT,
@@ -515,7 +515,7 @@ class Lowerer(CallMixin):
                 raise self.err(f"a value of type {type_str(t)} has no components to assign", target,
                                cls=CodegenTypeError)
             if is_vector_like(t) and isinstance(target.slice, ast.Slice):  # v[a:b:c] = w (constant slice)
-                from ..lang.vector import vector
+                from ..types.vector import vector
 
                 pos = self.slice_positions(self.slice_spec(target.slice), t._length_, target)
                 return lv.then(("slice", pos), vector(len(pos), scalar_of(t)))

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..builtins import REGISTRY
 from ..builtins.registry import NOT_CONST, Builtin, NoMatch
-from ..errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
-from ..lang import scalars
-from ..lang.typesys import (
+from ..core.errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     TupleT,
     is_callable_object,
@@ -105,7 +105,7 @@ class CallMixin(ExprMixin):
 
     def call_grad(self, target: Any, node: ast.Call) -> Any:
         """``wp.grad(f)(x, y)``: gradients of the scalar result of ``f`` w.r.t. each argument (forward-only)."""
-        from ..lang.typesys import is_float
+        from ..types.typesys import is_float
 
         vals = [self._tid_value(self.expr(a)) for a in node.args]
         # functions passed to a function parameter stay compile-time arguments (wp.grad(apply)(f, x))
@@ -573,9 +573,9 @@ class CallMixin(ExprMixin):
 
     def with_dtype(self, t: Any, dtype: Any, node: ast.AST) -> Any:
         """The composite type of the same kind and shape as ``t`` with scalar type ``dtype`` (a type operand)."""
-        from ..lang import matrix as matrix_mod
-        from ..lang import quat as quat_mod
-        from ..lang import vector as vector_mod
+        from ..types import matrix as matrix_mod
+        from ..types import quat as quat_mod
+        from ..types import vector as vector_mod
 
         if not isinstance(dtype, PyObj):
             raise self.err("dtype= must be a type such as wp.float64", node, cls=CodegenTypeError)
@@ -669,17 +669,17 @@ class CallMixin(ExprMixin):
                 n = len(args)
             if dtype is None:
                 dtype = scalar_of(args[0].type) if args else scalars.float32
-            from ..lang.vector import vector
+            from ..types.vector import vector
 
             return self.construct_composite(vector(n, dtype), args, node)
         if kind in ("quaternion", "transformation"):  # wp.types.quaternion(x, y, z, w) / (v, w) / (q, dtype=...)
-            from ..lang import quat as quat_mod
+            from ..types import quat as quat_mod
 
             if dtype is None:
                 dtype = scalar_of(args[0].type) if args else scalars.float32
             return self.construct_composite(getattr(quat_mod, kind)(dtype), args, node)
         shape = kw.pop("shape", None)
-        from ..lang.matrix import matrix
+        from ..types.matrix import matrix
 
         if isinstance(shape, TupleVal):
             dims = tuple(x.value for x in shape.items)

@@ -14,7 +14,7 @@ import numpy as np
 from ..builtins import REGISTRY
 from ..builtins.operators import BINOP_NAMES, CMPOP_NAMES, UNARYOP_NAMES
 from ..builtins.registry import Builtin, NoMatch
-from ..errors import (
+from ..core.errors import (
     CodegenAttributeError,
     CodegenError,
     CodegenIndexError,
@@ -22,8 +22,8 @@ from ..errors import (
     CodegenTypeError,
     UnsupportedConstructError,
 )
-from ..lang import scalars
-from ..lang.typesys import (
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     TupleT,
     is_composite,
@@ -543,8 +543,8 @@ class ExprMixin:
         matrix (``m[a:b]`` takes all columns), a slice and an index a vector. An empty selection gives the 0x0
         matrix (the reference's convention).
         """
-        from ..lang.matrix import matrix
-        from ..lang.vector import vector
+        from ..types.matrix import matrix
+        from ..types.vector import vector
 
         if len(idx) == 1:
             idx = [idx[0], ir.SliceSpec(None, None, None)]
@@ -596,7 +596,7 @@ class ExprMixin:
 
     def gather_components(self, val: Any, positions: list[int], node: ast.AST) -> Any:
         """``v[a:b:c]``: a new vector of the selected components (same scalar type)."""
-        from ..lang.vector import vector
+        from ..types.vector import vector
 
         loc = self.src.loc(node)
         st = scalar_of(val.type)

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ... import config
-from ..backends.cpu import CompileOptions, get_cpu_backend
-from ..errors import CompileError
+from ..core.errors import CompileError
 from ..runtime.cache import get_cache
+from ..runtime.native import CompileOptions, get_cpu_backend
 from . import ir
 from .emit_cpp import Emitter
 
@@ -30,7 +30,7 @@ def header_hash() -> str:
     """
     global _header_hash
     if _header_hash is None:
-        from ..backends.cpu import NATIVE_DIR
+        from ..runtime.native import NATIVE_DIR
 
         entries = sorted((e.name, e.path, e.stat()) for e in os.scandir(NATIVE_DIR) if e.name.endswith(".h"))
         sig = hashlib.sha256("".join(f"{n}:{st.st_size}:{st.st_mtime_ns};" for n, _, st in entries).encode())

@@ -16,17 +16,18 @@ from typing import Any
 import numpy as np
 
 from ..builtins import REGISTRY
-from ..lang import abi, scalars
+from ..builtins.geometry_types import MeshView
+from ..core import abi
 from ..lang.array import array
 from ..lang.creation import copy, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
-from ..lang.vector import vec3f
 from ..runtime.device import get_device
+from ..types import scalars
+from ..types.vector import vec3f
 from .bvh import LBVH, BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
 from .descriptor import DescriptorMirror
 from .host_build import host_builds, upload
-from .types import MeshView
 
 _mesh_build = REGISTRY.builtins["_mesh_build"]
 _mesh_refit = REGISTRY.builtins["_mesh_refit"]

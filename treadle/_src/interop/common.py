@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..errors import LaunchError, TreadleError
+from ..core.abi import ArrayDesc
+from ..core.errors import LaunchError, TreadleError
 from ..lang import array as _arr
-from ..lang.abi import ArrayDesc
-from ..lang.typesys import contains_any
+from ..types.typesys import contains_any
 
 
 class InteropError(TreadleError, TypeError, RuntimeError, BufferError):
@@ -31,7 +31,7 @@ def scalar_size(t: Any) -> int:
 
 
 def _integer_family() -> dict[Any, int]:
-    from ..lang import scalars as s
+    from ..types import scalars as s
 
     return {s.bool: 1, s.int8: 1, s.uint8: 1, s.int16: 2, s.uint16: 2, s.int32: 4, s.uint32: 4, s.int64: 8,
             s.uint64: 8}
@@ -240,7 +240,7 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
         except InteropError as e:
             raise LaunchError(f"{what}: {e}") from None
     if hasattr(v, "__cuda_array_interface__"):  # Numba device arrays and other CUDA-only producers
-        from ..runtime.cuda_interface import from_cuda_array_interface
+        from .cuda_interface import from_cuda_array_interface
 
         try:
             return from_cuda_array_interface(v, dtype=None if contains_any(t.dtype) else t.dtype)
@@ -251,7 +251,7 @@ def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
 
 def foreign_array_type(v: Any, declared: Any) -> Any:
     """The concrete array type of a foreign array for a generic (``Any`` dtype) parameter, or ``None``."""
-    from ..lang.typesys import ArrayT
+    from ..types.typesys import ArrayT
 
     if not contains_any(declared.dtype):
         return declared
@@ -265,7 +265,7 @@ def foreign_array_type(v: Any, declared: Any) -> Any:
         a = from_dlpack(v)
         return ArrayT(a.dtype, declared.ndim)
     if hasattr(v, "__cuda_array_interface__"):
-        from ..runtime.cuda_interface import from_cuda_array_interface
+        from .cuda_interface import from_cuda_array_interface
 
         return ArrayT(from_cuda_array_interface(v).dtype, declared.ndim)
     return None

@@ -27,8 +27,8 @@ import weakref
 from typing import Any
 
 from ..lang import array as _arr
-from ..lang import scalars
 from ..runtime import device as _device
+from ..types import scalars
 from .common import InteropError, fit_layout, scalar_size, stream_handle, wrap_memory
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import TreadleError
+from ..core.errors import TreadleError
 
 #: The FFI target name registered with JAX.
 TARGET = "treadle_ffi"
@@ -185,7 +185,7 @@ class CudaTarget:
     @classmethod
     def preload_instance(cls, inst: Any, ordinal: int = -1, adjoint: bool = False) -> None:
         """Load a kernel instance's module on the device now (at trace time) rather than inside the XLA call."""
-        from ..backends.cuda_launch import plan_for
+        from ..backends.cuda.launch import plan_for
 
         plan_for(inst, cls.device(ordinal), adjoint=adjoint)
 
@@ -199,7 +199,7 @@ class CudaTarget:
                     call("cuMemsetD8Async", int(p), 0, int(n), int(stream))
 
     def launch(self, ordinal: int, stream: int, args_addr: int) -> None:
-        from ..backends.cuda_launch import plan_for
+        from ..backends.cuda.launch import plan_for
 
         plan = plan_for(self.inst, self.device(ordinal), adjoint=self.adjoint)
         packed = self.inst.args_type.from_address(args_addr)
@@ -268,8 +268,8 @@ def _build(cache_root: Path) -> Path:
     """Compile the handler into the cache (once per source/header/compiler) and return the library path."""
     import jax
 
-    from ..backends.cpu import get_cpu_backend
     from ..runtime.cache import get_cache
+    from ..runtime.native import get_cpu_backend
 
     include = Path(jax.ffi.include_dir())
     header = include / "xla" / "ffi" / "api" / "c_api.h"

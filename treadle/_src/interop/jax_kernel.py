@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import config
-from ..errors import TreadleError
+from ..core.errors import TreadleError
 from ..lang import array as _arr
-from ..lang.typesys import ArrayT, contains_any, normalize_annotation, type_str
+from ..types.typesys import ArrayT, contains_any, normalize_annotation, type_str
 
 
 class JaxCallableGraphMode(enum.IntEnum):
@@ -263,7 +263,7 @@ class _Launch:
     def __init__(self, sig: Signature, inst: Any, in_shapes: list[tuple[int, ...]], out_shapes: list[tuple[int, ...]],
                  statics: dict[int, Any], launch: tuple[int, ...], platform: str = "cpu",
                  block_dim: int | None = None) -> None:
-        from ..lang.abi import ArrayDesc
+        from ..core.abi import ArrayDesc
         from ..lang.launch import launch_bounds, pack_arg
         from ..runtime.device import get_device
 

@@ -27,11 +27,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import TreadleError
-from ..lang import scalars
-from ..lang.abi import ARRAY_KEEP_GRAD
+from ..core.abi import ARRAY_KEEP_GRAD
+from ..core.errors import TreadleError
 from ..lang.launch import launch_bounds, pack_arg
-from ..lang.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
+from ..types import scalars
+from ..types.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 from .common import _torch_descriptor
 from .jax_kernel import Signature, as_dims, element_info, output_shape, resolve_types, thread_count
 

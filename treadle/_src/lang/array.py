@@ -3,7 +3,7 @@
 An :class:`array` is either
 
 - a **concrete array**: ``ptr`` (int address, ``None`` when empty), ``shape``, ``strides`` (bytes), ``dtype``,
-  ``device``, optional ``grad``; passed to native code as :class:`~treadle._src.lang.abi.ArrayDesc` via
+  ``device``, optional ``grad``; passed to native code as :class:`~treadle._src.core.abi.ArrayDesc` via
   :meth:`array.__ctype__`; or
 - an **annotation** (``wp.array(dtype=float)``, ``wp.array2d(dtype=wp.vec3)``, ``wp.array[float]``): only
   ``dtype`` and ``ndim``; recognised with :func:`is_array_annotation`.
@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CopyError, CopyTypeError, ShapeError
+from ..core import abi
+from ..core.errors import CopyError, CopyTypeError, ShapeError
 from ..runtime import device as _device
 from ..runtime import graph as _graph
-from . import abi, scalars
+from ..types import scalars
 
 MAX_DIMS = abi.MAX_DIMS
 
@@ -489,7 +490,7 @@ class array:
 
     def _init_from_cuda_interface(self, data: Any, dtype: Any, shape: Any, device: Any, pinned: bool) -> None:
         """A view of an object's CUDA memory (``__cuda_array_interface__``); a copy when another device is asked."""
-        from ..runtime.cuda_interface import from_cuda_array_interface
+        from ..interop.cuda_interface import from_cuda_array_interface
 
         view = from_cuda_array_interface(data, dtype=None if dtype is Any else dtype, shape=shape)
         dev = view.device if device is None else _device.get_device(device)
@@ -777,7 +778,7 @@ class array:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """The CUDA Array Interface (v3, with the producing stream) of an array on a CUDA device."""
-        from ..runtime.cuda_interface import export_interface
+        from ..interop.cuda_interface import export_interface
 
         return export_interface(self)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CopyTypeError
+from ..core.errors import CopyTypeError
 from ..runtime import graph as _graph
-from . import scalars
+from ..types import scalars
 from .array import (
     array,
     check_copy_counts,
@@ -131,11 +131,11 @@ def _dtype_of_value(value: Any) -> Any:
         if scalar is None:
             raise ValueError(f"Failed to convert {arr.dtype} to a Treadle data type; pass dtype=...")
         if arr.ndim == 1:
-            from .vector import vector
+            from ..types.vector import vector
 
             return vector(arr.shape[0], scalar)
         if arr.ndim == 2:
-            from .matrix import matrix
+            from ..types.matrix import matrix
 
             return matrix(arr.shape, scalar)
         raise ValueError("Values with more than two dimensions are not supported; pass a vector or matrix value")
@@ -267,7 +267,7 @@ def _copy_indexed(dest: array, src: array) -> bool:
 
 def _record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
     """On a recording tape, record a copy so that ``backward()`` adds ``dest.grad`` into ``src.grad``."""
-    from ..autodiff.state import active_tape
+    from ..runtime.recording import active_tape
 
     tape = active_tape()
     if tape is not None:
@@ -339,11 +339,11 @@ def from_numpy(
     if dtype is None:
         scalar = dtype_from_numpy(arr.dtype)
         if arr.ndim >= 3:
-            from .matrix import matrix
+            from ..types.matrix import matrix
 
             dtype = matrix(arr.shape[-2:], scalar)
         elif arr.ndim == 2:
-            from .vector import vector
+            from ..types.vector import vector
 
             dtype = vector(arr.shape[-1], scalar)
         else:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CodegenError, CodegenTypeError
-from . import scalars
-from .typesys import (
+from ..core.errors import CodegenError, CodegenTypeError
+from ..types import scalars
+from ..types.typesys import (
     GenericComposite,
     RefT,
     StaticArgT,
@@ -194,7 +194,7 @@ class FuncInstance:
         from ... import config
         from ..compiler.frontend import LowerContext, lower_function
         from ..compiler.source import FuncSource
-        from .typesys import TupleT
+        from ..types.typesys import TupleT
 
         src = FuncSource(grad_fn)
         n_primal = len(self.types)
@@ -466,13 +466,13 @@ def _py_value_type(v: Any) -> Any:
     if callable(v) and not isinstance(v, type):
         return _PY_CALLABLE
     if isinstance(v, _array):
-        from .typesys import ArrayT
+        from ..types.typesys import ArrayT
 
         return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
     st = getattr(v, "_struct_type_", None)
     if st is not None:
         return st
-    from .typesys import is_composite
+    from ..types.typesys import is_composite
 
     if is_composite(type(v)):
         return type(v)
@@ -531,7 +531,7 @@ class _StaticArg:
 
 
 def _array_generic_match(pt: Any, at: Any) -> bool:
-    from .typesys import ArrayT
+    from ..types.typesys import ArrayT
 
     return (isinstance(pt, ArrayT) and isinstance(at, ArrayT) and pt.ndim == at.ndim
             and (pt.dtype is AnyT or types_match(pt.dtype, at.dtype)))

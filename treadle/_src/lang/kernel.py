@@ -9,14 +9,14 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ... import config
-from ..backends.cpu import CompileOptions
 from ..compiler.source import remember_source
-from ..errors import CodegenError, TreadleError
+from ..core.abi import ArrayDesc, IndexedArrayDesc
+from ..core.errors import CodegenError, TreadleError
 from ..runtime import warm_index
-from . import scalars
-from .abi import ArrayDesc, IndexedArrayDesc
+from ..runtime.native import CompileOptions
+from ..types import scalars
+from ..types.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 from .function import Function
-from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 
 _PIPELINE: Any = None
 
@@ -380,7 +380,7 @@ class KernelInstance:
         """The emitted backward pass (created on first use: forward-only programs never pay for it)."""
         if getattr(self, "_bwd_built", None) is None:
             if not self.kernel.enable_backward:
-                from ..errors import TreadleError
+                from ..core.errors import TreadleError
 
                 raise TreadleError(f"kernel '{self.kernel.key}' was defined with enable_backward=False, so it has "
                                    "no adjoint; remove that option (kernel, module or wp.config) to differentiate it")
@@ -421,7 +421,7 @@ class KernelInstance:
         buf = (ctypes.c_longlong * 8)()
         if not err(ctypes.addressof(buf)):
             return
-        from ..errors import CheckedModeError, checked_mode_message
+        from ..core.errors import CheckedModeError, checked_mode_message
 
         text = checked_mode_message(list(buf), self.built.locs, self.kernel.key)
         raise CheckedModeError(text)

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from ... import config
-from ..autodiff.state import active_tape
-from ..backends.cpu import symbol_address
+from ..backends.launch_params import ParamSetters
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
 from ..compiler import pipeline as _pipeline
-from ..errors import LaunchError
+from ..core.abi import ARRAY_KEEP_GRAD, MAX_DIMS, ArrayDesc, LaunchBounds
+from ..core.errors import LaunchError
 from ..interop.common import coerce_foreign_array
 from ..runtime import fastlaunch as _fastlaunch  # needed by every first launch: imported with treadle
 from ..runtime import graph as _graph
@@ -37,12 +37,12 @@ from ..runtime import threadpool as _tp
 from ..runtime import warm_env as _warm_env  # noqa: F401 - needed by every kernel load, imported with treadle
 from ..runtime import warm_index as _warm_index  # noqa: F401
 from ..runtime.device import get_device
-from . import scalars
-from .abi import ARRAY_KEEP_GRAD, MAX_DIMS, ArrayDesc, LaunchBounds
+from ..runtime.native import symbol_address
+from ..runtime.recording import active_tape
+from ..types import scalars
+from ..types.typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 from .array import array
 from .kernel import Kernel, KernelInstance, args_layout
-from .launch_params import ParamSetters
-from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region); see ``threadpool``.
 SERIAL_THRESHOLD = _tp.SERIAL_THRESHOLD
@@ -86,7 +86,7 @@ def value_type(v: Any, declared: Any) -> Any:
         if isinstance(v, array):
             return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
         if isinstance(v, np.ndarray):
-            from .scalars import scalar_from_numpy
+            from ..types.scalars import scalar_from_numpy
 
             dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
             return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
@@ -741,7 +741,7 @@ _LAUNCH_AGAIN: Any = None
 def _cuda_launch_again() -> Any:
     """``backends.cuda_launch.launch_again``, imported once (an import statement per launch costs a microsecond)."""
     global _LAUNCH_AGAIN
-    from ..backends.cuda_launch import launch_again
+    from ..backends.cuda.launch import launch_again
 
     _LAUNCH_AGAIN = launch_again
     return launch_again
@@ -805,12 +805,12 @@ def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Seque
                 f"{len(args)} (inputs + outputs)"
             )
     if dev.is_cuda:  # the CUDA backend: same packing, launched through the driver (backends/cuda_launch.py)
-        from ..backends.cuda_launch import launch_cuda
+        from ..backends.cuda.launch import launch_cuda
 
         return launch_cuda(kernel, dim, args, dev, inputs, outputs, list(adj_inputs) + list(adj_outputs), adjoint,
                            record_tape, record_cmd, stream, block_dim, max_blocks)
-    if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/compiler/interpret.py
-        from ..compiler.interpret import interpret_launch
+    if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/backends/interpret/interpreter.py
+        from ..backends.interpret.interpreter import interpret_launch
         return interpret_launch(kernel, dim, args, dev, inputs, outputs, adjoint, list(adj_inputs) + list(adj_outputs), record_tape, record_cmd)
     bounds = _bounds(dim)
     plan = _plan_for(kernel, args)

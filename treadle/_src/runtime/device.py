@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import TreadleError
+from ..core.errors import TreadleError
 from . import memory
 
 

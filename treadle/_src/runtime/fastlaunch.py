@@ -43,7 +43,7 @@ _STATE = _State()
 
 
 def _source_path() -> Path:
-    from ..backends.cpu import NATIVE_DIR
+    from .native import NATIVE_DIR
 
     return NATIVE_DIR / "fastlaunch.cpp"
 
@@ -62,14 +62,14 @@ def _abi() -> str:
 
 
 def _sources() -> tuple[Path, ...]:
-    from ..backends.cpu import NATIVE_DIR
+    from .native import NATIVE_DIR
 
     return (_source_path(), NATIVE_DIR / "threads.h")
 
 
 def build_extension() -> Path:
     """Compile the extension (once per source, Python ABI and toolchain) and return the path of the library."""
-    from ..backends.cpu import get_cpu_backend
+    from .native import get_cpu_backend
     from .threadpool import shared_library
 
     def build(out: Path) -> None:
@@ -132,10 +132,10 @@ def load(run1_address: int) -> Any:
         try:
             path = _STATE.path or build_extension()
             module = _load(path)
-            from ..autodiff import state as tape_state
-            from ..lang.abi import ArrayDesc
+            from ..core.abi import ArrayDesc
             from ..lang.array import array
             from . import device, graph, threadpool
+            from . import recording as tape_state
 
             module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, config, graph.STATE, tape_state._local,
                         device._HOLDER, array, ArrayDesc)

@@ -111,7 +111,7 @@ def _st(st: os.stat_result) -> str:
 
 def compute_stamp() -> tuple[str, dict[str, Any]] | None:
     """The stamp and the compilers it saw (``None`` where it cannot be taken: no boot id, no compiler found)."""
-    from ..backends.cpu import LOOP_KERNELS_WITH_GXX, NATIVE_DIR
+    from .native import LOOP_KERNELS_WITH_GXX, NATIVE_DIR
     from .warm_index import treadle_signature
 
     boot = _boot_id()
@@ -182,9 +182,9 @@ def prime() -> None:
         _forget_facts()
         _state[key] = (root, stamp, facts)
         return
-    from ..backends.cpu import get_cpu_backend
-    from ..backends.toolchain import prime_toolchain
     from ..compiler.pipeline import prime_header_hash
+    from .native import get_cpu_backend
+    from .toolchain import prime_toolchain
 
     _loaded[key] = (root, stamp, memo)
     prime_header_hash(memo["header_hash"])
@@ -210,10 +210,10 @@ def remember() -> None:
     _state[key] = None
     root, stamp, facts = pending
     with contextlib.suppress(Exception):  # a memo that is not written only costs the next start
-        from ..backends.cpu import get_cpu_backend
-        from ..backends.toolchain import cpu_fingerprint, get_toolchain
         from ..compiler.pipeline import header_hash
         from .cache import get_cache
+        from .native import get_cpu_backend
+        from .toolchain import cpu_fingerprint, get_toolchain
 
         tc = get_toolchain(get_cache().root)
         memo = {"format": FORMAT, "stamp": stamp, "cxx": tc.path, "version": tc.version,
@@ -293,9 +293,9 @@ def remember_product(stem: str, key: str, path: str) -> None:
 
 
 def _forget_facts() -> None:
-    from ..backends.cpu import get_cpu_backend
-    from ..backends.toolchain import forget_toolchain
     from ..compiler.pipeline import prime_header_hash
+    from .native import get_cpu_backend
+    from .toolchain import forget_toolchain
 
     forget_toolchain()
     prime_header_hash(None)

@@ -340,13 +340,13 @@ def _types() -> tuple[Any, ...]:
     if _TYPES is None:
         import numpy as np
 
-        from ..lang import scalars
         from ..lang.array import array
         from ..lang.function import Function
         from ..lang.kernel import Kernel
-        from ..lang.struct import Struct
-        from ..lang.typesys import ArrayT, OpaqueType, TupleT
-        from ..lang.vector import composite_base
+        from ..types import scalars
+        from ..types.struct import Struct
+        from ..types.typesys import ArrayT, OpaqueType, TupleT
+        from ..types.vector import composite_base
 
         _TYPES = (scalars, Function, Kernel, Struct, ArrayT, OpaqueType, TupleT, composite_base, array, np)
     return _TYPES
@@ -397,8 +397,8 @@ def _modules() -> tuple[Any, ...]:
     """``backends.cpu``, ``compiler.pipeline`` and ``warm_env`` (imported once: no import statement per kernel)."""
     global _MODULES
     if _MODULES is None:
-        from ..backends import cpu
         from ..compiler import pipeline
+        from . import native as cpu
         from . import warm_env
 
         _MODULES = (cpu, pipeline, warm_env)

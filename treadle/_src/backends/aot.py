@@ -36,7 +36,7 @@ def _resolve_module(module: Any) -> Any:
 
 def _targets(device: Any, arch: int | Iterable[int] | None) -> list[Any]:
     """CUDA architectures (ints) and/or ``"cpu"``, in order."""
-    from .device import get_device
+    from ..runtime.device import get_device
 
     if arch is not None:
         return [int(arch)] if isinstance(arch, int) else [int(a) for a in arch]
@@ -84,7 +84,7 @@ def compile_aot_module(module: Any, device: Any = None, arch: int | Iterable[int
     if not insts:
         raise ValueError(f"module '{mod.name}' has no kernels to compile (generic kernels need wp.overload first)")
     if module_dir is None:
-        from .cache import get_cache
+        from ..runtime.cache import get_cache
 
         out_dir = get_cache().root / "aot"
     else:
@@ -112,8 +112,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def _compile_cuda(mod: Any, insts: list[Any], arch: int, out_dir: Path, base: str, strip: bool,
                   use_ptx: bool) -> Path:
-    from ..backends import cuda as cuda_backend
     from ..compiler.emit_cuda import cuda_source
+    from .cuda import build as cuda_backend
 
     modes = sorted({inst.options.mode for inst in insts})
     if len(modes) > 1:
@@ -165,8 +165,8 @@ def _sizeof(t: Any) -> int:
 
 
 def _compile_cpu(mod: Any, insts: list[Any], out_dir: Path, base: str, strip: bool) -> Path:
-    from ..backends.cpu import get_cpu_backend
     from ..compiler.pipeline import PRELUDE
+    from ..runtime.native import get_cpu_backend
 
     blocks, seen = [], set()
     for inst in insts:

@@ -31,14 +31,14 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ... import config
-from ..errors import SourceLoc
-from ..lang import scalars
-from ..lang.launch_params import ParamSetters
-from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, scalar_of
-from . import ir
-from .interpret_builtins import HANDLERS, call_with_refs, host_call, unsupported
-from .interpret_values import (
+from .... import config
+from ...compiler import ir
+from ...core.errors import SourceLoc
+from ...types import scalars
+from ...types.typesys import ArrayT, TupleT, contains_any, is_composite, scalar_of
+from ..launch_params import ParamSetters
+from .handlers import HANDLERS, call_with_refs, host_call, unsupported
+from .values import (
     ArrayRef,
     Fault,
     InterpretError,
@@ -478,7 +478,7 @@ _ATOMIC_OPS: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _instance(kernel: Any, args: Sequence[Any]) -> Any:
-    from ..lang.launch import value_type
+    from ...lang.launch import value_type
 
     if kernel.is_generic:
         return kernel.get_instance(tuple(value_type(v, t) for v, t in zip(args, kernel.param_types)))
@@ -486,7 +486,7 @@ def _instance(kernel: Any, args: Sequence[Any]) -> Any:
 
 
 def _launch_shape(dim: Any) -> tuple[int, ...]:
-    from ..lang.launch import launch_bounds
+    from ...lang.launch import launch_bounds
 
     b = launch_bounds(dim)  # the same validation (and messages) as compiled launches
     return tuple(int(b.shape[i]) for i in range(b.ndim))
@@ -494,8 +494,8 @@ def _launch_shape(dim: Any) -> tuple[int, ...]:
 
 def _argument_values(inst: Any, args: Sequence[Any], device: Any) -> list[Any]:
     """Check the arguments as a compiled launch does, then convert them to interpreter values."""
-    from ..lang.array import array
-    from ..lang.launch import pack_arg
+    from ...lang.array import array
+    from ...lang.launch import pack_arg
 
     kernel = inst.kernel
     values = []
@@ -543,7 +543,7 @@ def interpret_launch(kernel: Any, dim: Any, args: list[Any], device: Any, inputs
     forward computation itself, so taped programs keep working in interpret mode.
     """
     if adjoint:
-        from ..lang.launch import launch
+        from ...lang.launch import launch
 
         with config.override(mode="release"):
             launch(kernel, dim, inputs, outputs, adj_inputs=adj, device=device, adjoint=True, record_tape=False)
@@ -552,7 +552,7 @@ def interpret_launch(kernel: Any, dim: Any, args: list[Any], device: Any, inputs
     shape = _launch_shape(dim)
     values = _argument_values(inst, args, device)
     if record_tape:
-        from ..autodiff.state import active_tape
+        from ...runtime.recording import active_tape
 
         tape = active_tape()
         if tape is not None:

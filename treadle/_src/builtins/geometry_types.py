@@ -1,7 +1,7 @@
 """Kernel-side types of the spatial data structures: query states and query results.
 
 Query states (``HashGridQuery``, ``BvhQuery``, ``MeshQueryAABB``) are opaque native types
-(:class:`~treadle._src.lang.typesys.OpaqueType`): kernels hold them in variables and pass them to the ``*_next``
+(:class:`~treadle._src.types.typesys.OpaqueType`): kernels hold them in variables and pass them to the ``*_next``
 builtins, which update them in place. Their C++ definitions live in ``treadle/native/hashgrid.h`` and ``bvh.h``.
 
 Query results (``MeshQueryPoint``, ``MeshQueryRay``) and ``mesh_get``'s ``Mesh`` view are ordinary ``@struct``
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang import scalars
 from ..lang.array import array
-from ..lang.struct import struct
-from ..lang.typesys import OpaqueType
-from ..lang.vector import vec3f
+from ..types import scalars
+from ..types.struct import struct
+from ..types.typesys import OpaqueType
+from ..types.vector import vec3f
 
 
 class QueryType(OpaqueType):

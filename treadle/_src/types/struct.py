@@ -34,13 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from . import abi, scalars
+from ..core import abi
+from . import scalars
 from .vector import composite_base, decode_half, encode_half, is_number
 
 
 def _array_module() -> Any:
     try:
-        from . import array as array_mod
+        from ..lang import array as array_mod
     except ImportError:  # the array module is optional while Treadle is being assembled
         return None
     return array_mod
@@ -434,7 +435,7 @@ def _array_from_desc(desc: Any, t: Any, device: Any) -> Any:
     """
     if not desc.data or t.dtype is typing.Any:
         return None
-    from .array import array
+    from ..lang.array import array
 
     ndim = int(t.ndim)
     grad = None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import config
-from ..errors import CompileError, SourceLoc
+from ..core.errors import CompileError, SourceLoc
 from .toolchain import Toolchain, get_toolchain
 
 NATIVE_DIR = Path(__file__).resolve().parent.parent.parent / "native"
@@ -196,7 +196,7 @@ class CpuBackend:
 
     def toolchain(self, options: CompileOptions | None = None) -> Toolchain:
         """The default toolchain, or the one ``options.cxx`` asks for."""
-        from ..runtime.cache import get_cache
+        from .cache import get_cache
 
         default = get_toolchain(get_cache().root)
         name = options.cxx if options is not None else None
@@ -347,7 +347,7 @@ class CpuBackend:
     def _build_pch(self, prelude: str, options: CompileOptions, header: Path, pch: Path) -> None:
 
         try:
-            from ..runtime.cache import _make_private_dir
+            from .cache import _make_private_dir
 
             _make_private_dir(header.parent)
             with shared_cache().lock(f"pch_{header.parent.name}"):
@@ -404,7 +404,7 @@ def shared_cache() -> Any:
     used privately, the configured kernel cache holds them.
     """
     global _shared
-    from ..runtime.cache import KernelCache, get_cache, unsafe_reason
+    from .cache import KernelCache, get_cache, unsafe_reason
 
     cache = get_cache()
     if not config.kernel_cache_dir:
@@ -414,7 +414,7 @@ def shared_cache() -> Any:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = Path(base) / "treadle" / config.version
         try:
-            from ..runtime.cache import _make_private_dir
+            from .cache import _make_private_dir
 
             _make_private_dir(root)
             if unsafe_reason(root) is None and os.access(root, os.W_OK):

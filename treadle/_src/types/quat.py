@@ -7,7 +7,7 @@
   ``transformf``/``transformd``. ``.p`` and ``.q`` read and write the two parts on the host.
 - ``spatial_vector*`` and ``spatial_matrix*`` are the plain ``vector(6, t)`` and ``matrix((6, 6), t)`` types.
 
-Both families derive from :class:`~treadle._src.lang.vector.vec_base`: indexing, equality, printing and
+Both families derive from :class:`~treadle._src.types.vector.vec_base`: indexing, equality, printing and
 component-wise ``+``/``-``/scalar ``*`` behave as for vectors. ``q1 * q2`` is the quaternion product and
 ``t1 * t2`` the composition of transforms, as in kernels.
 """
