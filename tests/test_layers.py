@@ -96,7 +96,7 @@ def _imports(mod: str, path: Path, mods: dict[str, Path]) -> list[tuple[int, str
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (
                         arg.value.startswith("treadle") or arg.value.startswith(".")):
                     found.append((node.lineno, f"<string import {arg.value!r}>"))
-    return [(line, m) for line, m in found if m != mod]
+    return sorted({(line, m) for line, m in found if m != mod})
 
 
 def _layer(mod: str) -> str | None:

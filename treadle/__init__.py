@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import sys as _sys
 import typing as _typing
 
 from . import autograd as autograd
@@ -22,6 +23,7 @@ from ._src.builtins.geometry_types import MeshQueryAABB as MeshQueryAABB
 from ._src.builtins.geometry_types import MeshQueryPoint as MeshQueryPoint
 from ._src.builtins.geometry_types import MeshQueryRay as MeshQueryRay
 from ._src.builtins.transform import transform_expand as transform_expand
+from ._src.compiler.lower_expr import register_bare_names as _register_bare_names
 from ._src.core.errors import CheckedModeError as CheckedModeError
 from ._src.core.errors import CodegenError as CodegenError
 from ._src.core.errors import CompileError as CompileError
@@ -69,8 +71,6 @@ from ._src.lang.array import array1d as array1d
 from ._src.lang.array import array2d as array2d
 from ._src.lang.array import array3d as array3d
 from ._src.lang.array import array4d as array4d
-from ._src.lang.array import dtype_from_numpy as dtype_from_numpy
-from ._src.lang.array import dtype_to_numpy as dtype_to_numpy
 from ._src.lang.array import from_ptr as from_ptr
 from ._src.lang.constants import HALF_PI as HALF_PI
 from ._src.lang.constants import INF as INF
@@ -155,6 +155,8 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from ._src.types.arrays import dtype_from_numpy as dtype_from_numpy
+from ._src.types.arrays import dtype_to_numpy as dtype_to_numpy
 from ._src.types.matrix import mat22 as mat22
 from ._src.types.matrix import mat22d as mat22d
 from ._src.types.matrix import mat22f as mat22f
@@ -300,3 +302,7 @@ for _name, _fn in _exported_builtins().items():
     if _name not in globals() or _name in ("identity", "matrix_from_cols", "matrix_from_rows"):
         globals()[_name] = _fn
 del _name, _fn
+
+# Kernel code may name these builtins and types without the ``wp.`` prefix, as in the reference.
+_register_bare_names(_sys.modules[__name__])
+del _register_bare_names, _sys

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang.array import array
 from ..types import scalars
 from ..types.struct import struct
-from ..types.typesys import OpaqueType
+from ..types.typesys import ArrayT, OpaqueType
 from ..types.vector import vec3f
 
 
@@ -107,9 +106,9 @@ class MeshQueryRay:
 class _MeshFields:
     """The arrays of a mesh as seen from a kernel (``mesh_get(id).points[i]``)."""
 
-    points: array(dtype=vec3f)
-    velocities: array(dtype=vec3f)
-    indices: array(dtype=scalars.int32)
+    points: ArrayT(vec3f)
+    velocities: ArrayT(vec3f)
+    indices: ArrayT(scalars.int32)
 
 
 _MeshFields.__name__ = _MeshFields.__qualname__ = "Mesh"

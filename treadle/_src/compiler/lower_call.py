@@ -838,7 +838,5 @@ def _hashable(obj: Any) -> bool:
 
 
 def _is_array_class(obj: Any) -> bool:
-    """``wp.array`` (or ``wp.array1d`` ... ``wp.array4d``) called in kernel code."""
-    from ..lang.array import array
-
-    return isinstance(obj, type) and issubclass(obj, array)
+    """``wp.array`` (or ``wp.array1d`` ... ``wp.array4d``) called in kernel code: a class with the array protocol."""
+    return isinstance(obj, type) and getattr(obj, "_treadle_array_", False) is True

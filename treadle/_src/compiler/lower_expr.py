@@ -112,6 +112,16 @@ def const_type(value: Any) -> tuple[Any, bool]:
     return None, False
 
 
+#: The namespace whose builtins and types kernel code may name without an import: the public package, which
+#: registers itself (the compiler sits below it, so it never imports it).
+_BARE_NAMES: list[Any] = [None]
+
+
+def register_bare_names(namespace: Any) -> None:
+    """Let kernels name ``namespace``'s builtins and types unqualified (``vec3``, ``expect_eq``), as the reference does."""
+    _BARE_NAMES[0] = namespace
+
+
 class ConstConversionError(ValueError):
     """A literal that cannot take the type it meets (``1.5`` where an integer is needed).
 
@@ -237,9 +247,8 @@ class ExprMixin:
         if obj is MISSING:
             # As in the reference, bare builtin and type names (`expect_eq`, `vec3`) resolve without an import (not
             # other module attributes: a misspelt `e` must not become Euler's number).
-            import treadle
-
-            obj = getattr(treadle, name, MISSING) if not name.startswith("_") else MISSING
+            ns = _BARE_NAMES[0]
+            obj = getattr(ns, name, MISSING) if ns is not None and not name.startswith("_") else MISSING
             if obj is not MISSING and name not in REGISTRY.builtins and not isinstance(obj, type):
                 obj = MISSING
         if obj is MISSING:

@@ -7,9 +7,9 @@ vector/matrix element types (``dtype=wp.vec3`` on an ``(N, 3)`` tensor gives an 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from ..backends.args import register_foreign_arrays
 from ..core.abi import ArrayDesc
 from ..core.errors import LaunchError, TreadleError
 from ..lang import array as _arr
@@ -139,18 +139,13 @@ def external_stream(device: Any, handle: int) -> Any:
     """A Treadle stream object wrapping the foreign CUDA stream ``handle`` on ``device``.
 
     Raises:
-        InteropError: ``device`` is not a CUDA device, or this build has no CUDA stream support yet.
+        InteropError: ``device`` is not a CUDA device.
     """
     if not getattr(device, "is_cuda", False):
         raise InteropError(f"Device {device} is not a CUDA device: streams exist only on CUDA devices")
-    try:  # the stream runtime lives with the CUDA backend; it may be absent from this build
-        mod = importlib.import_module("treadle._src.runtime.cuda_stream")
-    except ImportError:
-        mod = None
-    stream_cls = getattr(mod, "Stream", None)
-    if stream_cls is None:
-        raise InteropError("CUDA streams are not available in this build of Treadle")
-    return stream_cls(device, cuda_stream=handle)
+    from ..runtime.cuda_stream import Stream
+
+    return Stream(device, cuda_stream=handle)
 
 
 def stream_handle(stream: Any) -> int:
@@ -283,3 +278,6 @@ __all__ = [
     "stream_handle",
     "wrap_memory",
 ]
+
+# ``wp.launch`` hands arguments that are not Treadle arrays to these (backends/args.py)
+register_foreign_arrays(coerce_foreign_array, foreign_array_type)

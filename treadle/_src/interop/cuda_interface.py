@@ -149,3 +149,8 @@ def from_cuda_array_interface(obj: Any, dtype: Any = None, shape: Any = None, st
         dev = get_device(device if device is not None else "cuda")
     wait_for_producer(dev, iface.get("stream"))
     return wrap_memory(ptr, elem, tuple(oshape), tuple(ostrides), dev, obj if owner else None)
+
+
+# ``array.__cuda_array_interface__`` and ``wp.array(obj)`` of such an object (lang/array.py) call these
+_arr.PROTOCOLS.cuda_export = export_interface
+_arr.PROTOCOLS.cuda_import = from_cuda_array_interface

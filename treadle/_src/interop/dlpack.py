@@ -558,3 +558,8 @@ __all__ = [
     "is_capsule",
     "to_dlpack",
 ]
+
+
+# ``array.__dlpack__`` / ``__dlpack_device__`` (lang/array.py) call these
+_arr.PROTOCOLS.dlpack_export = export_array
+_arr.PROTOCOLS.dlpack_device = dlpack_device

@@ -27,9 +27,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..backends.args import launch_bounds, pack_arg
 from ..core.abi import ARRAY_KEEP_GRAD
 from ..core.errors import TreadleError
-from ..lang.launch import launch_bounds, pack_arg
 from ..types import scalars
 from ..types.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
 from .common import _torch_descriptor

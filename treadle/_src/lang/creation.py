@@ -13,22 +13,17 @@ import numpy as np
 from ..core.errors import CopyTypeError
 from ..runtime import graph as _graph
 from ..types import scalars
-from .array import (
-    array,
-    check_copy_counts,
-    check_copy_range,
-    copy_array,
+from ..types.arrays import (
     dtype_from_numpy,
     dtype_to_numpy,
-    is_array,
     is_composite_type,
     is_struct_type,
-    noncontiguous_copy_error,
     normalize_dtype,
     to_numpy,
     type_name,
     types_equal,
 )
+from .array import array, check_copy_counts, check_copy_range, copy_array, is_array, noncontiguous_copy_error
 
 __all__ = [
     "clone",

@@ -23,8 +23,10 @@ from typing import Any
 from .... import config
 from ...core.abi import ARRAY_KEEP_GRAD
 from ...core.errors import LaunchError
-from ...lang.launch import _bounds, launch_bounds, make_packer, value_type
 from ...runtime.recording import active_tape
+from ...types.arrays import is_array_object
+from ..args import cached_bounds as _bounds
+from ..args import launch_bounds, make_packer, value_type
 from ..launch_params import ParamSetters
 
 
@@ -253,14 +255,13 @@ def _forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
 
 def _apply_adjoints(plan: CudaPlan, packed: Any, adj: list[Any]) -> list[Any]:
     """Point array gradients at the ``adj`` arrays where given (else each array's own ``.grad``)."""
-    from ...lang.array import array
     from ...types.typesys import ArrayT
 
     keep = []
     for i, (name, t) in enumerate(zip(plan.names, plan.inst.types)):
         if isinstance(t, ArrayT) and i < len(adj) and adj[i] is not None:
             g = adj[i]
-            if not isinstance(g, array):
+            if not is_array_object(g):
                 raise LaunchError(f"adjoint for '{name}' must be an array, got {type(g).__name__}")
             if g.device != plan.device:
                 raise LaunchError(f"adjoint array for '{name}' is on '{g.device}' but the launch is on "

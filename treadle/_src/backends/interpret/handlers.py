@@ -161,7 +161,7 @@ def _array_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
 
 
 def _array_from_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
-    from ...lang.array import contiguous_strides, elem_size
+    from ...types.arrays import contiguous_strides, elem_size
 
     t = s.result.type  # type: ignore[union-attr]
     shape = tuple(int(n) for n in args[1:])
