@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key}: " + ", ".join(f"{p} {fmt(v, unit, scale)}" for p, v in row.items()), file=sys.stderr)
     import treadle
 
-    backend = treadle._src.runtime.native.get_cpu_backend()
+    backend = treadle._src.runtime.native.get_native_compiler()
     compiler = backend.toolchain().version
     loop_cxx = backend.loop_compiler()
     if loop_cxx:

@@ -265,7 +265,7 @@ from ._src.runtime.graph import capture_launch as capture_launch
 
 # isort: split
 # CUDA runtime: streams, events, memory pools (issue 8); ahead-of-time compilation.
-from ._src.backends.aot import compile_aot_module as compile_aot_module
+from ._src.lang.module_api import compile_aot_module as compile_aot_module
 from ._src.runtime.cuda_driver import Event as Event
 from ._src.runtime.cuda_driver import ScopedStream as ScopedStream
 from ._src.runtime.cuda_driver import Stream as Stream

@@ -21,7 +21,7 @@ def fresh_linker(monkeypatch):
 
 
 def _build(tmp_path, source: str = SOURCE) -> cpu.CompileJob:
-    backend = cpu.get_cpu_backend()
+    backend = cpu.get_native_compiler()
     out = tmp_path / "lib.so"
     job = backend.start(source, out, FLAGS)
     job.wait()

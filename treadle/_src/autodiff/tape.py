@@ -292,7 +292,7 @@ class Tape:
                 else:
                     arr.grad.assign(g)
         pending = [r for r in self.launches if isinstance(r, _Recorded)]
-        from ..lang.kernel import load_backward
+        from ..backends.cpu.kernels import load_backward
 
         load_backward([r.inst for r in pending if r.inst is not None])  # compile all backward passes in one batch
         for rec in reversed(self.launches):

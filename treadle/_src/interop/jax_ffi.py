@@ -269,12 +269,12 @@ def _build(cache_root: Path) -> Path:
     import jax
 
     from ..runtime.cache import get_cache
-    from ..runtime.native import get_cpu_backend
+    from ..runtime.native import get_native_compiler
 
     include = Path(jax.ffi.include_dir())
     header = include / "xla" / "ffi" / "api" / "c_api.h"
     source = _SOURCE.read_bytes()
-    tc = get_cpu_backend().toolchain()
+    tc = get_native_compiler().toolchain()
     flags = ["-x", "c++", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-w"]
     h = hashlib.sha256()
     h.update(source)

@@ -28,6 +28,7 @@ from ..core import abi
 from ..core.errors import CopyError, CopyTypeError, ShapeError
 from ..runtime import device as _device
 from ..runtime import graph as _graph
+from ..runtime.recording import active_tape
 from ..types import arrays as _arrays
 from ..types import scalars
 from ..types.arrays import (
@@ -705,9 +706,7 @@ class array:
         if src.shape != self.shape and src.size != self.size:
             raise ValueError(f"assign(): shape mismatch: destination shape {self.shape}, source shape {src.shape}")
         copy_array(self, src)
-        from .creation import _record_copy
-
-        _record_copy(self, src)  # on a recording tape: the gradient flows back from self to src
+        record_copy(self, src)  # on a recording tape: the gradient flows back from self to src
 
     # -- views --------------------------------------------------------------------------------------------------
 
@@ -976,6 +975,13 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
     check_copy_range(dest, src, dest_offset, src_offset, count)
     if count:
         _copy_bytes(dest, dest.ptr + dest_offset * itemsize, src, src.ptr + src_offset * itemsize, count * itemsize)  # type: ignore[operator]
+
+
+def record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
+    """On a recording tape, record a copy so that ``backward()`` adds ``dest.grad`` into ``src.grad``."""
+    tape = active_tape()
+    if tape is not None:
+        tape.record_copy(dest, src, dest_offset, src_offset, count)
 
 
 def noncontiguous_copy_error(dest: array, src: array) -> CopyError:

@@ -23,7 +23,15 @@ from ..types.arrays import (
     type_name,
     types_equal,
 )
-from .array import array, check_copy_counts, check_copy_range, copy_array, is_array, noncontiguous_copy_error
+from .array import (
+    array,
+    check_copy_counts,
+    check_copy_range,
+    copy_array,
+    is_array,
+    noncontiguous_copy_error,
+    record_copy,
+)
 
 __all__ = [
     "clone",
@@ -231,7 +239,7 @@ def clone(
     copy_array(out, src if src.device.allocator.host_accessible else src.contiguous())
     if out.grad is not None and src.grad is not None:
         copy_array(out.grad, src.grad)
-    _record_copy(out, src)
+    record_copy(out, src)
     return out
 
 
@@ -260,15 +268,6 @@ def _copy_indexed(dest: array, src: array) -> bool:
     return True
 
 
-def _record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
-    """On a recording tape, record a copy so that ``backward()`` adds ``dest.grad`` into ``src.grad``."""
-    from ..runtime.recording import active_tape
-
-    tape = active_tape()
-    if tape is not None:
-        tape.record_copy(dest, src, dest_offset, src_offset, count)
-
-
 def copy(
     dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream: Any = None
 ) -> None:
@@ -295,14 +294,14 @@ def copy(
         d, s = dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n]
         if not (_graph.STATE.count and _graph.record_op(lambda: copy_array(d, s), dest, src)):
             copy_array(d, s)
-        _record_copy(dest, src, dest_offset, src_offset, n)
+        record_copy(dest, src, dest_offset, src_offset, n)
         return
     if _graph.STATE.count and is_array(dest) and is_array(src) and _graph.record_op(
             lambda: copy_array(dest, src, dest_offset, src_offset, count), dest, src):
         _check_copy(dest, src, dest_offset, src_offset, count)  # errors at capture time, as when run
     else:
         copy_array(dest, src, dest_offset, src_offset, count)
-    _record_copy(dest, src, dest_offset, src_offset, count)
+    record_copy(dest, src, dest_offset, src_offset, count)
 
 
 def _check_copy(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:

@@ -24,9 +24,12 @@ from typing import Any
 from ... import config
 from ..backends.args import cached_bounds as _bounds
 from ..backends.args import launch_bounds, make_packer, value_type
+from ..backends.cpu import build as _cpu_build
+from ..backends.cpu.kernels import CpuKernelInstance as KernelInstance
 from ..backends.launch_params import ParamSetters
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
-from ..compiler import pipeline as _pipeline
+from ..compiler import pipeline as _pipeline  # noqa: F401 - imported with treadle, not at the first kernel load
+from ..compiler.instance import args_layout
 from ..core.abi import ARRAY_KEEP_GRAD, ArrayDesc, LaunchBounds
 from ..core.errors import LaunchError
 from ..runtime import fastlaunch as _fastlaunch  # needed by every first launch: imported with treadle
@@ -40,7 +43,7 @@ from ..runtime.recording import active_tape
 from ..types import scalars
 from ..types.typesys import ArrayT, contains_any, is_composite, is_struct
 from .array import array
-from .kernel import Kernel, KernelInstance, args_layout
+from .kernel import Kernel
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region); see ``threadpool``.
 SERIAL_THRESHOLD = _tp.SERIAL_THRESHOLD
@@ -56,13 +59,13 @@ def _num_threads() -> int:
 def _range_entry(inst: KernelInstance, kind: str) -> int:
     """The address of an instance's range entry (``<sym>_cpu_forward_range`` / ``..._backward_range``)."""
     built = inst.built if kind == "forward" else inst.backward_built()
-    return symbol_address(_pipeline.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
+    return symbol_address(_cpu_build.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
 
 
 class _FrameLayout:
     """Where a frame keeps its command, bounds and arguments: the layout of a C struct of the three.
 
-    Computed from ``ctypes.alignment`` / ``ctypes.sizeof`` of the fields (``kernel.args_layout``) instead of making
+    Computed from ``ctypes.alignment`` / ``ctypes.sizeof`` of the fields (``compiler/instance.py``'s ``args_layout``) instead of making
     ctypes types per kernel: the instance's ``Args`` struct type is made only where Python packs arguments into a
     frame (a type costs as much as the rest of a launch plan).
     """

@@ -200,14 +200,14 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
     """
     from . import warm_env
     from .cache import _make_private_dir
-    from .native import get_cpu_backend, shared_cache
+    from .native import get_native_compiler, shared_cache
 
     memo_key = _product_key(stem, key_parts, sources)
     known = _known(stem, memo_key)
     if known is not None:
         return known
     h = hashlib.sha256()
-    for part in (config.version, get_cpu_backend().toolchain().identity, *key_parts,
+    for part in (config.version, get_native_compiler().toolchain().identity, *key_parts,
                  *(src.read_text() for src in sources)):
         h.update(part.encode())
         h.update(b"\0")
@@ -247,10 +247,10 @@ def build_runtime_library() -> Path:
 
     It lives in ``backends.cpu.shared_cache()``; a library there that another user could have replaced is rebuilt.
     """
-    from .native import get_cpu_backend
+    from .native import get_native_compiler
 
     return shared_library("treadle_rt", [" ".join(_RT_FLAGS)],
-                          lambda out: get_cpu_backend().compile_raw(_source(), out, _RT_FLAGS), _runtime_sources())
+                          lambda out: get_native_compiler().compile_raw(_source(), out, _RT_FLAGS), _runtime_sources())
 
 
 class _Holder:

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import scalars
 from .vector import (
+    COMPOSITE_FACTORIES,
     SCALAR_SUFFIX,
     c_divide,
     cached_type,
@@ -396,3 +397,4 @@ mat44 = mat44f
 
 
 matrix._treadle_type_factory_ = "matrix"  # type: ignore[attr-defined]  # callable in kernels (lower_call.py)
+COMPOSITE_FACTORIES["mat"] = lambda rows, cols, dtype: matrix((rows, cols), dtype)  # unpickling (class_from_key)

@@ -22,6 +22,7 @@ import numpy as np
 from . import scalars
 from .matrix import matrix
 from .vector import (
+    COMPOSITE_FACTORIES,
     SCALAR_SUFFIX,
     cached_type,
     flatten_values,
@@ -196,3 +197,5 @@ spatial_matrix = spatial_matrixf
 # Callable in kernels as constructors (compiler/lower_call.py call_type_factory).
 quaternion._treadle_type_factory_ = "quaternion"  # type: ignore[attr-defined]
 transformation._treadle_type_factory_ = "transformation"  # type: ignore[attr-defined]
+COMPOSITE_FACTORIES["quat"] = quaternion  # unpickling (vector.class_from_key)
+COMPOSITE_FACTORIES["transform"] = transformation

@@ -305,7 +305,7 @@ class CudaBuilt:
 
 
 def _key(block: str, options: CudaCompileOptions) -> str:
-    from ...compiler.pipeline import header_hash
+    from ...runtime.native import header_hash
 
     src = "\n".join([config.version, header_hash(), get_nvrtc().identity(), options.target_name(), options.key(),
                      block])
