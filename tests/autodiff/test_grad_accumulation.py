@@ -215,7 +215,7 @@ def test_own_path_with_an_input_without_gradient(nt):
 
 
 def test_backward_pass_uses_the_loop_compiler():
-    # g++ vectorizes the reverse sweep of elementwise kernels where clang++ 14 does not (pipeline.adjoint_options)
+    # g++ vectorizes the reverse sweep of elementwise kernels where clang++ 14 does not (backends/cpu/build.py: adjoint_options)
     from treadle._src.runtime.native import get_native_compiler
 
     v = [wp.zeros(4, dtype=float, requires_grad=True) for _ in range(3)]

@@ -74,7 +74,7 @@ def test_loop_compiler_failure_falls_back_to_the_default(monkeypatch):
 
 
 def test_backward_pass_falls_back_to_the_forward_compiler(monkeypatch):
-    # backward passes go to the loop compiler too (pipeline.adjoint_options); when it fails, the forward's compiler
+    # backward passes go to the loop compiler too (backends/cpu/build.py: adjoint_options); when it fails, the forward's compiler
     backend = get_native_compiler()
     if backend.loop_compiler() is None:
         pytest.skip("no separate loop compiler here")

@@ -31,6 +31,7 @@ from ..types.typesys import (
     type_str,
 )
 from . import ir
+from .functions import resolve_call
 from .lower_call import CallMixin, _TidRequest
 from .lower_expr import ConstConversionError, PyObj, TupleVal, convert_const
 from .source import FuncSource
@@ -94,6 +95,11 @@ class LowerContext:
 
 class Lowerer(CallMixin):
     """Lowers one function body for one set of parameter types."""
+
+    def resolve_function_call(self, fn: Any, raw: list[Any], kwargs: dict[str, Any],
+                              node: ast.AST) -> tuple[Any, list[Any]]:
+        """The instance of ``@func`` ``fn`` that a call with these operands selects, and the ordered operands."""
+        return resolve_call(fn, raw, kwargs, self, node)
 
     def __init__(self, src: FuncSource, param_types: list[Any], is_kernel: bool, ctx: LowerContext,
                  return_type: Any = None, infer_return: bool = False, adjoint_of: list[str] | None = None,

@@ -47,6 +47,11 @@ class CallMixin(ExprMixin):
     assigned: set[str]
     const_bindings: dict[str, Any]
 
+    def resolve_function_call(self, fn: Any, raw: list[Any], kwargs: dict[str, Any],
+                              node: ast.AST) -> tuple[Any, list[Any]]:
+        """The ``@func`` instance a call selects and its ordered operands (the frontend's ``Lowerer`` resolves it)."""
+        raise NotImplementedError
+
     def expr_Call(self, node: ast.Call) -> Any:
         if any(isinstance(a, ast.Starred) for a in node.args):
             node = self.expand_starred(node)
@@ -120,7 +125,7 @@ class CallMixin(ExprMixin):
                 ov = b.resolve([a.type for a in raw])
             ret, tgt, args = ov.ret, ov, raw
         elif getattr(target, "_treadle_function_", False):
-            inst, args = target.resolve_call(raw, {}, self, node)
+            inst, args = self.resolve_function_call(target, raw, {}, node)
             self.ctx.add_dependency(inst)
             if inst not in self.ctx.grad_targets:
                 self.ctx.grad_targets.append(inst)
@@ -702,7 +707,7 @@ class CallMixin(ExprMixin):
 
     def call_user_values(self, fn: Any, raw: list[Any], node: ast.AST, kwargs: dict[str, Any] | None = None) -> Any:
         """Call a ``@func`` with already lowered operands (also used for operators on structs)."""
-        inst, ordered = fn.resolve_call(raw, kwargs or {}, self, node)
+        inst, ordered = self.resolve_function_call(fn, raw, kwargs or {}, node)
         targets = self.ref_targets(inst, node) if inst.ref_positions else []
         loc = self.src.loc(node)
         ret = inst.return_type

@@ -15,7 +15,7 @@ Plans are kept alive for the whole process: compiled executables may outlive the
 CUDA plans (kind 2) carry no CPU entry point: the CUDA handler takes XLA's stream and device ordinal from the call's
 execution context, fills the same ``Args`` bytes with device pointers and calls :data:`CUDA_FN` (one process-wide
 ctypes trampoline) with the plan's :class:`CudaTarget` id; the target launches through Treadle's CUDA launch path
-(``backends/cuda_launch.py``: the kernel's module loaded for ``cuda:<ordinal>``, ``cuLaunchKernel`` on XLA's stream).
+(``backends/cuda/launch.py``: the kernel's module loaded for ``cuda:<ordinal>``, ``cuLaunchKernel`` on XLA's stream).
 """
 
 from __future__ import annotations

@@ -621,7 +621,7 @@ def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Seque
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
-    if dev.is_cuda:  # the CUDA backend: same packing, launched through the driver (backends/cuda_launch.py)
+    if dev.is_cuda:  # the CUDA backend: same packing, launched through the driver (backends/cuda/launch.py)
         from ..backends.cuda.launch import launch_cuda
 
         return launch_cuda(kernel, dim, args, dev, inputs, outputs, list(adj_inputs) + list(adj_outputs), adjoint,

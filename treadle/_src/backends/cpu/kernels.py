@@ -251,7 +251,7 @@ def load_backward(insts: list[CpuKernelInstance]) -> None:
 def load_module(module: Any) -> None:
     """Compile (or fetch from the cache) every non-generic kernel of ``module`` in one batch."""
     with module.lock:
-        pending = []
+        pending: list[CpuKernelInstance] = []
         for k in module.kernels:
             if k.is_generic:
                 pending.extend(inst for inst in k.instances.values() if not inst.loaded)
@@ -262,7 +262,7 @@ def load_module(module: Any) -> None:
                 continue
             if not inst.loaded:
                 pending.append(inst)
-        ready = []
+        ready: list[CpuKernelInstance] = []
         with fingerprint.batch():
             for inst in pending:
                 try:

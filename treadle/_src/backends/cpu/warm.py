@@ -47,9 +47,10 @@ def warm_key(inst: Any) -> str | None:
             part = settings(o)
         else:  # a module load: the settings cannot change from one kernel to the next
             key = ("cpu", o.mode, o.opt_level, tuple(o.extra), o.verify_fp, o.cxx)
-            part = memo.get(key)
-            if part is None:
-                part = memo[key] = settings(o)
+            cached = memo.get(key)
+            if cached is None:
+                cached = memo[key] = settings(o)
+            part = cached
         warm_env.remember()
     except Exception:  # noqa: BLE001 - a key problem must never break a launch: take the normal path
         return None

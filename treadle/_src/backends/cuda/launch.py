@@ -1,8 +1,8 @@
-"""``wp.launch`` on CUDA devices: the same argument packing as the CPU (``lang/abi.py``), run by the driver.
+"""``wp.launch`` on CUDA devices: the same argument packing as the CPU (``core/abi.py``), run by the driver.
 
 ``lang/launch.py`` hands every launch on a ``cuda:N`` device to :func:`launch_cuda`. A kernel instance gets one
-:class:`CudaPlan` per device and pass (forward or adjoint): the per-parameter packers of the CPU launcher
-(``launch.make_packer``, so a CUDA ``Args`` struct is byte for byte the CPU one) and the loaded entry point
+:class:`CudaPlan` per device and pass (forward or adjoint): the per-parameter packers every backend uses
+(``backends/args.py: make_packer``, so a CUDA ``Args`` struct is byte for byte the CPU one) and the loaded entry point
 (:func:`treadle._src.backends.cuda.build.load_cuda_kernel`). No CPU library is built for a CUDA launch.
 
 A launch packs its arguments into a fresh ``Args`` struct (the driver copies parameters during ``cuLaunchKernel``,
