@@ -27,11 +27,12 @@ FORMAT = "treadle-warm-3"
 
 _toolkit_sig: str | None = None
 
-#: The parts of Treadle that decide what a kernel compiles to: types, builtins, the compiler, the backends, the front
-#: end, the geometry types and functions, the compile flags and toolchain, the configuration and this index.
-_CODEGEN_PARTS = ("_src/core", "_src/types", "_src/builtins", "_src/compiler", "_src/backends", "_src/lang",
-                  "_src/geometry", "_src/runtime/native.py", "_src/runtime/toolchain.py", "_src/runtime/warm_index.py",
-                  "config.py")
+#: The parts of Treadle that decide what a CPU kernel compiles to: the error and ABI layer, types, builtins, the
+#: compiler, the front end, the geometry types and functions, the CPU backend, the compile flags and toolchain, this
+#: index and the configuration (not the CUDA and interpreter backends: they never change a CPU binary).
+_CODEGEN_PARTS = ("_src/core", "_src/types", "_src/builtins", "_src/compiler", "_src/lang", "_src/geometry",
+                  "_src/backends/cpu", "_src/runtime/native.py", "_src/runtime/toolchain.py",
+                  "_src/runtime/warm_index.py", "config.py")
 
 
 def _add_sources(path: str, add: Any) -> None:
