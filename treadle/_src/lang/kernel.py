@@ -1,4 +1,10 @@
-"""Kernels, modules and the ``@kernel`` / ``@func`` / ``constant`` decorators."""
+"""Kernels, modules and the ``@kernel`` / ``@func`` / ``constant`` decorators: declarations only.
+
+A :class:`Kernel` holds what its decorator declares (function, key, module, options, parameter names and types);
+its instances for concrete types are the CPU backend's :class:`~treadle._src.backends.cpu.kernels.CpuKernelInstance`,
+which runs the compiler's stages (``compiler/instance.py``) and builds and loads them. :class:`Module` groups the
+kernels and functions loaded together (``backends/cpu/kernels.py: load_module``).
+"""
 
 from __future__ import annotations
 

@@ -28,15 +28,12 @@ from ..backends.cpu import build as _cpu_build
 from ..backends.cpu.kernels import CpuKernelInstance as KernelInstance
 from ..backends.launch_params import ParamSetters
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
-from ..compiler import pipeline as _pipeline  # noqa: F401 - imported with treadle, not at the first kernel load
 from ..compiler.instance import args_layout
 from ..core.abi import ARRAY_KEEP_GRAD, ArrayDesc, LaunchBounds
 from ..core.errors import LaunchError
 from ..runtime import fastlaunch as _fastlaunch  # needed by every first launch: imported with treadle
 from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
-from ..runtime import warm_env as _warm_env  # noqa: F401 - needed by every kernel load, imported with treadle
-from ..runtime import warm_index as _warm_index  # noqa: F401
 from ..runtime.device import get_device
 from ..runtime.native import symbol_address
 from ..runtime.recording import active_tape
