@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import treadle as wp
-from treadle._src.lang.typesys import generic_kind, is_float, scalar_of
+from treadle._src.types.typesys import generic_kind, is_float, scalar_of
 
 Gen = np.random.Generator
 

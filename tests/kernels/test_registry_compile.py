@@ -59,8 +59,8 @@ def _module_source(found: dict[str, list[tuple[Any, ...]]]) -> tuple[str, list[A
 
 
 def test_every_builtin_overload_compiles(tmp_path):
-    from treadle._src.backends.cpu import CompileOptions
-    from treadle._src.compiler.pipeline import compile_batch, prepare, prepare_adjoint
+    from treadle._src.backends.cpu.build import compile_batch, prepare, prepare_adjoint
+    from treadle._src.runtime.native import CompileOptions
 
     t0 = time.perf_counter()
     found = accepted_overloads()

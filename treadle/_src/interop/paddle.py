@@ -10,8 +10,8 @@ import functools
 from typing import Any
 
 from ..lang import array as _arr
-from ..lang import scalars
 from ..runtime import device as _device
+from ..types import scalars
 from .common import InteropError, external_stream, require_scalar_map
 from .dlpack import export_array, from_dlpack
 

@@ -18,7 +18,8 @@ import ctypes
 import typing
 from typing import Any
 
-from . import abi, scalars
+from ..core import abi
+from . import scalars
 from .matrix import mat_base, matrix
 from .quat import quat_base, quaternion, transform_base, transformation
 from .struct import Struct, StructInstance, is_array_like

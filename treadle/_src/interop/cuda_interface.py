@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..interop.common import InteropError, fit_layout, wrap_memory
 from ..lang import array as _arr
-from ..lang import scalars
+from ..types import scalars
+from .common import InteropError, fit_layout, wrap_memory
 
 CU_STREAM_LEGACY = 1
 CU_STREAM_PER_THREAD = 2
@@ -73,8 +73,8 @@ def _numpy_dtype(iface: dict[str, Any]) -> np.dtype:
 
 def device_of_pointer(ptr: int) -> Any:
     """The CUDA device owning ``ptr`` (unified addressing)."""
-    from . import cuda_driver as cd
-    from .device import get_device
+    from ..runtime import cuda_driver as cd
+    from ..runtime.device import get_device
 
     drv = cd.require_driver()
     attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
@@ -92,7 +92,7 @@ def wait_for_producer(device: Any, stream: Any) -> None:
     current = device.stream
     if handle == current.cuda_stream:
         return
-    from .cuda_stream import Event, Stream
+    from ..runtime.cuda_stream import Event, Stream
 
     producer = Stream(device, cuda_stream=handle)
     current.wait_event(producer.record_event(Event(device)))
@@ -138,14 +138,19 @@ def from_cuda_array_interface(obj: Any, dtype: Any = None, shape: Any = None, st
     if ptr:
         dev = device_of_pointer(ptr)
         if device is not None:
-            from .device import get_device
+            from ..runtime.device import get_device
 
             want = get_device(device)
             if want != dev:
                 raise InteropError(f"the __cuda_array_interface__ memory is on '{dev}', not on '{want}'")
     else:
-        from .device import get_device
+        from ..runtime.device import get_device
 
         dev = get_device(device if device is not None else "cuda")
     wait_for_producer(dev, iface.get("stream"))
     return wrap_memory(ptr, elem, tuple(oshape), tuple(ostrides), dev, obj if owner else None)
+
+
+# ``array.__cuda_array_interface__`` and ``wp.array(obj)`` of such an object (lang/array.py) call these
+_arr.PROTOCOLS.cuda_export = export_interface
+_arr.PROTOCOLS.cuda_import = from_cuda_array_interface

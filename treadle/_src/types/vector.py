@@ -311,22 +311,16 @@ def _rebuild(key: tuple[Any, ...], data: bytes) -> Any:
     return class_from_key(key).from_buffer_copy(data)
 
 
+#: composite kind -> ``factory(*key[1:])`` making its class (``matrix.py`` and ``quat.py`` add their kinds)
+COMPOSITE_FACTORIES: dict[str, Any] = {}
+
+
 def class_from_key(key: tuple[Any, ...]) -> Any:
     """The composite class described by a cache key (``("vec", 3, float32)`` ...)."""
-    kind = key[0]
-    if kind == "vec":
-        return vector(key[1], key[2])
-    if kind == "mat":
-        from .matrix import matrix
-
-        return matrix((key[1], key[2]), key[3])
-    from . import quat
-
-    if kind == "quat":
-        return quat.quaternion(key[1])
-    if kind == "transform":
-        return quat.transformation(key[1])
-    raise ValueError(f"unknown composite type key {key!r}")
+    factory = COMPOSITE_FACTORIES.get(key[0])
+    if factory is None:
+        raise ValueError(f"unknown composite type key {key!r}")
+    return factory(*key[1:])
 
 
 def _component(i: builtins.int, name: str) -> property:
@@ -593,3 +587,4 @@ vec4 = vec4f
 
 
 vector._treadle_type_factory_ = "vector"  # type: ignore[attr-defined]  # callable in kernels (lower_call.py)
+COMPOSITE_FACTORIES["vec"] = vector  # unpickling (class_from_key)

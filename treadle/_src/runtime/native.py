@@ -1,7 +1,10 @@
-"""The CPU backend: C++ source -> shared library (system compiler) -> ctypes entry points.
+"""Native code: C++ source -> shared library with the system compiler, loaded with ``dlopen``.
 
-The backend interface (shared with the CUDA backend) is small: ``compile(source, out_path, options)``,
-``load(path)`` and ``symbol(lib, name)``.
+:class:`NativeCompiler` runs the C++ compiler (parallel jobs, a precompiled header of the native headers, the faster
+linker where there is one) and loads the libraries it builds; :class:`CompileOptions` are the flags that change a
+binary. The CPU backend builds kernels with it (``backends/cpu/build.py``), the runtime its own native products: the
+thread-pool library (``threadpool.py``) and the launch extension (``fastlaunch.py``). :func:`header_hash` is the
+content hash of the native headers every generated kernel includes.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ... import config
-from ..errors import CompileError, SourceLoc
+from ..core.errors import CompileError, SourceLoc
 from .toolchain import Toolchain, get_toolchain
 
 NATIVE_DIR = Path(__file__).resolve().parent.parent.parent / "native"
 
 #: Build kernels with run-time ``for`` loops with g++ when the default compiler is clang++ (see
-#: ``CpuBackend.loop_compiler``); ``TREADLE_LOOP_KERNELS_GXX=0`` turns it off.
+#: ``NativeCompiler.loop_compiler``); ``TREADLE_LOOP_KERNELS_GXX=0`` turns it off.
 LOOP_KERNELS_WITH_GXX = os.environ.get("TREADLE_LOOP_KERNELS_GXX", "1") != "0"
 
 _ERROR_RE = re.compile(r"^(?P<file>[^:\n]+\.py):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*(?P<msg>.*)$",
@@ -96,7 +99,7 @@ class CompileOptions:
         self.verify_fp = verify_fp  # NaN/Inf checks on float stores (checked builds; changes the emitted code)
         self.opt_level = opt_level if opt_level is not None else (1 if mode == "debug" else 3)
         self.extra = list(extra or [])
-        #: the compiler for these kernels (``None``: the default toolchain; see ``CpuBackend.loop_compiler``)
+        #: the compiler for these kernels (``None``: the default toolchain; see ``NativeCompiler.loop_compiler``)
         self.cxx = cxx
 
     def with_cxx(self, cxx: str | None) -> CompileOptions:
@@ -136,7 +139,7 @@ def fast_linker_flag() -> str:
 
 
 class CompileJob:
-    """A compiler process started by :meth:`CpuBackend.start`; :meth:`wait` finishes it."""
+    """A compiler process started by :meth:`NativeCompiler.start`; :meth:`wait` finishes it."""
 
     def __init__(self, proc: subprocess.Popen | None, src: Path, out: Path, error: str | None = None,
                  cmd: list[str] | None = None) -> None:
@@ -173,8 +176,8 @@ class CompileJob:
             raise compile_error_from_output((stderr or "") + (stdout or ""), self.src)
 
 
-class CpuBackend:
-    """Compiles and loads kernels for the ``cpu`` device.
+class NativeCompiler:
+    """Compiles C++ into shared libraries and loads them (kernel libraries, Treadle's own native products).
 
     Independent batches compile in parallel (:meth:`start` returns at once). A precompiled header of the native
     headers is built once per compiler, flags and header version into the kernel cache (``pch/``), in the
@@ -196,7 +199,7 @@ class CpuBackend:
 
     def toolchain(self, options: CompileOptions | None = None) -> Toolchain:
         """The default toolchain, or the one ``options.cxx`` asks for."""
-        from ..runtime.cache import get_cache
+        from .cache import get_cache
 
         default = get_toolchain(get_cache().root)
         name = options.cxx if options is not None else None
@@ -347,7 +350,7 @@ class CpuBackend:
     def _build_pch(self, prelude: str, options: CompileOptions, header: Path, pch: Path) -> None:
 
         try:
-            from ..runtime.cache import _make_private_dir
+            from .cache import _make_private_dir
 
             _make_private_dir(header.parent)
             with shared_cache().lock(f"pch_{header.parent.name}"):
@@ -404,7 +407,7 @@ def shared_cache() -> Any:
     used privately, the configured kernel cache holds them.
     """
     global _shared
-    from ..runtime.cache import KernelCache, get_cache, unsafe_reason
+    from .cache import KernelCache, get_cache, unsafe_reason
 
     cache = get_cache()
     if not config.kernel_cache_dir:
@@ -414,7 +417,7 @@ def shared_cache() -> Any:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = Path(base) / "treadle" / config.version
         try:
-            from ..runtime.cache import _make_private_dir
+            from .cache import _make_private_dir
 
             _make_private_dir(root)
             if unsafe_reason(root) is None and os.access(root, os.W_OK):
@@ -425,12 +428,55 @@ def shared_cache() -> Any:
     return _shared[1]
 
 
-_backend: CpuBackend | None = None
+_compiler: NativeCompiler | None = None
 
 
-def get_cpu_backend() -> CpuBackend:
-    """The process-wide CPU backend object."""
-    global _backend
-    if _backend is None:
-        _backend = CpuBackend()
-    return _backend
+def get_native_compiler() -> NativeCompiler:
+    """The process-wide native compiler."""
+    global _compiler
+    if _compiler is None:
+        _compiler = NativeCompiler()
+    return _compiler
+
+
+_header_hash: str | None = None
+
+
+def header_hash() -> str:
+    """SHA-256 over the native headers (part of every kernel key).
+
+    Reading and hashing every header costs milliseconds at each process start, so the digest is remembered in the
+    kernel cache under a signature of the headers' names, sizes and modification times (any change re-hashes).
+    """
+    global _header_hash
+    if _header_hash is None:
+        from .cache import get_cache
+
+        entries = sorted((e.name, e.path, e.stat()) for e in os.scandir(NATIVE_DIR) if e.name.endswith(".h"))
+        sig = hashlib.sha256("".join(f"{n}:{st.st_size}:{st.st_mtime_ns};" for n, _, st in entries).encode())
+        memo = get_cache().root / "headers" / sig.hexdigest()[:32]
+        try:
+            _header_hash = memo.read_text().strip() or None
+        except OSError:
+            _header_hash = None
+        if _header_hash is None or len(_header_hash) != 64:
+            h = hashlib.sha256()
+            for name, path, _ in entries:
+                h.update(name.encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+            _header_hash = h.hexdigest()
+            try:
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+                tmp.write_text(_header_hash)
+                os.replace(tmp, memo)
+            except OSError:
+                pass
+    return _header_hash
+
+
+def prime_header_hash(digest: str | None) -> None:
+    """Take the header digest a matching environment stamp remembered (``warm_env.py``); ``None`` forgets."""
+    global _header_hash
+    _header_hash = digest

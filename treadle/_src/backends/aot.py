@@ -8,8 +8,7 @@ struct size. ``device="cpu"`` (or the CPU as current device) builds the CPU shar
 Artifacts are named ``<module>_<hash>.<target>`` (``strip_hash=True``: ``<module>.<target>``) where ``target`` is
 ``sm80.cubin``, ``compute80.ptx`` or ``cpu.so``. They go to ``module_dir`` (default: ``<kernel cache>/aot``).
 
-This is a user-facing entry point on top of the compiler, so it imports the compiler lazily (the rest of the
-runtime never does).
+``wp.compile_aot_module`` (``lang/module_api.py``) resolves the module and calls :func:`compile_module`.
 """
 
 from __future__ import annotations
@@ -17,26 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import types
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 
-def _resolve_module(module: Any) -> Any:
-    from ..lang.kernel import Module, get_module
-
-    if isinstance(module, Module):
-        return module
-    if isinstance(module, (types.ModuleType, str)):
-        return get_module(module)
-    raise TypeError(f"compile_aot_module() expects a Module, a Python module or a module name, got "
-                    f"{type(module).__name__}")
-
-
 def _targets(device: Any, arch: int | Iterable[int] | None) -> list[Any]:
     """CUDA architectures (ints) and/or ``"cpu"``, in order."""
-    from .device import get_device
+    from ..runtime.device import get_device
 
     if arch is not None:
         return [int(arch)] if isinstance(arch, int) else [int(a) for a in arch]
@@ -58,13 +45,15 @@ def _instances(mod: Any) -> list[Any]:
     return insts
 
 
-def compile_aot_module(module: Any, device: Any = None, arch: int | Iterable[int] | None = None,
-                       module_dir: str | os.PathLike[str] | None = None, use_ptx: bool | None = None,
-                       strip_hash: bool | None = None) -> list[Path]:
-    """Compile every kernel of ``module`` ahead of time; returns the artifact paths in target order.
+def compile_module(mod: Any, device: Any = None, arch: int | Iterable[int] | None = None,
+                   module_dir: str | os.PathLike[str] | None = None, use_ptx: bool | None = None,
+                   strip_hash: bool | None = None) -> list[Path]:
+    """Compile every kernel of the module ``mod`` ahead of time; returns the artifact paths in target order.
+
+    ``wp.compile_aot_module`` (``lang/module_api.py``) resolves the module first.
 
     Args:
-        module: a :class:`~treadle.Module`, a Python module, or a module name.
+        mod: the module (``Module``: ``name``, ``kernels``, ``options``).
         device: device(s) to compile for when ``arch`` is not given (their exact architectures, or the CPU).
         arch: CUDA architecture(s) such as ``80`` or ``[80, 90]``; no GPU is needed.
         module_dir: output directory (default: ``<kernel cache>/aot``).
@@ -72,10 +61,8 @@ def compile_aot_module(module: Any, device: Any = None, arch: int | Iterable[int
         strip_hash: leave the content hash out of file names (also stored as the module's ``strip_hash`` option).
 
     Raises:
-        TypeError: ``module`` is not a module.
         CompileError: a kernel failed to compile (the message leads with its Python line).
     """
-    mod = _resolve_module(module)
     if strip_hash is not None:
         mod.options["strip_hash"] = bool(strip_hash)
     strip = bool(mod.options.get("strip_hash", False))
@@ -84,7 +71,7 @@ def compile_aot_module(module: Any, device: Any = None, arch: int | Iterable[int
     if not insts:
         raise ValueError(f"module '{mod.name}' has no kernels to compile (generic kernels need wp.overload first)")
     if module_dir is None:
-        from .cache import get_cache
+        from ..runtime.cache import get_cache
 
         out_dir = get_cache().root / "aot"
     else:
@@ -112,8 +99,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def _compile_cuda(mod: Any, insts: list[Any], arch: int, out_dir: Path, base: str, strip: bool,
                   use_ptx: bool) -> Path:
-    from ..backends import cuda as cuda_backend
     from ..compiler.emit_cuda import cuda_source
+    from .cuda import build as cuda_backend
 
     modes = sorted({inst.options.mode for inst in insts})
     if len(modes) > 1:
@@ -165,8 +152,8 @@ def _sizeof(t: Any) -> int:
 
 
 def _compile_cpu(mod: Any, insts: list[Any], out_dir: Path, base: str, strip: bool) -> Path:
-    from ..backends.cpu import get_cpu_backend
     from ..compiler.pipeline import PRELUDE
+    from ..runtime.native import get_native_compiler
 
     blocks, seen = [], set()
     for inst in insts:
@@ -180,7 +167,7 @@ def _compile_cpu(mod: Any, insts: list[Any], out_dir: Path, base: str, strip: bo
     name = _name(base, digest, strip)
     path = out_dir / f"{name}.cpu.so"
     tmp = out_dir / f".{name}.{os.getpid()}.so"
-    get_cpu_backend().compile(source, tmp, options)
+    get_native_compiler().compile(source, tmp, options)
     os.replace(tmp, path)
     src = tmp.with_suffix(".cpp")
     if src.exists():

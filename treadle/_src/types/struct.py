@@ -34,26 +34,29 @@ from typing import Any
 
 import numpy as np
 
-from . import abi, scalars
+from ..core import abi
+from . import scalars
+from .arrays import array_class, is_array_object
+from .typesys import ArrayT
 from .vector import composite_base, decode_half, encode_half, is_number
 
 
-def _array_module() -> Any:
-    try:
-        from . import array as array_mod
-    except ImportError:  # the array module is optional while Treadle is being assembled
-        return None
-    return array_mod
-
-
 def is_array_like(t: Any) -> builtins.bool:
-    """True for array annotations and arrays (Treadle's ``array`` class, or objects shaped like it)."""
+    """True for array annotations and arrays (the array protocol of ``arrays.py``, or objects shaped like one).
+
+    The compiler's :class:`~.typesys.ArrayT` is an array annotation too: layers that cannot import the array class
+    declare array fields with it.
+    """
     if isinstance(t, type):
         return False
-    mod = _array_module()
-    if mod is not None and isinstance(t, mod.array):
+    if is_array_object(t) or isinstance(t, ArrayT):
         return True
     return hasattr(t, "ndim") and hasattr(t, "dtype") and hasattr(t, "__ctype__")
+
+
+def _indexed(t: Any) -> builtins.bool:
+    """Whether an array annotation (or array) is an indexed array."""
+    return bool(t.indexed) if isinstance(t, ArrayT) else bool(getattr(t, "_indexed_", False))
 
 
 def _field_kind(t: Any) -> str | None:
@@ -78,14 +81,14 @@ def _type_signature(t: Any) -> str:
     if isinstance(t, Struct):
         return f"struct {t.key} {t.hash}"
     if is_array_like(t):
-        kind = "indexedarray" if getattr(t, "_indexed_", False) else "array"
+        kind = "indexedarray" if _indexed(t) else "array"
         return f"{kind}(ndim={t.ndim}, dtype={_type_signature(scalars.scalar_from_python(t.dtype))})"
     return repr(t)
 
 
 def _array_desc_type(t: Any) -> Any:
     """The ctypes descriptor of an array field (indexed arrays have the larger one)."""
-    return abi.IndexedArrayDesc if getattr(t, "_indexed_", False) else abi.ArrayDesc
+    return abi.IndexedArrayDesc if _indexed(t) else abi.ArrayDesc
 
 
 def _type_name(t: Any) -> str:
@@ -93,7 +96,7 @@ def _type_name(t: Any) -> str:
         return t.key
     if is_array_like(t):
         dt = scalars.scalar_from_python(t.dtype)
-        kind = "indexedarray" if getattr(t, "_indexed_", False) else "array"
+        kind = "indexedarray" if _indexed(t) else "array"
         return f"{kind}(ndim={t.ndim}, dtype={_type_name(dt)})"
     return str(getattr(t, "__name__", t))
 
@@ -407,7 +410,7 @@ def _field_property(st: Struct, name: str) -> property:
                 self._refs.pop(name, None)
                 setattr(self._ctype, name, _array_desc_type(t)())
                 return
-            indexed = bool(getattr(t, "_indexed_", False))
+            indexed = bool(_indexed(t))
             if not is_array_like(value) or bool(getattr(value, "_indexed_", False)) != indexed:
                 want = "a Warp indexed array" if indexed else "a Warp array"
                 raise TypeError(f"Struct field '{name}' expects {want}, got {type(value).__name__} "
@@ -434,8 +437,7 @@ def _array_from_desc(desc: Any, t: Any, device: Any) -> Any:
     """
     if not desc.data or t.dtype is typing.Any:
         return None
-    from .array import array
-
+    array = array_class()
     ndim = int(t.ndim)
     grad = None
     if desc.grad:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from ... import config
-from ..errors import ToolchainError
+from ..core.errors import ToolchainError
 
 
 class Toolchain:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..lang.typesys import is_int, scalar_of
-from . import ir
-from .interpret_values import (
+from ...compiler import ir
+from ...types.typesys import is_int, scalar_of
+from .values import (
     ArrayRef,
     DivisionByZero,
     Fault,
@@ -36,7 +36,7 @@ from .interpret_values import (
 )
 
 if TYPE_CHECKING:
-    from .interpret import Frame, Interpreter
+    from .interpreter import Frame, Interpreter
 
 
 def unsupported(what: str) -> Fault:
@@ -161,7 +161,7 @@ def _array_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
 
 
 def _array_from_ptr(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
-    from ..lang.array import contiguous_strides, elem_size
+    from ...types.arrays import contiguous_strides, elem_size
 
     t = s.result.type  # type: ignore[union-attr]
     shape = tuple(int(n) for n in args[1:])
@@ -235,7 +235,7 @@ _RNG_LOCK = threading.Lock()
 
 
 def _draw(fn: Callable[..., Any], *args: Any) -> tuple[Any, int | None]:
-    from ..builtins import random as rnd
+    from ...builtins import random as rnd
 
     base = rnd._Rng
     made: list[Any] = []
@@ -281,7 +281,7 @@ def call_with_refs(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> An
         return host_call(s.overload, args)
     twin = _IN_PLACE_TWINS.get(b.name)
     if twin is not None:
-        from ..builtins import REGISTRY
+        from ...builtins import REGISTRY
 
         twin_host: Any = REGISTRY.builtins[twin].host
         outs: Any = twin_host(*args)
@@ -303,7 +303,7 @@ def _write_state(s: ir.Call, f: Frame, state: int | None) -> None:
 
 
 def _sample_cdf(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
-    from ..builtins import random as rnd
+    from ...builtins import random as rnd
 
     cdf: ArrayRef = args[1]
     u, state = _draw(lambda st: rnd._Rng(st).unit(), args[0])

@@ -31,14 +31,16 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ... import config
-from ..errors import SourceLoc
-from ..lang import scalars
-from ..lang.launch_params import ParamSetters
-from ..lang.typesys import ArrayT, TupleT, contains_any, is_composite, scalar_of
-from . import ir
-from .interpret_builtins import HANDLERS, call_with_refs, host_call, unsupported
-from .interpret_values import (
+from .... import config
+from ...compiler import ir
+from ...core.errors import SourceLoc
+from ...types import scalars
+from ...types.arrays import array_class
+from ...types.typesys import ArrayT, TupleT, contains_any, is_composite, scalar_of
+from ..args import launch_bounds, pack_arg, value_type
+from ..launch_params import ParamSetters
+from .handlers import HANDLERS, call_with_refs, host_call, unsupported
+from .values import (
     ArrayRef,
     Fault,
     InterpretError,
@@ -478,25 +480,19 @@ _ATOMIC_OPS: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _instance(kernel: Any, args: Sequence[Any]) -> Any:
-    from ..lang.launch import value_type
-
     if kernel.is_generic:
         return kernel.get_instance(tuple(value_type(v, t) for v, t in zip(args, kernel.param_types)))
     return kernel.get_instance(None)
 
 
 def _launch_shape(dim: Any) -> tuple[int, ...]:
-    from ..lang.launch import launch_bounds
-
     b = launch_bounds(dim)  # the same validation (and messages) as compiled launches
     return tuple(int(b.shape[i]) for i in range(b.ndim))
 
 
 def _argument_values(inst: Any, args: Sequence[Any], device: Any) -> list[Any]:
     """Check the arguments as a compiled launch does, then convert them to interpreter values."""
-    from ..lang.array import array
-    from ..lang.launch import pack_arg
-
+    array = array_class()
     kernel = inst.kernel
     values = []
     for name, t, v in zip(kernel.param_names, inst.types, args):
@@ -534,25 +530,19 @@ class InterpretedLaunch(ParamSetters):
 
 
 def interpret_launch(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Sequence[Any] = (),
-                     outputs: Sequence[Any] = (), adjoint: bool = False, adj: Sequence[Any] = (),
-                     record_tape: bool = True, record_cmd: bool = False) -> InterpretedLaunch | None:
-    """``wp.launch`` in interpret mode (called from :func:`~treadle._src.lang.launch.launch`).
+                     outputs: Sequence[Any] = (), record_tape: bool = True,
+                     record_cmd: bool = False) -> InterpretedLaunch | None:
+    """A forward ``wp.launch`` in interpret mode (called from :func:`~treadle._src.lang.launch.launch`).
 
-    ``args`` are the kernel arguments (inputs, outputs and defaults) in parameter order. Forward launches run in
-    :class:`Interpreter`; adjoint launches (``Tape.backward``) run the compiled backward pass, which replays the
-    forward computation itself, so taped programs keep working in interpret mode.
+    ``args`` are the kernel arguments (inputs, outputs and defaults) in parameter order; the launch runs in
+    :class:`Interpreter`. (Adjoint launches, ``Tape.backward``, run the compiled backward pass, which replays the
+    forward computation itself: the launch front end sends them to the compiled backend.)
     """
-    if adjoint:
-        from ..lang.launch import launch
-
-        with config.override(mode="release"):
-            launch(kernel, dim, inputs, outputs, adj_inputs=adj, device=device, adjoint=True, record_tape=False)
-        return None
     inst = _instance(kernel, args)
     shape = _launch_shape(dim)
     values = _argument_values(inst, args, device)
     if record_tape:
-        from ..autodiff.state import active_tape
+        from ...runtime.recording import active_tape
 
         tape = active_tape()
         if tape is not None:

@@ -7,7 +7,7 @@
   ``transformf``/``transformd``. ``.p`` and ``.q`` read and write the two parts on the host.
 - ``spatial_vector*`` and ``spatial_matrix*`` are the plain ``vector(6, t)`` and ``matrix((6, 6), t)`` types.
 
-Both families derive from :class:`~treadle._src.lang.vector.vec_base`: indexing, equality, printing and
+Both families derive from :class:`~treadle._src.types.vector.vec_base`: indexing, equality, printing and
 component-wise ``+``/``-``/scalar ``*`` behave as for vectors. ``q1 * q2`` is the quaternion product and
 ``t1 * t2`` the composition of transforms, as in kernels.
 """
@@ -22,6 +22,7 @@ import numpy as np
 from . import scalars
 from .matrix import matrix
 from .vector import (
+    COMPOSITE_FACTORIES,
     SCALAR_SUFFIX,
     cached_type,
     flatten_values,
@@ -196,3 +197,5 @@ spatial_matrix = spatial_matrixf
 # Callable in kernels as constructors (compiler/lower_call.py call_type_factory).
 quaternion._treadle_type_factory_ = "quaternion"  # type: ignore[attr-defined]
 transformation._treadle_type_factory_ = "transformation"  # type: ignore[attr-defined]
+COMPOSITE_FACTORIES["quat"] = quaternion  # unpickling (vector.class_from_key)
+COMPOSITE_FACTORIES["transform"] = transformation

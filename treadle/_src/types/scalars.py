@@ -167,7 +167,7 @@ class int_base(scalar_base):
 
 
 def _scalar(name: str, base: type, ctype: Any, npdt: Any, bits: int, signed: builtins.bool = True) -> type:
-    cls = type(
+    cls: Any = type(
         name,
         (base,),
         {

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import LaunchError
-from .abi import ARRAY_KEEP_GRAD
-from .typesys import ArrayT
+from ..core.abi import ARRAY_KEEP_GRAD
+from ..core.errors import LaunchError
+from ..types.typesys import ArrayT
 
 
 class ParamSetters:

@@ -27,9 +27,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ... import config
-from ..errors import CompileError, SourceLoc, ToolchainError
-from .cpu import NATIVE_DIR
+from .... import config
+from ...core.errors import CompileError, SourceLoc, ToolchainError
+from ...runtime.native import NATIVE_DIR
 
 _ERROR_RE = re.compile(r"^(?P<file>[^\n(]+\.py)\((?P<line>\d+)\): (?:catastrophic )?error:\s*(?P<msg>.*)$", re.M)
 
@@ -305,7 +305,7 @@ class CudaBuilt:
 
 
 def _key(block: str, options: CudaCompileOptions) -> str:
-    from ..compiler.pipeline import header_hash
+    from ...runtime.native import header_hash
 
     src = "\n".join([config.version, header_hash(), get_nvrtc().identity(), options.target_name(), options.key(),
                      block])
@@ -324,8 +324,8 @@ def prepare_cuda(kernel_ir: Any, deps: list[Any], options: CudaCompileOptions, n
         entry: :class:`~treadle._src.compiler.emit_cuda.CudaEntryOptions` (block size, launch bounds).
         args_type: the ctypes ``Args`` mirror, checked against the C++ layout at compile time.
     """
-    from ..compiler import emit_cuda
-    from ..compiler.pipeline import dump, ordered_deps
+    from ...compiler import emit_cuda
+    from ...compiler.pipeline import dump, ordered_deps
 
     cb = emit_cuda.cuda_kernel_block(kernel_ir, ordered_deps(deps), checked=options.mode == "debug",
                                      options=entry, args_layout=emit_cuda.args_layout_of(args_type))
@@ -336,8 +336,8 @@ def prepare_cuda(kernel_ir: Any, deps: list[Any], options: CudaCompileOptions, n
 def prepare_cuda_adjoint(kernel_ir: Any, deps: list[Any], options: CudaCompileOptions, name: str,
                          entry: Any = None, args_type: Any = None) -> CudaBuilt:
     """Emit and hash the CUDA backward pass of one kernel instance."""
-    from ..compiler import emit_cuda
-    from ..compiler.pipeline import dump, ordered_deps
+    from ...compiler import emit_cuda
+    from ...compiler.pipeline import dump, ordered_deps
 
     cb = emit_cuda.cuda_adjoint_block(kernel_ir, ordered_deps(deps), options=entry,
                                       args_layout=emit_cuda.args_layout_of(args_type))
@@ -371,7 +371,7 @@ def compile_cuda_batch(items: list[CudaBuilt], options: CudaCompileOptions) -> N
 
     An item whose code fails to compile gets ``error`` set; its siblings still build.
     """
-    from ..runtime.cache import get_cache
+    from ...runtime.cache import get_cache
 
     cache = get_cache()
     unique: dict[str, CudaBuilt] = {}
@@ -411,8 +411,8 @@ def compile_cuda_batch(items: list[CudaBuilt], options: CudaCompileOptions) -> N
 def _build_publish(items: list[CudaBuilt], batch_key: str, options: CudaCompileOptions) -> None:
     import shutil
 
-    from ..compiler.emit_cuda import cuda_source
-    from ..runtime.cache import get_cache
+    from ...compiler.emit_cuda import cuda_source
+    from ...runtime.cache import get_cache
 
     cache = get_cache()
     tmp = cache.tmp_dir()
@@ -447,7 +447,7 @@ def entry_options(kernel_options: dict[str, Any] | None = None, module_options: 
     From the kernel's options (``@wp.kernel(launch_bounds=...)``, ``grid_stride``) and its module's
     (``launch_bounds``, ``block_dim``, ``cuda_ckpt_bytes``, ``cuda_prefetch``); the kernel's win.
     """
-    from ..compiler.emit_cuda import DEFAULT_CKPT_BYTES, CudaEntryOptions
+    from ...compiler.emit_cuda import DEFAULT_CKPT_BYTES, CudaEntryOptions
 
     ko = kernel_options or {}
     mo = module_options if module_options is not None else {}
@@ -486,7 +486,7 @@ def load_cuda_kernel(inst: Any, device: Any, adjoint: bool = False) -> Any:
     ``inst`` is a ``KernelInstance`` (``ir``, ``deps``, ``kernel``, ``options.mode``, ``args_type``). The result
     (a :class:`~treadle._src.runtime.cuda_driver.CudaFunction`) is memoised on the instance per device.
     """
-    from ..runtime import cuda_driver
+    from ...runtime import cuda_driver
 
     memo = inst.__dict__.setdefault("_cuda_functions", {})
     mkey = (device.alias, adjoint)

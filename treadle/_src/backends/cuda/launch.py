@@ -1,9 +1,9 @@
-"""``wp.launch`` on CUDA devices: the same argument packing as the CPU (``lang/abi.py``), run by the driver.
+"""``wp.launch`` on CUDA devices: the same argument packing as the CPU (``core/abi.py``), run by the driver.
 
 ``lang/launch.py`` hands every launch on a ``cuda:N`` device to :func:`launch_cuda`. A kernel instance gets one
-:class:`CudaPlan` per device and pass (forward or adjoint): the per-parameter packers of the CPU launcher
-(``launch.make_packer``, so a CUDA ``Args`` struct is byte for byte the CPU one) and the loaded entry point
-(:func:`treadle._src.backends.cuda.load_cuda_kernel`). No CPU library is built for a CUDA launch.
+:class:`CudaPlan` per device and pass (forward or adjoint): the per-parameter packers every backend uses
+(``backends/args.py: make_packer``, so a CUDA ``Args`` struct is byte for byte the CPU one) and the loaded entry point
+(:func:`treadle._src.backends.cuda.build.load_cuda_kernel`). No CPU library is built for a CUDA launch.
 
 A launch packs its arguments into a fresh ``Args`` struct (the driver copies parameters during ``cuLaunchKernel``,
 so nothing has to outlive the call) and launches on the given stream, else the device's current stream. Recorded
@@ -20,12 +20,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ... import config
-from ..autodiff.state import active_tape
-from ..errors import LaunchError
-from ..lang.abi import ARRAY_KEEP_GRAD
-from ..lang.launch import _bounds, launch_bounds, make_packer, value_type
-from ..lang.launch_params import ParamSetters
+from .... import config
+from ...core.abi import ARRAY_KEEP_GRAD
+from ...core.errors import LaunchError
+from ...runtime.recording import active_tape
+from ...types.arrays import is_array_object
+from ..args import cached_bounds as _bounds
+from ..args import launch_bounds, make_packer, value_type
+from ..launch_params import ParamSetters
 
 
 class CudaPlan:
@@ -35,7 +37,7 @@ class CudaPlan:
                  "shared", "last", "last_desc")
 
     def __init__(self, inst: Any, device: Any, adjoint: bool) -> None:
-        from . import cuda as cb
+        from . import build as cb
 
         self.inst = inst
         self.kernel = inst.kernel
@@ -253,14 +255,13 @@ def _forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
 
 def _apply_adjoints(plan: CudaPlan, packed: Any, adj: list[Any]) -> list[Any]:
     """Point array gradients at the ``adj`` arrays where given (else each array's own ``.grad``)."""
-    from ..lang.array import array
-    from ..lang.typesys import ArrayT
+    from ...types.typesys import ArrayT
 
     keep = []
     for i, (name, t) in enumerate(zip(plan.names, plan.inst.types)):
         if isinstance(t, ArrayT) and i < len(adj) and adj[i] is not None:
             g = adj[i]
-            if not isinstance(g, array):
+            if not is_array_object(g):
                 raise LaunchError(f"adjoint for '{name}' must be an array, got {type(g).__name__}")
             if g.device != plan.device:
                 raise LaunchError(f"adjoint array for '{name}' is on '{g.device}' but the launch is on "

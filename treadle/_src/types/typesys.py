@@ -2,8 +2,8 @@
 
 Kernel values have one of these types:
 
-- a scalar class (``float32`` ...), from :mod:`treadle._src.lang.scalars`;
-- a composite class (vector, matrix, quaternion, transform), from :mod:`treadle._src.lang.vector` and friends;
+- a scalar class (``float32`` ...), from :mod:`treadle._src.types.scalars`;
+- a composite class (vector, matrix, quaternion, transform), from :mod:`treadle._src.types.vector` and friends;
 - a ``Struct`` (from ``@struct``);
 - :class:`ArrayT` (an array argument or view: dtype and number of dimensions);
 - :class:`TupleT` (multiple return values);
@@ -279,17 +279,9 @@ def normalize_annotation(t: Any) -> Any:
     return t
 
 
-_array_mod: Any = None
-
-
 def is_array_annotation(t: Any) -> bool:
-    """True for ``wp.array(dtype=..., ndim=...)`` objects (annotations or real arrays)."""
-    global _array_mod
-    if _array_mod is None:  # imported at first use (``array`` imports this module), then kept
-        from . import array as array_mod
-
-        _array_mod = array_mod
-    return isinstance(t, _array_mod.array)
+    """True for ``wp.array(dtype=..., ndim=...)`` objects (annotations or real arrays): the array protocol."""
+    return getattr(type(t), "_treadle_array_", False) is True
 
 
 def types_match(expected: Any, actual: Any) -> bool:

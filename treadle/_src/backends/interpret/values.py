@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CheckedModeError
-from ..lang import scalars
-from ..lang.typesys import ArrayT, TupleT, is_composite, is_struct, normalize_annotation, scalar_of
+from ...core.errors import CheckedModeError
+from ...types import scalars
+from ...types.typesys import ArrayT, TupleT, is_composite, is_struct, normalize_annotation, scalar_of
 
 
 class InterpretError(CheckedModeError):

@@ -1,7 +1,7 @@
 """Kernel-side types of the spatial data structures: query states and query results.
 
 Query states (``HashGridQuery``, ``BvhQuery``, ``MeshQueryAABB``) are opaque native types
-(:class:`~treadle._src.lang.typesys.OpaqueType`): kernels hold them in variables and pass them to the ``*_next``
+(:class:`~treadle._src.types.typesys.OpaqueType`): kernels hold them in variables and pass them to the ``*_next``
 builtins, which update them in place. Their C++ definitions live in ``treadle/native/hashgrid.h`` and ``bvh.h``.
 
 Query results (``MeshQueryPoint``, ``MeshQueryRay``) and ``mesh_get``'s ``Mesh`` view are ordinary ``@struct``
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang import scalars
-from ..lang.array import array
-from ..lang.struct import struct
-from ..lang.typesys import OpaqueType
-from ..lang.vector import vec3f
+from ..types import scalars
+from ..types.struct import struct
+from ..types.typesys import ArrayT, OpaqueType
+from ..types.vector import vec3f
 
 
 class QueryType(OpaqueType):
@@ -107,9 +106,9 @@ class MeshQueryRay:
 class _MeshFields:
     """The arrays of a mesh as seen from a kernel (``mesh_get(id).points[i]``)."""
 
-    points: array(dtype=vec3f)
-    velocities: array(dtype=vec3f)
-    indices: array(dtype=scalars.int32)
+    points: ArrayT(vec3f)
+    velocities: ArrayT(vec3f)
+    indices: ArrayT(scalars.int32)
 
 
 _MeshFields.__name__ = _MeshFields.__qualname__ = "Mesh"

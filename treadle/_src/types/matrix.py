@@ -1,7 +1,7 @@
 """Matrix types: ``matrix(shape, dtype)`` and the aliases ``mat22`` ... ``mat44d``.
 
 A matrix type is a ``ctypes.Array`` of ``rows * cols`` scalars in row-major order: the layout of
-``treadle::mat_t<R, C, T>``. ``matrix(shape, dtype)`` is cached like :func:`~treadle._src.lang.vector.vector`.
+``treadle::mat_t<R, C, T>``. ``matrix(shape, dtype)`` is cached like :func:`~treadle._src.types.vector.vector`.
 
 Class attributes: ``_shape_ = (rows, cols)``, ``_length_ = rows * cols``, ``_type_``, ``_wp_scalar_type_``,
 ``_wp_generic_type_str_ = "mat_t"``, ``_wp_type_params_ = [rows, cols, dtype]`` and ``_wp_row_type_`` (the vector
@@ -23,6 +23,7 @@ import numpy as np
 
 from . import scalars
 from .vector import (
+    COMPOSITE_FACTORIES,
     SCALAR_SUFFIX,
     c_divide,
     cached_type,
@@ -396,3 +397,4 @@ mat44 = mat44f
 
 
 matrix._treadle_type_factory_ = "matrix"  # type: ignore[attr-defined]  # callable in kernels (lower_call.py)
+COMPOSITE_FACTORIES["mat"] = lambda rows, cols, dtype: matrix((rows, cols), dtype)  # unpickling (class_from_key)
