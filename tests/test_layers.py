@@ -30,14 +30,20 @@ LAYERS: list[tuple[str, ...]] = [
     ("autograd",),               # the reference's internal path of the autograd tools
     ("interop",),                # NumPy/DLPack/CUDA array interface, PyTorch, JAX, Paddle
     ("geometry",),               # HashGrid, Bvh, Mesh, MarchingCubes
-    ("utils",),                  # library layers built on the above
+    ("volume", "texture"),       # wp.Volume (NanoVDB), wp.Texture1D/2D/3D
+    ("api",),                    # the public package ``treadle`` (not a folder: see EXTERNAL)
+    ("utils",),                  # library layers built on the public API: warp.utils, ...
+    ("geometry_lib",),           # warp.geometry
     ("sparse",),
     ("fem",),
     ("render",),
+    ("warp_compat",),            # the ``warp`` alias: resolves every public module
 ]
 
-#: Modules outside ``treadle/_src`` that ``_src`` may import, and the layer they count as.
-EXTERNAL = {"treadle.config": "core"}
+#: Modules outside ``treadle/_src`` that ``_src`` may import, and the layer they count as. The public package
+#: ``treadle`` is everything up to the ``api`` row: the library layers above it are written against it, as a user's
+#: library would be (``import treadle as wp``), and ``treadle/__init__.py`` imports none of them eagerly.
+EXTERNAL = {"treadle.config": "core", "treadle": "api"}
 
 
 def _rank() -> dict[str, int]:

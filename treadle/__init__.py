@@ -163,7 +163,6 @@ from ._src.texture.texture import Texture3D as Texture3D
 from ._src.texture.texture import TextureAddressMode as TextureAddressMode
 from ._src.texture.texture import TextureFilterMode as TextureFilterMode
 from ._src.texture.texture import TextureResourceFlags as TextureResourceFlags
-from ._src.volume.volume import Volume as Volume
 from ._src.types.arrays import dtype_from_numpy as dtype_from_numpy
 from ._src.types.arrays import dtype_to_numpy as dtype_to_numpy
 from ._src.types.matrix import mat22 as mat22
@@ -248,6 +247,7 @@ from ._src.types.vector import vec4ui as vec4ui
 from ._src.types.vector import vec4ul as vec4ul
 from ._src.types.vector import vec4us as vec4us
 from ._src.types.vector import vector as vector
+from ._src.volume.volume import Volume as Volume
 from .config import LOG_DEBUG as LOG_DEBUG
 from .config import LOG_ERROR as LOG_ERROR
 from .config import LOG_INFO as LOG_INFO
@@ -296,25 +296,25 @@ from ._src.runtime.cuda_driver import wait_stream as wait_stream
 
 # isort: split
 # Profiling and logging.
-from ._src.utils.logger import Logger as Logger
-from ._src.utils.logger import ScopedLogger as ScopedLogger
-from ._src.utils.logger import ScopedLogLevel as ScopedLogLevel
-from ._src.utils.logger import get_logger as get_logger
-from ._src.utils.logger import set_logger as set_logger
-from ._src.utils.profiling import TIMING_ALL as TIMING_ALL
-from ._src.utils.profiling import TIMING_GRAPH as TIMING_GRAPH
-from ._src.utils.profiling import TIMING_KERNEL as TIMING_KERNEL
-from ._src.utils.profiling import TIMING_KERNEL_BUILTIN as TIMING_KERNEL_BUILTIN
-from ._src.utils.profiling import TIMING_MEMCPY as TIMING_MEMCPY
-from ._src.utils.profiling import TIMING_MEMSET as TIMING_MEMSET
-from ._src.utils.profiling import ScopedCudaProfiler as ScopedCudaProfiler
-from ._src.utils.profiling import ScopedTimer as ScopedTimer
-from ._src.utils.profiling import TimingResult as TimingResult
-from ._src.utils.profiling import cuda_profiler_start as cuda_profiler_start
-from ._src.utils.profiling import cuda_profiler_stop as cuda_profiler_stop
-from ._src.utils.profiling import timing_begin as timing_begin
-from ._src.utils.profiling import timing_end as timing_end
-from ._src.utils.profiling import timing_print as timing_print
+from ._src.core.logger import Logger as Logger
+from ._src.core.logger import ScopedLogger as ScopedLogger
+from ._src.core.logger import ScopedLogLevel as ScopedLogLevel
+from ._src.core.logger import get_logger as get_logger
+from ._src.core.logger import set_logger as set_logger
+from ._src.runtime.profiling import TIMING_ALL as TIMING_ALL
+from ._src.runtime.profiling import TIMING_GRAPH as TIMING_GRAPH
+from ._src.runtime.profiling import TIMING_KERNEL as TIMING_KERNEL
+from ._src.runtime.profiling import TIMING_KERNEL_BUILTIN as TIMING_KERNEL_BUILTIN
+from ._src.runtime.profiling import TIMING_MEMCPY as TIMING_MEMCPY
+from ._src.runtime.profiling import TIMING_MEMSET as TIMING_MEMSET
+from ._src.runtime.profiling import ScopedCudaProfiler as ScopedCudaProfiler
+from ._src.runtime.profiling import ScopedTimer as ScopedTimer
+from ._src.runtime.profiling import TimingResult as TimingResult
+from ._src.runtime.profiling import cuda_profiler_start as cuda_profiler_start
+from ._src.runtime.profiling import cuda_profiler_stop as cuda_profiler_stop
+from ._src.runtime.profiling import timing_begin as timing_begin
+from ._src.runtime.profiling import timing_end as timing_end
+from ._src.runtime.profiling import timing_print as timing_print
 
 __version__ = config.version
 

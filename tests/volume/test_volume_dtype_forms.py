@@ -16,7 +16,7 @@ import pytest
 import treadle as wp
 from treadle._src.builtins import REGISTRY
 from treadle._src.builtins.registry import NOT_CONST, NoMatch
-from treadle._src.errors import CodegenError
+from treadle._src.core.errors import CodegenError
 from treadle._src.volume import nanovdb as nv
 
 from .helpers import trilinear

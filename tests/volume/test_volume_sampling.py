@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import CodegenError
+from treadle._src.core.errors import CodegenError
 
 from .helpers import BAND, SPHERE_C, SPHERE_R, VOXEL, dense_float, sphere_sdf, sphere_volume, trilinear
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..lang import scalars
-from ..lang.typesys import is_float, is_int, normalize_annotation, type_str
-from ..lang.vector import vec2f, vec3f, vec4f
-from ..texture.types import TEXTURE_TYPES
+from ..types import scalars
+from ..types.typesys import is_float, is_int, normalize_annotation, type_str
+from ..types.vector import vec2f, vec3f, vec4f
 from .registry import NOT_CONST, NoMatch, builtin, need
+from .texture_types import TEXTURE_TYPES
 
 GROUP = "Textures"
 _F32 = scalars.float32

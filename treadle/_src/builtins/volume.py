@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..lang import scalars
-from ..lang.typesys import ArrayT, is_float, is_int, normalize_annotation, type_str
-from ..lang.vector import vec3d, vec3f, vec4d, vec4f, vector
+from ..types import scalars
+from ..types.typesys import ArrayT, is_float, is_int, normalize_annotation, type_str
+from ..types.vector import vec3d, vec3f, vec4d, vec4f, vector
 from .registry import NOT_CONST, NoMatch, builtin, need
 
 GROUP = "Volumes"
@@ -37,7 +37,7 @@ _VALUE_NAMES = ", ".join(type_str(t) for t in VALUE_TYPES)
 
 def grad_type(t: Any) -> Any:
     """The type of the gradient of a value type: vec3 of its scalar, or an N x 3 matrix for N-vectors."""
-    from ..lang.matrix import matrix
+    from ..types.matrix import matrix
 
     if t in (vec3f, vec3d, vec4f, vec4d):
         return matrix((t._length_, 3), t._wp_scalar_type_)

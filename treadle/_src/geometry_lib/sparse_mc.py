@@ -29,8 +29,8 @@ import numpy as np
 
 import treadle as wp
 
-from ..autodiff.state import suspend_tapes
 from ..geometry.marching_cubes import CORNERS, EDGES, case_tables
+from ..runtime.recording import suspend_tapes
 from ._common import NODE_BITS, exclusive_scan, grid_bounds, grid_dims, node_key, unique_ids, vec3_arg
 from .iso_surface import API_CORNERS, API_TO_CORNER
 

@@ -22,7 +22,7 @@ import numpy as np
 
 import treadle as wp
 
-from ..autodiff.state import suspend_tapes
+from ..runtime.recording import suspend_tapes
 from ._common import vec3_arg
 from .iso_surface import IsoSurfaceMarchingCubes
 

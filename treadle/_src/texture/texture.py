@@ -14,11 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..geometry.descriptor import DescriptorMirror
-from ..lang import scalars
-from ..lang.array import array
-from ..runtime.device import get_device
-from .types import (
+from ..builtins.texture_types import (
     TEXTURE_TYPES,
     Texture1D,
     Texture2D,
@@ -28,6 +24,10 @@ from .types import (
     TextureFilterMode,
     TextureResourceFlags,
 )
+from ..geometry.descriptor import DescriptorMirror
+from ..lang.array import array
+from ..runtime.device import get_device
+from ..types import scalars
 
 __all__ = ["Texture", "Texture1D", "Texture2D", "Texture3D", "TextureAddressMode", "TextureFilterMode",
            "TextureResourceFlags"]

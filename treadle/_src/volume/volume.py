@@ -21,12 +21,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import copy
-from ..lang.matrix import mat33f
-from ..lang.vector import vec3d, vec3f, vec3i, vec4d, vec4f
 from ..runtime.device import get_device
+from ..types import scalars
+from ..types.matrix import mat33f
+from ..types.vector import vec3d, vec3f, vec3i, vec4d, vec4f
 from . import build as B
 from . import nanovdb as nv
 

@@ -17,8 +17,8 @@ import enum
 import typing
 from typing import Any
 
-from ..lang import scalars
-from ..lang.struct import Struct
+from ..types import scalars
+from ..types.struct import Struct
 
 MAX_LEVELS = 16
 
@@ -79,7 +79,7 @@ class TextureType(Struct):
         #: the class of texture objects of this type (set by ``texture.py``)
         self.object_type: Any = None
         # ``Texture2D.__new__(Texture2D)``: an uninitialised texture object, as for a class
-        self.__new__ = lambda _cls, *args, **kwargs: object.__new__(self.object_type)
+        self.__new__ = lambda _cls, *args, **kwargs: object.__new__(self.object_type)  # type: ignore[method-assign]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Create a texture (see ``Texture`` for the arguments)."""

@@ -53,13 +53,13 @@ def _device_name(device: Any) -> str:
 
 
 def _cuda_devices() -> list[Any]:
-    from ..runtime.device import get_cuda_device_count, get_cuda_devices
+    from .device import get_cuda_device_count, get_cuda_devices
 
     return list(get_cuda_devices()) if get_cuda_device_count() > 0 else []
 
 
 def _synchronize() -> None:
-    from ..runtime.device import synchronize
+    from .device import synchronize
 
     synchronize()
 
@@ -224,7 +224,7 @@ class ScopedTimer:
         if not self.active:
             return self
         if not self.skip_tape:
-            from ..autodiff.state import active_tape
+            from .recording import active_tape
 
             self._tape = active_tape()
             if self._tape is not None:
@@ -283,7 +283,7 @@ class ScopedTimer:
 
 
 def _cuda_device_or_none(device: Any) -> Any:
-    from ..runtime.device import get_device
+    from .device import get_device
 
     dev = get_device(device)
     return dev if getattr(dev, "is_cuda", False) else None
@@ -296,7 +296,7 @@ def cuda_profiler_start(device: Any = None) -> None:
     """
     dev = _cuda_device_or_none(device)
     if dev is not None:
-        from ..runtime.cuda_driver import ContextGuard, call
+        from .cuda_driver import ContextGuard, call
 
         with ContextGuard(dev):
             call("cuProfilerStart")
@@ -309,7 +309,7 @@ def cuda_profiler_stop(device: Any = None) -> None:
     """
     dev = _cuda_device_or_none(device)
     if dev is not None:
-        from ..runtime.cuda_driver import ContextGuard, call
+        from .cuda_driver import ContextGuard, call
 
         with ContextGuard(dev):
             call("cuProfilerStop")
