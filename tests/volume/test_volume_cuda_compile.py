@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import treadle as wp
-from treadle._src.backends import cuda as cb
+from treadle._src.backends.cuda import build as cb
 
 pytestmark = pytest.mark.skipif(not cb.nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")
 
