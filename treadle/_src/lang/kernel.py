@@ -245,8 +245,11 @@ class Kernel:
             mode_key += (self.verify_fp(),)
         inst = self.instances.get(mode_key)
         if inst is None:
-            inst = CpuKernelInstance(self, key_types)
-            self.instances[mode_key] = inst
+            with self.module.lock:  # one instance per key when threads ask at once; loads iterate under this lock
+                inst = self.instances.get(mode_key)
+                if inst is None:
+                    inst = CpuKernelInstance(self, key_types)
+                    self.instances[mode_key] = inst
         return inst
 
     def add_overload(self, types: list[Any]) -> CpuKernelInstance:

@@ -490,8 +490,11 @@ def _plan_for(kernel: Kernel, args: list[Any]) -> LaunchPlan:
     plan = getattr(inst, "plan", None)
     if plan is None or plan.inst.entry is None:
         inst.ensure_loaded()
-        plan = LaunchPlan(inst)
-        inst.plan = plan  # type: ignore[attr-defined]
+        with kernel.module.lock:  # threads launching a new kernel at once share one plan
+            plan = getattr(inst, "plan", None)
+            if plan is None or plan.inst.entry is None:
+                plan = LaunchPlan(inst)
+                inst.plan = plan  # type: ignore[attr-defined]
     if not kernel.is_generic:
         kernel._launch_fast = plan  # type: ignore[attr-defined]
     return plan

@@ -12,6 +12,7 @@ a module's kernels compile to now.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 from typing import Any
@@ -186,7 +187,17 @@ class CpuKernelInstance(KernelInstance):
         raise CheckedModeError(text)
 
     def ensure_loaded(self) -> None:
-        """Build (or find in the cache) and bind the forward entry point; a non-generic kernel loads its module."""
+        """Build (or find in the cache) and bind the forward entry point; a non-generic kernel loads its module.
+
+        Under the module's lock: threads launching the same new kernel (or instance of a generic one) at once build
+        it once, and none sees it half-built.
+        """
+        if self.entry is not None:
+            return
+        with self.kernel.module.lock:
+            self._ensure_loaded_locked()
+
+    def _ensure_loaded_locked(self) -> None:
         if self.entry is None:
             self.prepare()
             if self.built.error is not None:
@@ -225,8 +236,22 @@ def load_instances(insts: list[CpuKernelInstance]) -> None:
 
 
 def load_backward(insts: list[CpuKernelInstance]) -> None:
-    """Compile the backward passes of several kernel instances in one batch and bind their entry points."""
+    """Compile the backward passes of several kernel instances in one batch and bind their entry points.
+
+    Holds the locks of the instances' modules (taken in one order, so two threads never wait on each other): a
+    backward pass two threads need at once is built once, and none binds it half-built.
+    """
     todo = list({id(i): i for i in insts if i.backward_entry is None}.values())
+    if not todo:
+        return
+    mods = sorted({id(i.kernel.module): i.kernel.module for i in todo}.items())
+    with contextlib.ExitStack() as stack:
+        for _, m in mods:
+            stack.enter_context(m.lock)
+        _load_backward_locked([i for i in todo if i.backward_entry is None])
+
+
+def _load_backward_locked(todo: list[CpuKernelInstance]) -> None:
     if not todo:
         return
     by_opts: dict[str, list[CpuKernelInstance]] = {}
