@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,15 @@ def unsafe_reason(path: str | Path, st: os.stat_result | None = None) -> str | N
     if st.st_mode & 0o022:
         return f"it is writable by {'group' if st.st_mode & 0o020 else 'others'} (mode {oct(st.st_mode & 0o777)})"
     return None
+
+
+def tmp_path(path: Path) -> Path:
+    """A name next to ``path`` to write it under before renaming it into place, unique to this process and thread.
+
+    A name unique per process only is not enough: two threads publishing the same entry would write one file, and
+    one of them could rename the other's half-written file into place (or find it already renamed away).
+    """
+    return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
 def _make_private_dir(path: Path) -> None:
@@ -170,7 +180,7 @@ class KernelCache:
         os.replace(built, final)
         for key in kernel_keys:
             ref = self.root / "ref" / f"k_{key}.ref"
-            tmp = ref.with_name(f"{ref.name}.{os.getpid()}.tmp")
+            tmp = tmp_path(ref)
             tmp.write_text(f"{final.name} {digest}\n")
             os.chmod(tmp, 0o600)
             os.replace(tmp, ref)

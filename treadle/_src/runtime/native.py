@@ -350,17 +350,17 @@ class NativeCompiler:
     def _build_pch(self, prelude: str, options: CompileOptions, header: Path, pch: Path) -> None:
 
         try:
-            from .cache import _make_private_dir
+            from .cache import _make_private_dir, tmp_path
 
             _make_private_dir(header.parent)
             with shared_cache().lock(f"pch_{header.parent.name}"):
                 if pch.exists():
                     return
                 if not header.exists() or not shared_cache().trusted(header):
-                    tmp_h = header.with_name(f"{header.name}.{os.getpid()}.tmp")
+                    tmp_h = tmp_path(header)
                     tmp_h.write_text(prelude)
                     os.replace(tmp_h, header)
-                tmp = pch.with_name(f"{pch.name}.{os.getpid()}.tmp")
+                tmp = tmp_path(pch)
                 flags = [f for f in options.flags() if f != "-shared"]
                 cmd = [self.toolchain(options).path, *flags, "-I", str(NATIVE_DIR), "-x", "c++-header", str(header), "-o",
                        str(tmp)]
@@ -450,7 +450,7 @@ def header_hash() -> str:
     """
     global _header_hash
     if _header_hash is None:
-        from .cache import get_cache
+        from .cache import get_cache, tmp_path
 
         entries = sorted((e.name, e.path, e.stat()) for e in os.scandir(NATIVE_DIR) if e.name.endswith(".h"))
         sig = hashlib.sha256("".join(f"{n}:{st.st_size}:{st.st_mtime_ns};" for n, _, st in entries).encode())
@@ -468,7 +468,7 @@ def header_hash() -> str:
             _header_hash = h.hexdigest()
             try:
                 memo.parent.mkdir(parents=True, exist_ok=True)
-                tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+                tmp = tmp_path(memo)
                 tmp.write_text(_header_hash)
                 os.replace(tmp, memo)
             except OSError:

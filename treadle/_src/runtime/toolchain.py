@@ -89,7 +89,9 @@ def _version_of(path: str, cache_dir: Path | None) -> str:
     version = out.strip().splitlines()[0] if out.strip() else "unknown"
     if memo is not None:
         known[key] = version
-        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        from .cache import tmp_path
+
+        tmp = tmp_path(memo)
         try:
             tmp.write_text(json.dumps(known))
             os.replace(tmp, memo)

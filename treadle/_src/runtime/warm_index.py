@@ -172,7 +172,7 @@ def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any
     if lib is None:
         return
     with contextlib.suppress(OSError, TypeError, ValueError):
-        from .cache import _make_private_dir
+        from .cache import _make_private_dir, tmp_path
 
         cache = get_cache()
         if cache.lookup(key) != lib:  # verified (owner, permissions, checksum) once, when the entry is written
@@ -186,7 +186,7 @@ def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any
         d = cache.root / "warm"
         _make_private_dir(d)
         path = d / f"w_{fp[:40]}.json"
-        tmp = d / f"{path.name}.{os.getpid()}.tmp"
+        tmp = tmp_path(path)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(json.dumps(entry))
