@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
@@ -10,41 +9,82 @@ import pytest
 import treadle as wp
 
 
-def test_scoped_timer_prints_nested_and_records(capsys: pytest.CaptureFixture[str]) -> None:
+class _Clock:
+    """A stand-in for the ``time`` module the timers read: ``perf_counter_ns`` moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.ns = 1_000_000_000
+
+    def perf_counter_ns(self) -> int:
+        return self.ns
+
+    def advance(self, ms: float) -> None:
+        self.ns += int(ms * 1e6)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    """Timers measure a clock the test advances (no sleeps: exact figures on a busy machine too)."""
+    from treadle._src.runtime import profiling
+
+    c = _Clock()
+    monkeypatch.setattr(profiling, "time", c)
+    return c
+
+
+def test_scoped_timer_prints_nested_and_records(capsys: pytest.CaptureFixture[str], clock: _Clock) -> None:
     times: dict[str, list[float]] = {}
     with wp.ScopedTimer("outer", dict=times) as outer:
-        time.sleep(0.02)
+        clock.advance(20.0)
         with wp.ScopedTimer("inner", dict=times) as inner:
-            time.sleep(0.01)
+            clock.advance(10.0)
             inner.extra_msg = "(extra)"
         with wp.ScopedTimer("quiet", print=False, dict=times):
             pass
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("    inner took ") and lines[0].endswith(" ms (extra)")
-    assert lines[1].startswith("outer took ") and lines[1].endswith(" ms ")
-    assert len(lines) == 2
-    assert inner.elapsed >= 10.0 and outer.elapsed >= 30.0 > 0  # milliseconds
-    assert outer.elapsed >= inner.elapsed
-    assert times["outer"] == [outer.elapsed] and times["inner"] == [inner.elapsed] and len(times["quiet"]) == 1
-    assert float(lines[1].split()[2]) == pytest.approx(outer.elapsed, abs=0.01)
+    assert lines == ["    inner took 10.00 ms (extra)", "outer took 30.00 ms "]
+    assert inner.elapsed == 10.0 and outer.elapsed == 30.0  # milliseconds
+    assert times == {"outer": [30.0], "inner": [10.0], "quiet": [0.0]}
     with wp.ScopedTimer("outer", dict=times, print=False):
-        pass
-    assert len(times["outer"]) == 2
+        clock.advance(1.5)
+    assert times["outer"] == [30.0, 1.5]
 
 
-def test_scoped_timer_inactive_and_exceptions(capsys: pytest.CaptureFixture[str]) -> None:
+def test_scoped_timer_inactive_and_exceptions(capsys: pytest.CaptureFixture[str], clock: _Clock) -> None:
     with wp.ScopedTimer("off", active=False) as t:
-        time.sleep(0.001)
+        clock.advance(1.0)
     assert t.elapsed == 0.0
     with pytest.raises(ValueError, match="boom"):
         with wp.ScopedTimer("raises") as t2:
+            clock.advance(2.0)
             raise ValueError("boom")
-    assert t2.elapsed > 0.0
+    assert t2.elapsed == 2.0
     out = capsys.readouterr().out
-    assert "off" not in out and "raises took" in out
+    assert "off" not in out and "raises took 2.00 ms" in out
     with wp.ScopedTimer("after"):  # nesting depth restored after the exception
         pass
     assert capsys.readouterr().out.startswith("after took")
+
+
+def test_scoped_timer_nesting_is_per_thread(capsys: pytest.CaptureFixture[str], clock: _Clock) -> None:
+    """A timer open on another thread does not indent this thread's timers (the nesting depth is per thread)."""
+    import threading
+
+    opened, done = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with wp.ScopedTimer("other", print=False):
+            opened.set()
+            assert done.wait(60)
+
+    th = threading.Thread(target=other)
+    th.start()
+    assert opened.wait(60)
+    with wp.ScopedTimer("mine"):
+        pass
+    done.set()
+    th.join()
+    assert capsys.readouterr().out.startswith("mine took")
 
 
 def test_scoped_timer_synchronize_filter_and_report(capsys: pytest.CaptureFixture[str]) -> None:
