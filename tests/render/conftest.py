@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,13 +18,6 @@ def pxr() -> Any:
     return pytest.importorskip("pxr", reason="usd-core is not installed (pip install usd-core, or treadle[render])")
 
 
-def _free_display() -> int:
-    for n in range(99, 160):
-        if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"):
-            return n
-    raise RuntimeError("no free X display number in :99 .. :159")
-
-
 @pytest.fixture(scope="session")
 def x_display() -> Iterator[str]:
     """An X display: ``$DISPLAY`` if set, else a private Xvfb server for the session."""
@@ -35,22 +27,26 @@ def x_display() -> Iterator[str]:
     xvfb = shutil.which("Xvfb")
     if xvfb is None:
         pytest.skip("no X server: DISPLAY is unset and Xvfb is not installed (apt-get install xvfb libgl1-mesa-dri)")
-    n = _free_display()
-    proc = subprocess.Popen([xvfb, f":{n}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10.0
-    while not os.path.exists(f"/tmp/.X11-unix/X{n}"):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.skip(f"Xvfb :{n} did not start")
-        time.sleep(0.05)
+    # ``-displayfd``: Xvfb picks a free display itself and writes its number to the pipe once it accepts
+    # connections, so the fixture waits for that event (or for Xvfb's exit: end of file) instead of polling.
+    rfd, wfd = os.pipe()
+    proc = subprocess.Popen([xvfb, "-displayfd", str(wfd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(wfd,))
+    os.close(wfd)
+    with os.fdopen(rfd) as r:
+        number = r.readline().strip()
+    if not number.isdigit():
+        proc.kill()
+        proc.wait()
+        pytest.skip(f"Xvfb did not start (exit status {proc.poll()})")
+    n = int(number)
     os.environ["DISPLAY"] = f":{n}"
     try:
         yield f":{n}"
     finally:
         os.environ.pop("DISPLAY", None)
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait()
 
 
 @pytest.fixture(scope="session")
