@@ -168,8 +168,7 @@ def test_launches_from_several_python_threads():
     for th in ts:
         th.start()
     for th in ts:
-        th.join(timeout=120)
-    assert not any(th.is_alive() for th in ts)
+        th.join()  # no timeout: a hang is a failure the test runner reports, not a race against the clock
     assert not errors, errors[0]
 
 
@@ -206,5 +205,5 @@ def test_first_launch_races_from_several_threads(mode):
     for th in ts:
         th.start()
     for th in ts:
-        th.join(timeout=300)
+        th.join()
     assert not errors, errors[0]
