@@ -11,6 +11,7 @@ Environment variables read once at import:
 - ``TREADLE_DUMP``: comma-separated pipeline stages to dump (``ir,cpp,adj.cpp,cu,adj.cu``) into ``dump_dir``.
 - ``TREADLE_MODE``: ``release``, ``debug`` or ``interpret``.
 - ``TREADLE_NATIVE_LAUNCH``: ``0`` turns the native launch fast path off.
+- ``TREADLE_SANITIZE``: sanitizers for every native build (``thread``, ``address``, ``undefined``; comma-separated).
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
 log_level: int = LOG_WARNING
 #: Extra flags passed to the C++ compiler.
 cpu_compiler_flags: list[str] = []
+#: Sanitizers compiled into every native build: kernel libraries, the thread-pool runtime and the launch extension
+#: (``"thread"``, ``"address"``, ``"undefined"``, comma-separated; ``""``: none). Instrumented builds get their own
+#: cache entries. Set it (``TREADLE_SANITIZE=thread``) before the first launch: the runtime is built and loaded once
+#: per process. An uninstrumented Python needs the sanitizer's runtime preloaded (``docs/threads.md``).
+sanitize: str = _env.get("TREADLE_SANITIZE", "")
 #: The C++ compiler to use for the CPU backend (``None``: find clang++ or g++).
 cxx: str | None = _env.get("TREADLE_CXX") or _env.get("CXX") or None
 #: Number of worker threads for CPU launches (0: all cores).

@@ -51,6 +51,13 @@ def _source_path() -> Path:
 _FLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-w"]
 
 
+def _flags() -> list[str]:
+    """The extension's flags, with the sanitizers of ``config.sanitize`` (an instrumented build is another library)."""
+    from .native import sanitizer_flags
+
+    return _FLAGS + sanitizer_flags()
+
+
 def _abi() -> str:
     """This interpreter's extension ABI, from values that cost nothing to read (``sysconfig`` takes milliseconds).
 
@@ -78,16 +85,17 @@ def build_extension() -> Path:
         include = Path(sysconfig.get_paths()["include"])
         if not (include / "Python.h").exists():
             raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
-        get_native_compiler().compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
+        get_native_compiler().compile_raw(_source_path().read_text(), out, [*flags, "-I", str(include)])
 
-    return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], build, _sources())
+    flags = _flags()
+    return shared_library("treadle_fastlaunch", [" ".join(flags), _abi()], build, _sources())
 
 
 def known_extension() -> Path | None:
     """The built extension's path when the environment memo knows it (nothing built or hashed), else ``None``."""
     from .threadpool import known_library
 
-    return known_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], _sources())
+    return known_library("treadle_fastlaunch", [" ".join(_flags()), _abi()], _sources())
 
 
 def use_path(path: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import config
-from ..core.errors import CompileError, SourceLoc
+from ..core.errors import CompileError, SourceLoc, ToolchainError
 from .toolchain import Toolchain, get_toolchain
 
 NATIVE_DIR = Path(__file__).resolve().parent.parent.parent / "native"
@@ -90,6 +90,26 @@ def symbol_address(lib: Any, name: str) -> int:
         raise AttributeError(str(e)) from None
 
 
+_SANITIZERS = ("thread", "address", "undefined")
+
+
+def sanitizer_flags() -> list[str]:
+    """Compiler flags of ``config.sanitize`` (``[]`` when it is empty), for every native build.
+
+    Raises:
+        ToolchainError: ``config.sanitize`` names a sanitizer Treadle does not build with.
+    """
+    setting = config.sanitize
+    if not setting:
+        return []
+    kinds = [k.strip() for k in str(setting).split(",") if k.strip()]
+    bad = [k for k in kinds if k not in _SANITIZERS]
+    if bad:
+        raise ToolchainError(f"wp.config.sanitize (TREADLE_SANITIZE) names unknown sanitizer(s) {', '.join(bad)}; "
+                             f"use {', '.join(_SANITIZERS)} (comma-separated) or '' for none")
+    return [f"-fsanitize={','.join(kinds)}", "-g", "-fno-omit-frame-pointer"]
+
+
 class CompileOptions:
     """Options that change the binary (all of them are part of the cache key)."""
 
@@ -111,7 +131,7 @@ class CompileOptions:
                  "-fno-math-errno", "-ffp-contract=off", "-fvisibility=hidden", "-w"]
         if self.mode == "debug":
             flags += ["-DTREADLE_CHECKED", "-g"]
-        return flags + self.extra
+        return flags + sanitizer_flags() + self.extra
 
     def key(self) -> str:
         return " ".join(self.flags()) + (f" [cxx={self.cxx}]" if self.cxx else "")

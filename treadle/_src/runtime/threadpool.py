@@ -236,6 +236,13 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
 _RT_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-w"]
 
 
+def _rt_flags() -> list[str]:
+    """The runtime library's flags, with ``config.sanitize``'s sanitizers (an instrumented build is its own)."""
+    from .native import sanitizer_flags
+
+    return _RT_FLAGS + sanitizer_flags()
+
+
 def _runtime_sources() -> tuple[Path, ...]:
     from .native import NATIVE_DIR
 
@@ -249,8 +256,9 @@ def build_runtime_library() -> Path:
     """
     from .native import get_native_compiler
 
-    return shared_library("treadle_rt", [" ".join(_RT_FLAGS)],
-                          lambda out: get_native_compiler().compile_raw(_source(), out, _RT_FLAGS), _runtime_sources())
+    flags = _rt_flags()
+    return shared_library("treadle_rt", [" ".join(flags)],
+                          lambda out: get_native_compiler().compile_raw(_source(), out, flags), _runtime_sources())
 
 
 class _Holder:
@@ -343,7 +351,7 @@ def warm_up() -> None:
         warm_env.prime()
         if not config.native_launch:
             return
-        rt = known_library("treadle_rt", [" ".join(_RT_FLAGS)], _runtime_sources())
+        rt = known_library("treadle_rt", [" ".join(_rt_flags())], _runtime_sources())
         ext = fastlaunch.known_extension()
         if rt is None or ext is None:
             return
