@@ -296,3 +296,38 @@ def test_first_launches_from_several_threads_load_once(fresh):
     assert len(binds) == 1
     for a in arrays:
         np.testing.assert_allclose(a.numpy(), np.arange(32) * 2.0 + 0.5)
+
+
+def test_a_second_thread_waits_for_priming(fresh, monkeypatch):
+    """A thread that asks for the primed facts while another primes them waits until they are there."""
+    import threading
+
+    real = warm_env.compute_stamp
+    inside, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def slow_stamp():  # noqa: ANN202 - the patched function's result
+        if threading.current_thread().name == "primer":
+            inside.set()
+            assert release.wait(60)
+            order.append("primed")
+        return real()
+
+    monkeypatch.setattr(warm_env, "compute_stamp", slow_stamp)
+    started = threading.Event()
+
+    def second() -> None:
+        started.set()
+        warm_env.prime()
+        order.append("second returned")
+
+    primer = threading.Thread(target=warm_env.prime, name="primer")
+    primer.start()
+    assert inside.wait(60)
+    other = threading.Thread(target=second)
+    other.start()
+    assert started.wait(60)
+    release.set()
+    primer.join()
+    other.join()
+    assert order == ["primed", "second returned"]

@@ -44,6 +44,9 @@ _FALLBACK_COMPILER = "c++"
 _state: dict[Any, tuple[str, str, dict[str, Any]] | None] = {}
 # config.cxx -> (cache root, stamp, memo) of the memo this process read or wrote: where products are remembered
 _loaded: dict[Any, tuple[str, str, dict[str, Any]]] = {}
+# :func:`prime` runs once per compiler setting while other threads wait (re-entrant: priming may ask for facts)
+_PRIME_LOCK = threading.RLock()
+_priming: set[Any] = set()
 
 
 def _search_path() -> list[str]:
@@ -162,8 +165,19 @@ def prime() -> None:
     has derived them.
     """
     key = config.cxx
-    if key in _state:
+    if key in _state and not _priming:
         return
+    with _PRIME_LOCK:  # other threads wait for the facts (a memo found invalid forgets them while they are derived)
+        if key in _state:
+            return
+        _priming.add(key)
+        try:
+            _prime_locked(key)
+        finally:
+            _priming.discard(key)
+
+
+def _prime_locked(key: Any) -> None:
     from .warm_index import _read_trusted, _root
 
     _state[key] = None
