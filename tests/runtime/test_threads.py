@@ -3,6 +3,7 @@ from several Python threads at once (the contract in docs/threads.md)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import typing
 from pathlib import Path
@@ -176,3 +177,36 @@ def test_each_thread_tape_records_only_its_own_launches():
     tb.join()
     assert [r.inputs[1] for r in tapes["a"].launches] == [2.0, 2.0]
     assert [r.inputs[1] for r in tapes["b"].launches] == [7.0]
+
+
+def test_kernels_defined_in_several_threads_at_once():
+    """Threads defining kernels at once: each ``module="unique"`` kernel gets a module of its own, and the kernels
+    (of different names) of one named module all land in that one module."""
+    barrier = threading.Barrier(8)
+    made: dict[int, tuple[typing.Any, typing.Any]] = {}
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: interleavings a lock must make harmless
+
+    def body(t: int) -> None:
+        barrier.wait()
+
+        @wp.kernel(module="unique")
+        def mine(a: wp.array(dtype=float)):
+            a[wp.tid()] = 1.0
+
+        @wp.kernel(module="treadle_test_threads_shared", name=f"shared_{t}")
+        def shared(a: wp.array(dtype=float)):
+            a[wp.tid()] = 2.0
+
+        made[t] = (mine, shared)
+
+    try:
+        _run_threads(8, body)
+    finally:
+        sys.setswitchinterval(old)
+    assert len({id(k.module) for k, _ in made.values()}) == 8
+    assert len({k.module.name for k, _ in made.values()}) == 8
+    shared_modules = {id(s.module) for _, s in made.values()}
+    assert len(shared_modules) == 1
+    module = next(iter(made.values()))[1].module
+    assert all(s in module.kernels for _, s in made.values())

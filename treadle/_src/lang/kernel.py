@@ -9,6 +9,7 @@ kernels and functions loaded together (``backends/cpu/kernels.py: load_module``)
 from __future__ import annotations
 
 import inspect
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, overload
@@ -87,23 +88,32 @@ class ModuleRegistry:
 
     def __init__(self) -> None:
         self.modules: dict[str, Module] = {}
+        self.lock = threading.Lock()
 
     def get(self, name: str) -> Module:
         m = self.modules.get(name)
         if m is None:
-            m = Module(name)
-            self.modules[name] = m
+            with self.lock:  # threads defining kernels of one module at once get the same module
+                m = self.modules.get(name)
+                if m is None:
+                    m = Module(name)
+                    self.modules[name] = m
         return m
 
 
 _registry: ModuleRegistry | None = None
 
 
+_REGISTRY_LOCK = threading.Lock()
+
+
 def modules() -> ModuleRegistry:
-    """The process-wide module registry (created lazily)."""
+    """The process-wide module registry (created lazily, once)."""
     global _registry
     if _registry is None:
-        _registry = ModuleRegistry()
+        with _REGISTRY_LOCK:
+            if _registry is None:
+                _registry = ModuleRegistry()
     return _registry
 
 
@@ -149,7 +159,8 @@ class Kernel:
         if not self._fast_signature(fn):
             self._parse_signature()
         self.is_generic = any(contains_any(t) for t in self.param_types)
-        module.kernels = [x for x in module.kernels if x.key != key] + [self]
+        with module.lock:  # a kernel another thread defines in this module at the same time is kept too
+            module.kernels = [x for x in module.kernels if x.key != key] + [self]
 
     @property
     def src(self) -> Any:
@@ -272,15 +283,14 @@ class Kernel:
         return f"<treadle kernel {self.key}>"
 
 
-_unique_counter = [0]
+_unique_counter = itertools.count(1)
 
 
 def _module_name(fn: Callable[..., Any], module: Any) -> str:
     if module is None:
         return getattr(fn, "__module__", "__main__") or "__main__"
-    if module == "unique":
-        _unique_counter[0] += 1
-        return f"{getattr(fn, '__module__', '__main__')}.{fn.__qualname__}.unique{_unique_counter[0]}"
+    if module == "unique":  # ``next`` on a count is atomic: kernels defined in several threads get their own
+        return f"{getattr(fn, '__module__', '__main__')}.{fn.__qualname__}.unique{next(_unique_counter)}"
     if isinstance(module, str):
         return module
     if isinstance(module, Module):  # wp.Module("name") made by the user: kernels and functions go into that object
