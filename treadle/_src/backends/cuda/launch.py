@@ -129,8 +129,11 @@ def plan_for(inst: Any, device: Any, adjoint: bool = False) -> CudaPlan:
     key = (device.alias, adjoint)
     plan = memo.get(key)
     if plan is None or plan.device is not device:
-        plan = CudaPlan(inst, device, adjoint)
-        memo[key] = plan
+        with inst.kernel.module.lock:  # threads launching a new kernel at once: one build, one plan
+            plan = memo.get(key)
+            if plan is None or plan.device is not device:
+                plan = CudaPlan(inst, device, adjoint)
+                memo[key] = plan
     return plan  # type: ignore[no-any-return]
 
 
