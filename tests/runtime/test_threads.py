@@ -210,3 +210,25 @@ def test_kernels_defined_in_several_threads_at_once():
     assert len(shared_modules) == 1
     module = next(iter(made.values()))[1].module
     assert all(s in module.kernels for _, s in made.values())
+
+
+def test_a_library_loaded_from_several_threads_is_one_object(monkeypatch):
+    """Threads loading one kernel library at once all get the same library object (its symbols bound once)."""
+
+    @wp.kernel(module="unique")
+    def five(y: wp.array(dtype=float)):
+        y[wp.tid()] = 5.0
+
+    y = wp.zeros(4, dtype=float)
+    wp.launch(five, dim=4, outputs=[y])
+    path = five.get_instance(None).built.lib_path
+    monkeypatch.setattr(build, "_libs", {})  # as if no thread had loaded it yet
+    barrier = threading.Barrier(8)
+    got: list[typing.Any] = []
+
+    def body(t: int) -> None:
+        barrier.wait()
+        got.append(build.load_library(path))
+
+    _run_threads(8, body)
+    assert len(got) == 8 and all(lib is got[0] for lib in got)

@@ -234,8 +234,7 @@ def load_library(path: Path) -> Any:
         from ...runtime.threadpool import get_cpu_runtime
 
         get_cpu_runtime()  # first: kernel libraries bind its thread pool through a weak symbol when loaded
-        lib = get_native_compiler().load(path)
-        _libs[str(path)] = lib
+        lib = _libs.setdefault(str(path), get_native_compiler().load(path))  # threads loading it at once keep one
     return lib
 
 
