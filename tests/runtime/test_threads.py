@@ -232,3 +232,49 @@ def test_a_library_loaded_from_several_threads_is_one_object(monkeypatch):
 
     _run_threads(8, body)
     assert len(got) == 8 and all(lib is got[0] for lib in got)
+
+
+def test_the_device_runtime_is_created_once_when_threads_ask_at_once():
+    """Threads that first ask for the device runtime together get one runtime, started once, after its start."""
+    from treadle._src.runtime.state import RuntimeHolder
+
+    holder = RuntimeHolder()
+    entered, release = threading.Event(), threading.Event()
+    made: list[object] = []
+    started: list[object] = []
+
+    def factory(providers: list[typing.Any]) -> object:
+        rt = object()
+        made.append(rt)
+        entered.set()
+        assert release.wait(60)
+        return rt
+
+    def start() -> None:
+        assert holder.get() is made[0]  # starting may look the runtime up (same thread, re-entrant)
+        started.append(holder.runtime)
+
+    holder.factory, holder.start = factory, start
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(holder.get()))
+    first.start()
+    assert entered.wait(60)
+    ready = [threading.Event() for _ in range(6)]
+
+    def later(i: int) -> None:
+        ready[i].set()
+        rt = holder.get()
+        assert started, "a thread got the runtime before it was started"
+        got.append(rt)
+
+    others = [threading.Thread(target=later, args=(i,)) for i in range(6)]
+    for th in others:
+        th.start()
+    for ev in ready:
+        assert ev.wait(60)
+    release.set()
+    first.join()
+    for th in others:
+        th.join()
+    assert len(made) == 1 and len(started) == 1
+    assert len(got) == 7 and all(rt is made[0] for rt in got)

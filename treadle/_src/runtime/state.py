@@ -37,20 +37,33 @@ class RuntimeHolder:
         self.runtime: Any = None
         self.factory: Callable[[list[Any]], Any] | None = None
         self.start: Callable[[], None] | None = None
+        self._started = False
+        # re-entrant: starting looks devices up through ``get`` on the same thread
+        self._lock = threading.RLock()
 
     def get(self) -> Any:
-        """The runtime, created (and started) on first use."""
-        if self.runtime is None:
-            if self.factory is None:
-                raise RuntimeError("the device runtime is not set up (treadle._src.runtime.device is not imported)")
-            self.runtime = self.factory(self.providers)
-            if self.start is not None:
-                self.start()
-        return self.runtime
+        """The runtime, created (and started) on first use; threads asking meanwhile wait for it to be started."""
+        rt = self.runtime
+        if rt is not None and self._started:
+            return rt
+        with self._lock:
+            if self.runtime is None:
+                if self.factory is None:
+                    raise RuntimeError("the device runtime is not set up (treadle._src.runtime.device is not "
+                                       "imported)")
+                self.runtime = self.factory(self.providers)
+                try:
+                    if self.start is not None:
+                        self.start()
+                finally:
+                    self._started = True
+            return self.runtime
 
     def reset(self) -> None:
         """Drop the runtime (the next use creates it again)."""
-        self.runtime = None
+        with self._lock:
+            self.runtime = None
+            self._started = False
 
 
 #: the device runtime (``device._HOLDER``)
