@@ -22,8 +22,7 @@ def _env() -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env or _env(), capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env or _env(), capture_output=True, text=True)
 
 
 def _write(path: Path, text: str) -> Path:

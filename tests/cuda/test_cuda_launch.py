@@ -284,7 +284,7 @@ def test_no_gpu_launch_is_a_clear_error_and_prints_nothing():
             "    wp.launch(k, 1, inputs=[None], device='cuda:0')\n"
             "except Exception as e:\n"
             "    import sys; print(type(e).__name__, file=sys.stderr)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     if not wp.is_cuda_available():
         assert res.stdout == "" and "DeviceUnavailableError" in res.stderr

@@ -397,6 +397,6 @@ def test_live_exchanges_at_interpreter_exit() -> None:
         print("done")
         """
     )
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "done" and "Exception" not in r.stderr

@@ -415,9 +415,9 @@ def test_adjoints_match_finite_differences(tmp_path):
     src.write_text(HARNESS)
     exe = tmp_path / "noise_adjoints"
     cmd = [_compiler(), "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{NATIVE}", str(src), "-o", str(exe)]
-    build = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     results = {name: (float(e), float(s)) for name, e, s in (line.split() for line in run.stdout.splitlines())}
     assert len(results) == 13
@@ -431,5 +431,5 @@ def test_headers_compile_for_cuda(tmp_path):
     src = tmp_path / "random_noise.cu"
     src.write_text(CUDA_HARNESS)
     cmd = ["nvcc", "-std=c++17", "-arch=sm_80", "-c", f"-I{NATIVE}", str(src), "-o", str(tmp_path / "rn.o")]
-    build = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr

@@ -234,9 +234,9 @@ def test_launches_work_in_a_forked_child():
     q = ctx.Queue()
     p = ctx.Process(target=_child_launch, args=(q,))
     p.start()
-    result = q.get(timeout=120)
-    p.join(timeout=60)
-    assert result is True
+    p.join()  # the child's exit is the event: its one small result is in the queue by then, or it crashed
+    assert p.exitcode == 0, f"the forked child exited with status {p.exitcode}"
+    assert q.get_nowait() is True
 
 
 def test_idle_pool_wakes_up():

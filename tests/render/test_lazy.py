@@ -12,7 +12,7 @@ import treadle as wp
 def _run(code: str) -> str:
     root = os.path.dirname(os.path.dirname(os.path.abspath(wp.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout
 

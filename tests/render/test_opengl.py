@@ -334,7 +334,7 @@ def test_headless_without_a_display_server(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     root = os.path.dirname(os.path.dirname(os.path.abspath(wp.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     if "NO-CONTEXT" in out.stdout:

@@ -42,7 +42,7 @@ def _run(tmp_path: Path, cache: Path, scale: float, tag: str = "") -> subprocess
 
 
 def _result(p: subprocess.Popen) -> tuple[int, bool]:
-    out, err = p.communicate(timeout=600)
+    out, err = p.communicate()
     assert p.returncode == 0, err
     words = out.split()
     return int(words[1]), words[3] == "True"
@@ -201,7 +201,7 @@ def test_entry_made_writable_by_others_is_not_loaded_by_a_new_process(tmp_path):
     lib = next((cache / "lib").glob("*.so"))
     os.chmod(lib, 0o777)
     p = _run(tmp_path, cache, 8.0)
-    out, err = p.communicate(timeout=600)
+    out, err = p.communicate()
     assert p.returncode == 0, err
     assert out.split()[1] == "1" and out.split()[3] == "True"
     assert "not loading the cache entry" in err and "writable by" in err

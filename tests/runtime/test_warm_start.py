@@ -254,7 +254,7 @@ def test_fresh_process_warm_start(tmp_path):
 
     def run(k: float) -> dict:
         script.write_text(SCRIPT.format(k=k))
-        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.strip().splitlines()[-1])
 
