@@ -15,28 +15,26 @@ from typing import Any
 import treadle as wp
 
 from . import vectors as vk
-from .dot import flat_scalars
-from .state import LinearSolverState
-from .vectors import batch_of, safe_div
+from .dot import add_compensated, flat_scalars, tile_index
+from .state import LinearSolverState, check_restart
+from .vectors import safe_div
 
 
 @wp.kernel(enable_backward=False)
 def _multi_partials(V: wp.array2d(dtype=Any), w: wp.array(dtype=Any), count: int, tile_start: wp.array(dtype=int),
-                    tile_end: wp.array(dtype=int), ntiles: int, spread: int, partials: wp.array2d(dtype=wp.float64),
-                    state: wp.array(dtype=int)):
-    t = wp.tid()
+                    tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int), ntiles: int, spread: int,
+                    state: wp.array(dtype=int), partials: wp.array2d(dtype=wp.float64)):
+    # partials[m, k] = V[m].w over tile k, for m < count
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
     if state[1] == 0:
         return
-    if t % spread != 0:
-        return
-    k = t / spread
-    if k >= ntiles:
-        return
     for m in range(count):
-        s = wp.float64(0.0)
+        s = wp.vec2d(0.0, 0.0)
         for i in range(tile_start[k], tile_end[k]):
-            s += wp.float64(V[m, i]) * wp.float64(w[i])
-        partials[m, k] = s
+            s = add_compensated(s, wp.float64(V[m, i]) * wp.float64(w[i]))
+        partials[m, k] = s[0] + s[1]
 
 
 @wp.kernel(enable_backward=False)
@@ -59,32 +57,63 @@ def _multi_sums(partials: wp.array2d(dtype=wp.float64), seg_tiles: wp.array(dtyp
 
 @wp.kernel(enable_backward=False)
 def _subtract_basis(w: wp.array(dtype=Any), V: wp.array2d(dtype=Any), h: wp.array2d(dtype=wp.float64),
-                    count: int, bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    # w -= sum_m h[g, m] V[m]  (h the coefficients just computed, for m < count)
-    i = wp.tid()
+                    count: int, tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int),
+                    tile_batch: wp.array(dtype=int), ntiles: int, spread: int, state: wp.array(dtype=int)):
+    # w -= sum_m h[g, m] V[m], for m < count
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
     if state[1] == 0:
         return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        w[i] = w.dtype(0.0)
-        return
-    s = wp.float64(0.0)
+    g = tile_batch[k]
     for m in range(count):
-        s += h[g, m] * wp.float64(V[m, i])
-    w[i] = w[i] - w.dtype(s)
+        c = w.dtype(h[g, m])
+        for i in range(tile_start[k], tile_end[k]):
+            w[i] = w[i] - c * V[m, i]
 
 
 @wp.kernel(enable_backward=False)
 def _normalize(w: wp.array(dtype=Any), norm_sq: wp.array(dtype=wp.float64), out: wp.array(dtype=Any),
-               bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    i = wp.tid()
+               tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int),
+               ntiles: int, spread: int, state: wp.array(dtype=int)):
+    # out = w / |w| (0 for a zero vector: a breakdown)
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
     if state[1] == 0:
         return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        out[i] = out.dtype(0.0)
+    g = tile_batch[k]
+    c = out.dtype(safe_div(wp.float64(1.0), wp.sqrt(norm_sq[g])))
+    for i in range(tile_start[k], tile_end[k]):
+        out[i] = c * w[i]
+
+
+@wp.kernel(enable_backward=False)
+def _combine(V: wp.array2d(dtype=Any), y: wp.array2d(dtype=wp.float64), count: int, out: wp.array(dtype=Any),
+             accumulate: int, tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int),
+             tile_batch: wp.array(dtype=int), ntiles: int, spread: int, state: wp.array(dtype=int)):
+    # out (+)= sum_m y[g, m] V[m]
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
         return
-    out[i] = out.dtype(safe_div(wp.float64(w[i]), wp.sqrt(norm_sq[g])))
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    if accumulate == 0:
+        for i in range(tile_start[k], tile_end[k]):
+            out[i] = out.dtype(0.0)
+    for m in range(count):
+        c = out.dtype(y[g, m])
+        for i in range(tile_start[k], tile_end[k]):
+            out[i] = out[i] + c * V[m, i]
+
+
+@wp.kernel(enable_backward=False)
+def _add_h(first: wp.array2d(dtype=wp.float64), h: wp.array2d(dtype=wp.float64), state: wp.array(dtype=int)):
+    b, m = wp.tid()
+    if state[1] == 0:
+        return
+    h[b, m] = h[b, m] + first[b, m]
 
 
 @wp.kernel(enable_backward=False)
@@ -143,27 +172,6 @@ def _back_substitute(H: wp.array3d(dtype=wp.float64), g: wp.array2d(dtype=wp.flo
         y[b, j] = safe_div(s, H[b, j, j])
 
 
-@wp.kernel(enable_backward=False)
-def _combine(V: wp.array2d(dtype=Any), y: wp.array2d(dtype=wp.float64), k: int, out: wp.array(dtype=Any),
-             accumulate: int, bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    # out (+)= sum_m y[g, m] V[m]
-    i = wp.tid()
-    if state[1] == 0:
-        return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        if accumulate == 0:
-            out[i] = out.dtype(0.0)
-        return
-    s = wp.float64(0.0)
-    for m in range(k):
-        s += y[g, m] * wp.float64(V[m, i])
-    if accumulate != 0:
-        out[i] = out[i] + out.dtype(s)
-    else:
-        out[i] = out.dtype(s)
-
-
 class GMRES(LinearSolverState):
     """Preallocated state of the restarted generalized minimal residual solver GMRES(k), for general systems.
 
@@ -182,11 +190,9 @@ class GMRES(LinearSolverState):
                  restart: int = 31, maxiter: float | None = 0, M: Any = None,
                  callback: Callable[..., Any] | None = None, check_every: int = 31, use_cuda_graph: bool = True,
                  is_left_preconditioner: bool = False) -> None:
-        from .state import check_restart
-
         k = check_restart(restart)
         if k is None:
-            raise TypeError("restart must be a positive integer")
+            raise TypeError("gmres(): restart must be a positive integer")
         self.restart = k
         self.cycle_size = k
         self.is_left_preconditioner = bool(is_left_preconditioner)
@@ -207,6 +213,7 @@ class GMRES(LinearSolverState):
         self._mu, self._fmu = self._vector()
         self._partials = wp.zeros((k + 1, max(self._dot.ntiles, 1)), dtype=wp.float64, device=d)
         self._h = wp.zeros((B, k + 1), dtype=wp.float64, device=d)
+        self._h_first = wp.zeros((B, k + 1), dtype=wp.float64, device=d)
         self._H = wp.zeros((B, k + 1, k), dtype=wp.float64, device=d)
         self._g = wp.zeros((B, k + 1), dtype=wp.float64, device=d)
         self._cs = wp.zeros((B, k), dtype=wp.float64, device=d)
@@ -214,6 +221,7 @@ class GMRES(LinearSolverState):
         self._y = wp.zeros((B, k), dtype=wp.float64, device=d)
         self._beta_sq = self._scalars()
         self._wnorm_sq = self._scalars()
+        self._one = self._scalars(1.0)
 
     def _left(self) -> bool:
         return self._M is not None and self.is_left_preconditioner
@@ -222,81 +230,68 @@ class GMRES(LinearSolverState):
         self._residual(self._r, self._fr)
         self._dot_into(self._r, self._r, self._r_norm_sq)
 
-    def _project(self, count: int, accumulate: bool) -> None:
+    def _project(self, count: int) -> None:
+        """``h[g, :count]`` = the projections of ``w`` on ``v_0 .. v_{count-1}``."""
         dot = self._dot
-        d = self._device
         state = self._cur_iter_and_condition
-        wp.launch(_multi_partials, dot.ntiles * dot._spread, device=d,
-                  inputs=[self._V, self._fw, count, dot._tile_start, dot._tile_end, dot.ntiles, dot._spread,
-                          self._partials, state])
+        if dot.ntiles == 0:
+            return
+        wp.launch(_multi_partials, dot.launch_dim, device=self._device,
+                  inputs=[self._V, self._fw, count, *dot.tile_args(), state, self._partials])
         if self._batch_count > 0:
-            wp.launch(_multi_sums, self._batch_count * count, device=d,
-                      inputs=[self._partials, dot._seg_tiles, count, self._h, int(accumulate), state])
+            wp.launch(_multi_sums, self._batch_count * count, device=self._device,
+                      inputs=[self._partials, dot.seg_tiles, count, self._h, 0, state])
+
+    def _krylov_vector(self, j: int) -> None:
+        """``w`` = the operator applied to ``v_j`` (``A M v_j`` on the right, ``M A v_j`` on the left)."""
+        M = self._M
+        vj = self._V_rows[j]
+        if M is None:
+            self._apply_A(vj, self._w, self._w, 1.0, 0.0)
+        elif self._left():
+            self._apply_A(vj, self._u, self._u, 1.0, 0.0)
+            self._apply_M(M, self._u, self._w)
+        else:
+            self._apply_M(M, vj, self._mu)
+            self._clear_outside(self._fmu)
+            self._apply_A(self._mu, self._w, self._w, 1.0, 0.0)
+        self._clear_outside(self._fw)
 
     def _cycle(self) -> None:
-        k, d = self.restart, self._device
-        state = self._cur_iter_and_condition
+        k = self.restart
         M = self._M
-        left = self._left()
         # v0 = r / |r| (the preconditioned residual on the left)
-        start, fstart = self._r, self._fr
-        if left:
+        fstart = self._fr
+        if self._left():
             self._apply_M(M, self._r, self._w)
-            start, fstart = self._w, self._fw
-        self._dot_into(start, start, self._beta_sq)
-        self._elementwise(_normalize, fstart, self._beta_sq, self._V_flat[0])
+            self._clear_outside(self._fw)
+            fstart = self._fw
+        self._dot_into(fstart, fstart, self._beta_sq)
+        self._tiles(_normalize, fstart, self._beta_sq, self._V_flat[0])
         self._per_batch(_cycle_start, self._beta_sq, self._g, k)
         for j in range(k):
-            vj = self._V_rows[j]
-            if M is not None and not left:
-                self._apply_M(M, vj, self._mu)
-                self._apply_A(self._mu, self._w, self._w, 1.0, 0.0)
-            elif left:
-                self._apply_A(vj, self._u, self._u, 1.0, 0.0)
-                self._apply_M(M, self._u, self._w)
-            else:
-                self._apply_A(vj, self._w, self._w, 1.0, 0.0)
-            # two passes of classical Gram-Schmidt against v0..vj; the coefficients accumulate in h
-            self._project(j + 1, accumulate=False)
-            self._elementwise(_subtract_basis, self._fw, self._V, self._h, j + 1)
-            hcopy = wp.clone(self._h)
-            self._project(j + 1, accumulate=False)
-            self._elementwise(_subtract_basis, self._fw, self._V, self._h, j + 1)
-            self._accumulate_h(hcopy, j + 1)
+            self._krylov_vector(j)
+            # classical Gram-Schmidt against v0..vj, twice; the coefficients of both passes add up in h
+            self._project(j + 1)
+            self._tiles(_subtract_basis, self._fw, self._V, self._h, j + 1)
+            wp.copy(self._h_first, self._h)
+            self._project(j + 1)
+            self._tiles(_subtract_basis, self._fw, self._V, self._h, j + 1)
+            if self._batch_count > 0:
+                wp.launch(_add_h, (self._batch_count, j + 1), device=self._device,
+                          inputs=[self._h_first, self._h, self._cur_iter_and_condition])
             self._dot_into(self._w, self._w, self._wnorm_sq)
-            self._elementwise(_normalize, self._fw, self._wnorm_sq, self._V_flat[j + 1])
+            self._tiles(_normalize, self._fw, self._wnorm_sq, self._V_flat[j + 1])
             self._per_batch(_givens, self._h, self._wnorm_sq, j, k, self._H, self._g, self._cs, self._sn)
         self._per_batch(_back_substitute, self._H, self._g, k, self._y)
-        if M is not None and not left:
-            self._elementwise(_combine, self._V, self._y, k, self._fu, 0)
+        fx = flat_scalars(self._x)
+        if M is not None and not self._left():
+            self._tiles(_combine, self._V, self._y, k, self._fu, 0)
             self._apply_M(M, self._u, self._mu)
-            self._elementwise(vk.xpby, self._fmu, self._x_flat_scaled(), self._ones())
+            self._tiles(vk.update_x, fx, self._fmu, self._one, self._one, 1.0)
         else:
-            self._elementwise(_combine, self._V, self._y, k, self._x_flat_scaled(), 1)
-        del state, d
+            self._tiles(_combine, self._V, self._y, k, fx, 1)
         self._start()
-
-    def _accumulate_h(self, first: Any, count: int) -> None:
-        # h = first + second pass coefficients
-        if self._batch_count > 0:
-            wp.launch(_add_h, (self._batch_count, count), inputs=[first, self._h, self._cur_iter_and_condition],
-                      device=self._device)
-
-    def _ones(self) -> Any:
-        if not hasattr(self, "_one"):
-            self._one = self._scalars(1.0)
-        return self._one
-
-    def _x_flat_scaled(self) -> Any:
-        return flat_scalars(self._x)
-
-
-@wp.kernel(enable_backward=False)
-def _add_h(first: wp.array2d(dtype=wp.float64), h: wp.array2d(dtype=wp.float64), state: wp.array(dtype=int)):
-    b, m = wp.tid()
-    if state[1] == 0:
-        return
-    h[b, m] = h[b, m] + first[b, m]
 
 
 def gmres(A: Any, b: Any, x: Any, tol: float | None = None, atol: float | None = None, restart: int = 31,

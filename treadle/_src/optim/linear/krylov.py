@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import treadle as wp
-
 from . import vectors as vk
+from .dot import flat_scalars
 from .state import LinearSolverState, check_restart
 
 
@@ -55,108 +54,104 @@ class CG(_Restartable):
         self._q, self._fq = self._vector()
         self._z = self._fz = None
         self._on_new_m()
+        # r.z of the current and the previous iteration, swapped every iteration
         self._rz = self._scalars()
-        self._rz_new = self._scalars()
+        self._rz_old = self._scalars()
         self._pq = self._scalars()
-        self._alpha = self._scalars()
-        self._beta = self._scalars()
 
     def _on_new_m(self) -> None:
         if self._M is not None and self._z is None:
             self._z, self._fz = self._vector()
 
+    def _fx(self) -> Any:
+        return flat_scalars(self._x)
+
     def _precondition(self) -> tuple[Any, Any]:
         if self._M is None:
             return self._r, self._fr
         self._apply_M(self._M, self._r, self._z)
+        self._clear_outside(self._fz)
         return self._z, self._fz
 
     def _start(self) -> None:
         self._residual(self._r, self._fr)
         z, fz = self._precondition()
-        wp.copy(self._fp, fz)
-        self._dot_into(self._r, z, self._rz)
+        self._copy(fz, self._fp)
         if self._M is None:
-            wp.copy(self._r_norm_sq, self._rz)
+            self._dot_into(self._r, self._r, self._rz, copy=self._r_norm_sq)
         else:
-            self._dot_into(self._r, self._r, self._r_norm_sq)
+            self._dot2(self._fr, fz, self._fr, self._fr, self._rz, self._r_norm_sq)
 
     def _iterate(self) -> None:
+        dot = self._dot
         self._apply_A(self._p, self._q, self._q, 1.0, 0.0)
         self._dot_into(self._p, self._q, self._pq)
-        self._per_batch(vk.ratio, self._rz, self._pq, self._alpha)
-        self._elementwise(vk.axpy2, self._x_flat(), self._fp, self._fr, self._fq, self._alpha)
-        z, fz = self._precondition()
-        self._dot_into(self._r, z, self._rz_new)
-        self._per_batch(vk.ratio_shift, self._rz_new, self._rz, self._beta)
-        self._elementwise(vk.xpby, fz, self._fp, self._beta)
+        self._rz, self._rz_old = self._rz_old, self._rz
+        # x += a p; r -= a q with a = rz / pq (and the tiles' |r|^2)
+        self._tiles(vk.update_xr, self._fx(), self._fp, self._fr, self._fq, self._rz_old, self._pq, 1.0,
+                    partial=dot.partials)
         if self._M is None:
-            wp.copy(self._r_norm_sq, self._rz)
+            dot.sum_partials(dot.partials, self._rz, self._r_norm_sq)
+            fz = self._fr
         else:
-            self._dot_into(self._r, self._r, self._r_norm_sq)
-
-    def _x_flat(self) -> Any:
-        from .dot import flat_scalars
-
-        return flat_scalars(self._x)
+            dot.sum_partials(dot.partials, self._r_norm_sq)
+            z, fz = self._precondition()
+            self._dot_into(self._r, z, self._rz)
+        self._tiles(vk.direction, fz, self._fp, self._rz, self._rz_old)
 
 
 class CR(CG):
     """Preallocated state of the (preconditioned) conjugate residual solver, for symmetric systems.
 
-    The preconditioner, if any, must be symmetric positive-definite. Takes the arguments of :class:`LinearSolverState`, and ``restart`` as :class:`CG`. The preconditioner may be
-    changed, given or removed between calls.
+    The preconditioner, if any, must be symmetric positive-definite. Takes the arguments of
+    :class:`LinearSolverState`, and ``restart`` as :class:`CG`. The preconditioner may be changed, given or removed
+    between calls.
     """
 
     def _alloc(self) -> None:
+        self._y = self._fy = None
         super()._alloc()
         self._az, self._faz = self._vector()
-        self._y = self._fy = None
         self._zaz = self._scalars()
-        self._zaz_new = self._scalars()
+        self._zaz_old = self._scalars()
         self._qy = self._scalars()
-        self._on_new_m()
 
     def _on_new_m(self) -> None:
         super()._on_new_m()
-        if self._M is not None and getattr(self, "_y", 1) is None:
+        if self._M is not None and self._y is None:
             self._y, self._fy = self._vector()
 
     def _z_vec(self) -> tuple[Any, Any]:
         return (self._r, self._fr) if self._M is None else (self._z, self._fz)
 
-    def _y_vec(self) -> tuple[Any, Any]:
-        if self._M is None:
-            return self._q, self._fq
-        self._apply_M(self._M, self._q, self._y)
-        return self._y, self._fy
-
     def _start(self) -> None:
         self._residual(self._r, self._fr)
         z, fz = self._precondition()
-        wp.copy(self._fp, fz)
+        self._copy(fz, self._fp)
         self._apply_A(z, self._az, self._az, 1.0, 0.0)
-        wp.copy(self._fq, self._faz)  # q = A p
-        self._dot_into(z, self._az, self._zaz)
-        self._dot_into(self._r, self._r, self._r_norm_sq)
+        self._clear_outside(self._faz)
+        self._copy(self._faz, self._fq)  # q = A p
+        self._dot2(fz, self._faz, self._fr, self._fr, self._zaz, self._r_norm_sq)
 
     def _iterate(self) -> None:
-        z, fz = self._z_vec()
-        y, fy = self._y_vec()
-        self._dot_into(self._q, y, self._qy)
-        self._per_batch(vk.ratio, self._zaz, self._qy, self._alpha)
+        dot = self._dot
         if self._M is None:
-            self._elementwise(vk.axpy2, self._x_flat(), self._fp, self._fr, self._fq, self._alpha)
+            y, fy = self._q, self._fq
         else:
-            self._elementwise(vk.axpy2, self._x_flat(), self._fp, self._fr, self._fq, self._alpha)
-            self._elementwise(vk.axpy1, self._fz, fy, self._alpha, -1.0)
+            self._apply_M(self._M, self._q, self._y)
+            y, fy = self._y, self._fy
+        self._dot_into(self._q, y, self._qy)
+        self._zaz, self._zaz_old = self._zaz_old, self._zaz
+        self._tiles(vk.update_xr, self._fx(), self._fp, self._fr, self._fq, self._zaz_old, self._qy, 1.0,
+                    partial=dot.partials)
+        dot.sum_partials(dot.partials, self._r_norm_sq)
+        if self._M is not None:
+            self._tiles(vk.update_x, self._fz, fy, self._zaz_old, self._qy, -1.0)
         z, fz = self._z_vec()
         self._apply_A(z, self._az, self._az, 1.0, 0.0)
-        self._dot_into(z, self._az, self._zaz_new)
-        self._per_batch(vk.ratio_shift, self._zaz_new, self._zaz, self._beta)
-        self._elementwise(vk.xpby, fz, self._fp, self._beta)
-        self._elementwise(vk.xpby, self._faz, self._fq, self._beta)
-        self._dot_into(self._r, self._r, self._r_norm_sq)
+        self._clear_outside(self._faz)
+        self._dot_into(z, self._az, self._zaz)
+        self._tiles(vk.direction2, fz, self._fp, self._faz, self._fq, self._zaz, self._zaz_old)
 
 
 class BiCGSTAB(LinearSolverState):
@@ -180,26 +175,27 @@ class BiCGSTAB(LinearSolverState):
         super().__init__(A, b, x, tol, atol, maxiter, M, callback, check_every, use_cuda_graph)
 
     def _alloc(self) -> None:
-        names = ["r", "r0", "p", "v", "t", "y", "z", "av", "at", "rh"]
-        for n in names:
+        for name in ("r", "r0", "p", "v", "t", "y", "z", "av", "at", "rh"):
             v, f = self._vector()
-            setattr(self, f"_{n}", v)
-            setattr(self, f"_f{n}", f)
-        for n in ("rho", "rho_new", "alpha", "omega", "beta", "r0v", "ts", "tt"):
-            setattr(self, f"_{n}", self._scalars())
+            setattr(self, f"_{name}", v)
+            setattr(self, f"_f{name}", f)
+        for name in ("rho", "rho_old", "alpha", "omega", "r0v", "ts", "tt"):
+            setattr(self, f"_{name}", self._scalars())
 
-    def _x_flat(self) -> Any:
-        from .dot import flat_scalars
-
+    def _fx(self) -> Any:
         return flat_scalars(self._x)
+
+    def _left(self) -> bool:
+        return self._M is not None and self.is_left_preconditioner
 
     def _start(self) -> None:
         self._residual(self._r, self._fr)
-        if self._M is not None and self.is_left_preconditioner:
+        if self._left():
             self._apply_M(self._M, self._r, self._rh)
+            self._clear_outside(self._frh)
         else:
-            wp.copy(self._frh, self._fr)
-        wp.copy(self._fr0, self._frh)
+            self._copy(self._fr, self._frh)
+        self._copy(self._frh, self._fr0)
         self._fp.zero_()
         self._fv.zero_()
         for a in (self._rho, self._alpha, self._omega):
@@ -207,57 +203,55 @@ class BiCGSTAB(LinearSolverState):
         self._dot_into(self._r, self._r, self._r_norm_sq)
 
     def _cycle(self) -> None:
+        dot = self._dot
         M = self._M
-        left = M is not None and self.is_left_preconditioner
+        left = self._left()
         right = M is not None and not left
         # rh is the residual the recurrence works on: M r on the left, r itself otherwise
-        self._dot_into(self._r0, self._rh, self._rho_new)
-        self._per_batch(vk.bicgstab_coeffs, self._rho_new, self._rho, self._alpha, self._omega, self._beta)
-        self._elementwise(vk.bicgstab_direction, self._frh, self._fv, self._fp, self._beta, self._omega)
-        # v = (M) A (M) p
+        self._rho, self._rho_old = self._rho_old, self._rho
+        self._dot_into(self._r0, self._rh, self._rho)
+        self._tiles(vk.bicgstab_direction, self._frh, self._fv, self._fp, self._rho, self._rho_old, self._alpha,
+                    self._omega)
         if right:
             self._apply_M(M, self._p, self._y)
+            self._clear_outside(self._fy)
             y, fy = self._y, self._fy
         else:
             y, fy = self._p, self._fp
         self._apply_A(y, self._av, self._av, 1.0, 0.0)
+        self._clear_outside(self._fav)
         if left:
             self._apply_M(M, self._av, self._v)
+            self._clear_outside(self._fv)
         else:
-            wp.copy(self._fv, self._fav)
+            self._copy(self._fav, self._fv)
         self._dot_into(self._r0, self._v, self._r0v)
         self._per_batch(vk.ratio, self._rho, self._r0v, self._alpha)
-        # x += alpha y; rh -= alpha v; r -= alpha A y (when rh is not r)
-        self._elementwise(vk.axpy2, self._x_flat(), fy, self._frh, self._fv, self._alpha)
+        # x += alpha y; rh -= alpha v (the tiles' |rh|^2 are not needed)
+        self._tiles(vk.update_xr, self._fx(), fy, self._frh, self._fv, self._rho, self._r0v, 1.0,
+                    partial=dot.partials2)
         if left:
-            self._elementwise(vk.axpy1, self._fr, self._fav, self._alpha, -1.0)
-        # t = (M) A (M) s with s = rh
+            self._tiles(vk.update_x, self._fr, self._fav, self._rho, self._r0v, -1.0)
         if right:
             self._apply_M(M, self._rh, self._z)
+            self._clear_outside(self._fz)
             z, fz = self._z, self._fz
         else:
             z, fz = self._rh, self._frh
         self._apply_A(z, self._at, self._at, 1.0, 0.0)
+        self._clear_outside(self._fat)
         if left:
             self._apply_M(M, self._at, self._t)
+            self._clear_outside(self._ft)
+            ft = self._ft
         else:
-            wp.copy(self._ft, self._fat)
-        self._dot_into(self._t, self._rh, self._ts)
-        self._dot_into(self._t, self._t, self._tt)
+            ft = self._fat
+        self._dot2(ft, self._frh, ft, ft, self._ts, self._tt)
         self._per_batch(vk.ratio, self._ts, self._tt, self._omega)
-        # x += omega z; rh -= omega t; r -= omega A z (when rh is not r)
-        if z is self._rh:
-            # z aliases rh: update x before rh changes
-            self._elementwise(vk.axpy1, self._x_flat(), fz, self._omega, 1.0)
-            self._elementwise(vk.axpy1, self._frh, self._ft, self._omega, -1.0)
-        else:
-            self._elementwise(vk.axpy2, self._x_flat(), fz, self._frh, self._ft, self._omega)
-        if left:
-            self._elementwise(vk.axpy1, self._fr, self._fat, self._omega, -1.0)
-            self._dot_into(self._r, self._r, self._r_norm_sq)
-        else:
-            wp.copy(self._fr, self._frh)
-            self._dot_into(self._r, self._r, self._r_norm_sq)
+        # x += omega z; rh -= omega t; r -= omega A z on the left; then |r|^2
+        self._tiles(vk.bicgstab_finish, self._fx(), fz, self._frh, ft, self._fr, self._fat, int(left), self._omega,
+                    partial=dot.partials)
+        dot.sum_partials(dot.partials, self._r_norm_sq)
 
 
 def _run_or_state(state: LinearSolverState, run: bool) -> Any:

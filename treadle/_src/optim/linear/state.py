@@ -167,13 +167,12 @@ class LinearSolverState:
         self._check_every = int(check_every)
         self.use_cuda_graph = bool(use_cuda_graph)
         d = self._device
-        B = self._batch_count
         self._dot = TiledDot(n, self._scalar, d, self._offsets, self._max_batch_length)
-        self._bid = wp.full(n, -1, dtype=int, device=d) if self._offsets is not None else wp.empty(1, dtype=int,
-                                                                                                   device=d)
-        if self._offsets is not None and B > 0:
-            wp.launch(vk.fill_batch_ids, B, inputs=[self._offsets, n, self._bid], device=d)
-        self._has_bid = int(self._offsets is not None)
+        # the active range of the degrees of freedom (all of them without batches)
+        self._active = (0, n)
+        if self._offsets is not None:
+            bounds = self._offsets.numpy()
+            self._active = (max(int(bounds[0]), 0), min(int(bounds[-1]), n)) if len(bounds) > 1 else (0, 0)
         self._cur_iter_and_condition = wp.zeros(2, dtype=int, device=d)
         self._b_norm_sq = self._scalars()
         self._atol_sq = self._scalars()
@@ -256,8 +255,8 @@ class LinearSolverState:
         v = wp.zeros(self._b_shape, dtype=self._b_dtype, device=self._device)
         return v, flat_scalars(v)
 
-    def _dot_into(self, a: Any, b: Any, out: Any) -> None:
-        self._dot.compute(a, b, out)
+    def _dot_into(self, a: Any, b: Any, out: Any, copy: Any = None) -> None:
+        self._dot.compute(a, b, out, copy)
 
     def _apply_A(self, x: Any, y: Any, z: Any, alpha: float, beta: float) -> None:
         self._A.matvec(x, y, z, alpha, beta)
@@ -266,22 +265,42 @@ class LinearSolverState:
         M.matvec(x, z, z, 1.0, 0.0)
 
     def _residual(self, r: Any, fr: Any) -> None:
-        """``r = b - A x``, with inactive degrees of freedom zeroed."""
+        """``r = b - A x``, zero outside the subproblems."""
         self._apply_A(self._x, self._b, r, -1.0, 1.0)
-        if self._has_bid:
-            wp.launch(vk.zero_inactive, self._n, inputs=[fr, self._bid], device=self._device)
+        self._clear_outside(fr)
 
-    def _launch(self, kernel: Any, n: int, inputs: list[Any]) -> None:
-        wp.launch(kernel, n, inputs=inputs, device=self._device)
+    def _clear_outside(self, f: Any) -> None:
+        lo, hi = self._active
+        if (lo, hi) != (0, self._n) and self._n > 0:
+            wp.launch(vk.zero_outside, self._n, inputs=[f, lo, hi], device=self._device)
 
-    def _elementwise(self, kernel: Any, *args: Any) -> None:
-        if self._n > 0:
-            wp.launch(kernel, self._n, inputs=[*args, self._bid, self._has_bid, self._cur_iter_and_condition],
-                      device=self._device)
+    def _tiles(self, kernel: Any, *args: Any, partial: Any = None) -> None:
+        """Launch a tile kernel: ``args``, the tile arguments, the state flag, and ``partial`` when given."""
+        dot = self._dot
+        if dot.ntiles == 0:
+            return
+        extra = [self._cur_iter_and_condition] + ([partial] if partial is not None else [])
+        wp.launch(kernel, dot.launch_dim, inputs=[*args, *dot.tile_args(), *extra], device=self._device)
+
+    def _copy(self, src: Any, dst: Any) -> None:
+        """``dst = src`` over the subproblems' degrees of freedom (flat views)."""
+        dot = self._dot
+        if dot.ntiles > 0:
+            wp.launch(vk.copy_tiles, dot.launch_dim, inputs=[src, dst, *dot.tile_args()], device=self._device)
 
     def _per_batch(self, kernel: Any, *args: Any) -> None:
         if self._batch_count > 0:
             wp.launch(kernel, self._batch_count, inputs=[*args, self._cur_iter_and_condition], device=self._device)
+
+    def _dot2(self, a: Any, b: Any, c: Any, d: Any, out_ab: Any, out_cd: Any) -> None:
+        """``out_ab = a.b`` and ``out_cd = c.d`` per subproblem, in one pass (flat views)."""
+        dot = self._dot
+        if dot.ntiles == 0:
+            return
+        wp.launch(vk.dot2, dot.launch_dim, inputs=[a, b, c, d, *dot.tile_args(), dot.partials, dot.partials2],
+                  device=self._device)
+        dot.sum_partials(dot.partials, out_ab)
+        dot.sum_partials(dot.partials2, out_cd)
 
     def _tolerances(self) -> None:
         tol = self._tol

@@ -1,10 +1,10 @@
-"""Element-wise and per-subproblem kernels of the iterative solvers.
+"""Vector kernels of the iterative solvers, one thread per tile (see :mod:`.dot`).
 
-Vectors are flat arrays of scalars. ``bid[i]`` is the subproblem of scalar ``i`` (``-1`` for inactive degrees of
-freedom, which are never updated); without batches (``has_bid == 0``) every scalar belongs to subproblem 0.
-Coefficients are float64 arrays with one entry per subproblem. ``cond[1]`` is the solver's "still iterating" flag:
-every kernel returns at once when it is 0, so that an iteration launched after convergence (a device-side loop, a
-replayed graph) leaves the state unchanged.
+Vectors are flat arrays of scalars; coefficients are float64 arrays with one entry per subproblem, read once per
+tile. ``state[1]`` is the solver's "still iterating" flag: every kernel returns at once when it is 0, so that an
+iteration launched after convergence (a device-side loop, a replayed graph) leaves the solution unchanged. Kernels
+that end with ``partial`` also write each tile's sum of squares of the vector they update (the first level of a
+dot product), saving a pass over memory.
 """
 
 from __future__ import annotations
@@ -13,13 +13,7 @@ from typing import Any
 
 import treadle as wp
 
-
-@wp.func
-def batch_of(bid: wp.array(dtype=int), has_bid: int, i: int) -> int:
-    """Subproblem of scalar ``i``."""
-    if has_bid != 0:
-        return bid[i]
-    return 0
+from .dot import add_compensated, tile_index
 
 
 @wp.func
@@ -28,16 +22,6 @@ def safe_div(num: wp.float64, den: wp.float64) -> wp.float64:
     if den == wp.float64(0.0):
         return wp.float64(0.0)
     return num / den
-
-
-@wp.kernel(enable_backward=False)
-def fill_batch_ids(offsets: wp.array(dtype=int), n: int, bid: wp.array(dtype=int)):
-    # one thread per subproblem: mark its scalars; scalars past the last bound stay -1
-    g = wp.tid()
-    lo = wp.max(offsets[g], 0)
-    hi = wp.min(offsets[g + 1], n)
-    for i in range(lo, hi):
-        bid[i] = g
 
 
 @wp.kernel(enable_backward=False)
@@ -89,91 +73,160 @@ def ratio(num: wp.array(dtype=wp.float64), den: wp.array(dtype=wp.float64), out:
 
 
 @wp.kernel(enable_backward=False)
-def ratio_shift(num: wp.array(dtype=wp.float64), den: wp.array(dtype=wp.float64),
-                out: wp.array(dtype=wp.float64), state: wp.array(dtype=int)):
-    # out = num / den, then den = num (the "new over old" coefficient of CG-like recurrences)
-    g = wp.tid()
-    if state[1] == 0:
-        return
-    out[g] = safe_div(num[g], den[g])
-    den[g] = num[g]
-
-
-@wp.kernel(enable_backward=False)
-def axpy2(x: wp.array(dtype=Any), p: wp.array(dtype=Any), r: wp.array(dtype=Any), q: wp.array(dtype=Any),
-          alpha: wp.array(dtype=wp.float64), bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    # x += alpha p ; r -= alpha q
-    i = wp.tid()
-    if state[1] == 0:
-        return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        return
-    a = x.dtype(alpha[g])
-    x[i] = x[i] + a * p[i]
-    r[i] = r[i] - a * q[i]
-
-
-@wp.kernel(enable_backward=False)
-def axpy1(x: wp.array(dtype=Any), p: wp.array(dtype=Any), alpha: wp.array(dtype=wp.float64), sign: float,
-          bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    # x += sign * alpha p
-    i = wp.tid()
-    if state[1] == 0:
-        return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        return
-    x[i] = x[i] + x.dtype(wp.float64(sign) * alpha[g]) * p[i]
-
-
-@wp.kernel(enable_backward=False)
-def xpby(z: wp.array(dtype=Any), p: wp.array(dtype=Any), beta: wp.array(dtype=wp.float64),
-         bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    # p = z + beta p
-    i = wp.tid()
-    if state[1] == 0:
-        return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        return
-    p[i] = z[i] + p.dtype(beta[g]) * p[i]
-
-
-@wp.kernel(enable_backward=False)
-def bicgstab_direction(r: wp.array(dtype=Any), v: wp.array(dtype=Any), p: wp.array(dtype=Any),
-                       beta: wp.array(dtype=wp.float64), omega: wp.array(dtype=wp.float64),
-                       bid: wp.array(dtype=int), has_bid: int, state: wp.array(dtype=int)):
-    # p = r + beta (p - omega v)
-    i = wp.tid()
-    if state[1] == 0:
-        return
-    g = batch_of(bid, has_bid, i)
-    if g < 0:
-        return
-    p[i] = r[i] + p.dtype(beta[g]) * (p[i] - p.dtype(omega[g]) * v[i])
-
-
-@wp.kernel(enable_backward=False)
-def bicgstab_coeffs(rho_new: wp.array(dtype=wp.float64), rho: wp.array(dtype=wp.float64),
-                    alpha: wp.array(dtype=wp.float64), omega: wp.array(dtype=wp.float64),
-                    beta: wp.array(dtype=wp.float64), state: wp.array(dtype=int)):
-    # beta = (rho_new / rho) (alpha / omega); rho = rho_new
-    g = wp.tid()
-    if state[1] == 0:
-        return
-    beta[g] = safe_div(rho_new[g], rho[g]) * safe_div(alpha[g], omega[g])
-    rho[g] = rho_new[g]
-
-
-@wp.kernel(enable_backward=False)
 def fill_coeffs(out: wp.array(dtype=wp.float64), value: wp.float64):
     out[wp.tid()] = value
 
 
 @wp.kernel(enable_backward=False)
-def zero_inactive(x: wp.array(dtype=Any), bid: wp.array(dtype=int)):
-    # scalars outside every subproblem take no part in the recurrences
+def copy_tiles(src: wp.array(dtype=Any), dst: wp.array(dtype=Any), tile_start: wp.array(dtype=int),
+               tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int), ntiles: int, spread: int):
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    for i in range(tile_start[k], tile_end[k]):
+        dst[i] = src[i]
+
+
+@wp.kernel(enable_backward=False)
+def dot2(a: wp.array(dtype=Any), b: wp.array(dtype=Any), c: wp.array(dtype=Any), d: wp.array(dtype=Any),
+         tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int),
+         ntiles: int, spread: int, out_ab: wp.array(dtype=wp.float64), out_cd: wp.array(dtype=wp.float64)):
+    # tile partials of a.b and c.d in one pass
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    s = wp.vec2d(0.0, 0.0)
+    t = wp.vec2d(0.0, 0.0)
+    for i in range(tile_start[k], tile_end[k]):
+        s = add_compensated(s, wp.float64(a[i]) * wp.float64(b[i]))
+        t = add_compensated(t, wp.float64(c[i]) * wp.float64(d[i]))
+    out_ab[k] = s[0] + s[1]
+    out_cd[k] = t[0] + t[1]
+
+
+@wp.kernel(enable_backward=False)
+def update_xr(x: wp.array(dtype=Any), p: wp.array(dtype=Any), r: wp.array(dtype=Any), q: wp.array(dtype=Any),
+              num: wp.array(dtype=wp.float64), den: wp.array(dtype=wp.float64), sign: float,
+              tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int),
+              ntiles: int, spread: int, state: wp.array(dtype=int), partial: wp.array(dtype=wp.float64)):
+    # a = sign * num / den; x += a p; r -= a q; partial = |r|^2 over the tile
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    a = x.dtype(wp.float64(sign) * safe_div(num[g], den[g]))
+    s = wp.vec2d(0.0, 0.0)
+    for i in range(tile_start[k], tile_end[k]):
+        x[i] = x[i] + a * p[i]
+        ri = r[i] - a * q[i]
+        r[i] = ri
+        s = add_compensated(s, wp.float64(ri) * wp.float64(ri))
+    partial[k] = s[0] + s[1]
+
+
+@wp.kernel(enable_backward=False)
+def update_x(x: wp.array(dtype=Any), p: wp.array(dtype=Any), num: wp.array(dtype=wp.float64),
+             den: wp.array(dtype=wp.float64), sign: float, tile_start: wp.array(dtype=int),
+             tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int), ntiles: int, spread: int,
+             state: wp.array(dtype=int)):
+    # x += sign * num / den * p
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    a = x.dtype(wp.float64(sign) * safe_div(num[g], den[g]))
+    for i in range(tile_start[k], tile_end[k]):
+        x[i] = x[i] + a * p[i]
+
+
+@wp.kernel(enable_backward=False)
+def direction(z: wp.array(dtype=Any), p: wp.array(dtype=Any), num: wp.array(dtype=wp.float64),
+              den: wp.array(dtype=wp.float64), tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int),
+              tile_batch: wp.array(dtype=int), ntiles: int, spread: int, state: wp.array(dtype=int)):
+    # p = z + (num / den) p
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    b = p.dtype(safe_div(num[g], den[g]))
+    for i in range(tile_start[k], tile_end[k]):
+        p[i] = z[i] + b * p[i]
+
+
+@wp.kernel(enable_backward=False)
+def direction2(z: wp.array(dtype=Any), p: wp.array(dtype=Any), az: wp.array(dtype=Any), q: wp.array(dtype=Any),
+               num: wp.array(dtype=wp.float64), den: wp.array(dtype=wp.float64), tile_start: wp.array(dtype=int),
+               tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int), ntiles: int, spread: int,
+               state: wp.array(dtype=int)):
+    # b = num / den; p = z + b p; q = az + b q
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    b = p.dtype(safe_div(num[g], den[g]))
+    for i in range(tile_start[k], tile_end[k]):
+        p[i] = z[i] + b * p[i]
+        q[i] = az[i] + b * q[i]
+
+
+@wp.kernel(enable_backward=False)
+def bicgstab_direction(r: wp.array(dtype=Any), v: wp.array(dtype=Any), p: wp.array(dtype=Any),
+                       rho_new: wp.array(dtype=wp.float64), rho: wp.array(dtype=wp.float64),
+                       alpha: wp.array(dtype=wp.float64), omega: wp.array(dtype=wp.float64),
+                       tile_start: wp.array(dtype=int), tile_end: wp.array(dtype=int),
+                       tile_batch: wp.array(dtype=int), ntiles: int, spread: int, state: wp.array(dtype=int)):
+    # p = r + beta (p - omega v), beta = (rho_new / rho) (alpha / omega)
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    b = p.dtype(safe_div(rho_new[g], rho[g]) * safe_div(alpha[g], omega[g]))
+    w = p.dtype(omega[g])
+    for i in range(tile_start[k], tile_end[k]):
+        p[i] = r[i] + b * (p[i] - w * v[i])
+
+
+@wp.kernel(enable_backward=False)
+def bicgstab_finish(x: wp.array(dtype=Any), z: wp.array(dtype=Any), s: wp.array(dtype=Any),
+                    t: wp.array(dtype=Any), r: wp.array(dtype=Any), at: wp.array(dtype=Any), left: int,
+                    omega: wp.array(dtype=wp.float64), tile_start: wp.array(dtype=int),
+                    tile_end: wp.array(dtype=int), tile_batch: wp.array(dtype=int), ntiles: int, spread: int,
+                    state: wp.array(dtype=int), partial: wp.array(dtype=wp.float64)):
+    # x += omega z; s -= omega t; on the left also r -= omega at; partial = |r|^2 (|s|^2 when s is the residual)
+    k = tile_index(wp.tid(), spread, ntiles)
+    if k < 0:
+        return
+    if state[1] == 0:
+        return
+    g = tile_batch[k]
+    w = x.dtype(omega[g])
+    acc = wp.vec2d(0.0, 0.0)
+    for i in range(tile_start[k], tile_end[k]):
+        x[i] = x[i] + w * z[i]
+        si = s[i] - w * t[i]
+        s[i] = si
+        if left != 0:
+            ri = r[i] - w * at[i]
+            r[i] = ri
+            acc = add_compensated(acc, wp.float64(ri) * wp.float64(ri))
+        else:
+            acc = add_compensated(acc, wp.float64(si) * wp.float64(si))
+    partial[k] = acc[0] + acc[1]
+
+
+@wp.kernel(enable_backward=False)
+def zero_outside(x: wp.array(dtype=Any), lo: int, hi: int):
+    # scalars outside every subproblem (past the last bound) take no part in the recurrences
     i = wp.tid()
-    if bid[i] < 0:
+    if i < lo or i >= hi:
         x[i] = x.dtype(0.0)
