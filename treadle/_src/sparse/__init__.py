@@ -1,0 +1,1 @@
+"""Block-sparse row (BSR) matrices built from Treadle kernels; the public module is :mod:`treadle.sparse`."""
