@@ -329,7 +329,7 @@ for _name, _fn in _exported_builtins().items():
 del _name, _fn
 
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
-_LAZY_SUBMODULES = frozenset({"render", "sparse", "utils", "warp_compat"})
+_LAZY_SUBMODULES = frozenset({"fem", "render", "sparse", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
 
 
