@@ -29,6 +29,13 @@ from .._src.fem.field.virtual import make_test as make_test
 from .._src.fem.field.virtual import make_trial as make_trial
 from .._src.fem.geometry.geometry import Geometry as Geometry
 from .._src.fem.geometry.grid2d import Grid2D as Grid2D
+from .._src.fem.geometry.grid3d import Grid3D as Grid3D
+from .._src.fem.geometry.mesh import Hexmesh as Hexmesh
+from .._src.fem.geometry.mesh import Quadmesh2D as Quadmesh2D
+from .._src.fem.geometry.mesh import Quadmesh3D as Quadmesh3D
+from .._src.fem.geometry.mesh import Tetmesh as Tetmesh
+from .._src.fem.geometry.mesh import Trimesh2D as Trimesh2D
+from .._src.fem.geometry.mesh import Trimesh3D as Trimesh3D
 from .._src.fem.geometry.partition import CellBasedGeometryPartition as CellBasedGeometryPartition
 from .._src.fem.geometry.partition import ExplicitGeometryPartition as ExplicitGeometryPartition
 from .._src.fem.geometry.partition import GeometryPartition as GeometryPartition

@@ -287,7 +287,8 @@ def _simplex_funcs(dim: int, degree: int, S: Any) -> SimpleNamespace:
     def node_coords_in_element(node: int) -> Coords:
         if wp.static(dim == 2):
             return Coords(S(ALPHA[node, 0]) / S(K), S(ALPHA[node, 1]) / S(K), S(ALPHA[node, 2]) / S(K))
-        return Coords(S(ALPHA[node, 1]) / S(K), S(ALPHA[node, 2]) / S(K), S(ALPHA[node, 3]) / S(K))
+        else:
+            return Coords(S(ALPHA[node, 1]) / S(K), S(ALPHA[node, 2]) / S(K), S(ALPHA[node, 3]) / S(K))
 
     @_f
     def node_quadrature_weight(node: int) -> S:
