@@ -83,7 +83,15 @@ from .._src.fem.operator import to_cell_side as to_cell_side
 from .._src.fem.operator import to_inner_cell as to_inner_cell
 from .._src.fem.operator import to_outer_cell as to_outer_cell
 from .._src.fem.polynomial import Polynomial as Polynomial
+from .._src.fem.field.other import ImplicitField as ImplicitField
+from .._src.fem.field.other import NonconformingField as NonconformingField
+from .._src.fem.field.other import UniformField as UniformField
+from .._src.fem.interpolate import interpolate as interpolate
 from .._src.fem.quadrature import ExplicitQuadrature as ExplicitQuadrature
+from .._src.fem.quadrature import NodalQuadrature as NodalQuadrature
+from .._src.fem.restriction import SpaceRestriction as SpaceRestriction
+from .._src.fem.restriction import make_restriction as make_restriction
+from .._src.fem.restriction import make_space_restriction as make_space_restriction
 from .._src.fem.quadrature import Quadrature as Quadrature
 from .._src.fem.quadrature import RegularQuadrature as RegularQuadrature
 from .._src.fem.space.basis_space import BasisSpace as BasisSpace

@@ -217,7 +217,8 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
         out_scalar = output_dtype or (output.dtype if output is not None else None)
         k = constant_kernel(itg, spec, domain, quadrature, rtype, acc, opts)
         acc_t = k.acc_type
-        result = wp.zeros(1, dtype=acc_t, device=device)
+        grad = _requires_grad(fields, values) or (output is not None and output.requires_grad)
+        result = wp.zeros(1, dtype=acc_t, device=device, requires_grad=grad)
         _launch(k, domain.element_count(), args_head + args_fields + args_values + [result], device)
         if output is not None:
             _cast_into(result, output, add)

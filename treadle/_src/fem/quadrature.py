@@ -224,3 +224,118 @@ def _explicit_funcs(coords: Any, S: Any) -> SimpleNamespace:
         point_count, point_coords, point_weight, point_index)})
     _EXPLICIT[(coords, S)] = f
     return f
+
+
+class NodalQuadrature(Quadrature):
+    """The nodes of a function space as quadrature points, with the space's nodal weights.
+
+    Unlike ``assembly="nodal"``, this makes no assumption on the integrand: it is evaluated at every node of every
+    element. On side domains, the nodes of the neighbouring cells that lie on the side are the points.
+
+    Args:
+        domain: the domain.
+        space: a function space (its basis is used).
+        basis_space: a basis space, instead of ``space``.
+        space_partition: the partition whose node numbers are the point indices (the whole space by default).
+
+    """
+
+    def __init__(self, domain: GeometryDomain, space: Any = None, basis_space: Any = None,
+                 space_partition: Any = None) -> None:
+        super().__init__(domain)
+        from .field.virtual import TestField
+        from .space.function_space import make_collocated_function_space
+        from .space.partition import make_space_partition
+
+        if space is None:
+            if basis_space is None:
+                raise TypeError("NodalQuadrature needs a space or a basis_space")
+            space = make_collocated_function_space(basis_space, dtype=domain.geometry.scalar_type)
+        if space_partition is None:
+            space_partition = make_space_partition(space_topology=space.topology,
+                                                   geometry_partition=domain.geometry_partition)
+        self.space = space
+        self.space_partition = space_partition
+        self._test = TestField(space, space_partition, domain)
+        self.funcs = _nodal_quadrature_funcs(self._test, domain)
+
+    @property
+    def name(self) -> str:
+        """``Nodal_<space>``."""
+        return f"Nodal_{self.space.name}"
+
+    def max_points_per_element(self) -> int:
+        """Nodes per element (twice on sides)."""
+        return self.space.topology.MAX_NODES_PER_ELEMENT * (2 if self.domain.element_kind.value else 1)
+
+    def total_point_count(self) -> int:
+        """Nodes of the partition."""
+        return self.space_partition.node_count()
+
+    def fill_arg(self, arg: Any, device: Any) -> None:
+        """The space's topology and partition."""
+        v = self._test.eval_arg_value(device)
+        arg.topo_arg = v.topo_arg
+        arg.partition_arg = v.partition_arg
+
+
+_NODAL: dict[tuple[Any, ...], SimpleNamespace] = {}
+
+
+def _nodal_quadrature_funcs(test: Any, domain: GeometryDomain) -> SimpleNamespace:
+    from .field.nodal_funcs import basis_domain_funcs
+    from .nodal import nodal_funcs
+
+    key = (id(test._cell), domain.element_kind, id(domain.geometry._funcs))
+    f = _NODAL.get(key)
+    if f is not None:
+        return f
+    dom = basis_domain_funcs(test._cell, domain, "test_dof", test.space)
+    nf = nodal_funcs(test, domain)
+    FieldArg = dom.FieldArg
+    Arg = test._cell.EvalArg
+    count = dom.element_node_count
+    pnode = dom.element_partition_node
+    ncoords = nf.node_coords
+    nweight = nf.node_weight
+    S = domain.geometry.scalar_type
+    Coords = coords_type(S)
+    fkey = ("nodal_quadrature", FieldArg.key)
+
+    def _f(fn: Any) -> Any:
+        return codegen.func(fn, *fkey)
+
+    @_f
+    def field_arg(elt_arg: Any, qp_arg: Arg) -> FieldArg:
+        fa = FieldArg()
+        fa.elt_arg = elt_arg
+        fa.eval_arg = qp_arg
+        return fa
+
+    @_f
+    def point_count(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int) -> int:
+        return count(field_arg(elt_arg, qp_arg), element)
+
+    @_f
+    def point_coords(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> Coords:
+        c = ncoords(field_arg(elt_arg, qp_arg), element, q)
+        if c[0] <= S(-1.0e7):
+            return Coords(S(0.25))
+        return c
+
+    @_f
+    def point_weight(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> S:
+        fa = field_arg(elt_arg, qp_arg)
+        c = ncoords(fa, element, q)
+        if c[0] <= S(-1.0e7):
+            return S(0.0)
+        return nweight(fa, element, q)
+
+    @_f
+    def point_index(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> int:
+        return pnode(field_arg(elt_arg, qp_arg), element, q)
+
+    f = SimpleNamespace(Arg=Arg, point_count=point_count, point_coords=point_coords, point_weight=point_weight,
+                        point_index=point_index)
+    _NODAL[key] = f
+    return f
