@@ -132,9 +132,10 @@ def _make_discrete_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
 
 def basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleNamespace:
     """Cell functions of the test (``dof_attr="test_dof"``) or trial (``"trial_dof"``) functions of ``space``."""
-    return _memo(("basis", dof_attr, space.name, id(space.topology.funcs), id(space.basis.shape.funcs),
+    # the cell functions take the local node and component explicitly: test and trial functions share them
+    return _memo(("basis", space.name, id(space.topology.funcs), id(space.basis.shape.funcs),
                   id(space.dof_mapper.funcs), id(partition.funcs), id(space.geometry._funcs)),
-                 lambda: _make_basis_cell_funcs(space, partition, dof_attr))
+                 lambda: _make_basis_cell_funcs(space, partition, "any"))
 
 
 def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleNamespace:
@@ -156,7 +157,7 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
     node_count = topo.element_node_count
     node_index = topo.element_node_index
     partition_index = part.partition_node_index
-    key = ("basis_cell", dof_attr, space.name, partition.name, EvalArg.key)
+    key = ("basis_cell", space.name, partition.name, EvalArg.key)
     out: dict[str, Any] = {"EvalArg": EvalArg, "DOF_SIZE": DS}
 
     def _f(fn: Any) -> Any:

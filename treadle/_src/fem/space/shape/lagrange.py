@@ -213,7 +213,6 @@ def _simplex_funcs(dim: int, degree: int, S: Any) -> SimpleNamespace:
     VN = wp.types.vector(N, S)
     QW = VN(*[float(w) for w in quad])
     Coords = coords_type(S)
-    VecB = wp.types.vector(NB, S)
     VecC = wp.types.vector(dim, S)
     K = degree
     key = ("lagrange_simplex", dim, degree, codegen.type_key(S))
@@ -221,67 +220,47 @@ def _simplex_funcs(dim: int, degree: int, S: Any) -> SimpleNamespace:
     def _f(fn: Any) -> Any:
         return codegen.func(fn, *key)
 
-    @_f
-    def barycentric(coords: Coords) -> VecB:
-        b = VecB()
-        if wp.static(dim == 2):
-            b[0] = coords[0]
-            b[1] = coords[1]
-            b[2] = coords[2]
-        else:
-            b[0] = S(1.0) - coords[0] - coords[1] - coords[2]
-            b[1] = coords[0]
-            b[2] = coords[1]
-            b[3] = coords[2]
-        return b
+    if dim == 2:
+        bary_lines = ["    l0 = coords[0]", "    l1 = coords[1]", "    l2 = coords[2]"]
+    else:
+        bary_lines = ["    l0 = S(1.0) - coords[0] - coords[1] - coords[2]", "    l1 = coords[0]", "    l2 = coords[1]",
+                      "    l3 = coords[2]"]
 
-    @_f
-    def factor(lam: S, a: int) -> S:
-        # prod_{j < a} (K lam - j) / (j + 1)
-        v = S(1.0)
-        for j in range(a):
-            v = v * (S(K) * lam - S(j)) / S(j + 1)
-        return v
+    # straight-line code per node: the weight is a product of linear factors of the barycentric coordinates
+    def factors(alpha: tuple[int, ...]) -> list[tuple[int, int]]:
+        return [(m, j) for m in range(NB) for j in range(alpha[m])]
 
-    @_f
-    def factor_deriv(lam: S, a: int) -> S:
-        d = S(0.0)
-        for m in range(a):
-            p = S(K) / S(m + 1)
-            for j in range(a):
-                if j != m:
-                    p = p * (S(K) * lam - S(j)) / S(j + 1)
-            d = d + p
-        return d
+    def term(m: int, j: int) -> str:
+        return f"(S({float(K)}) * l{m} - S({float(j)})) * S({1.0 / (j + 1)!r})"
 
-    @_f
-    def element_inner_weight(coords: Coords, node: int) -> S:
-        b = barycentric(coords)
-        v = S(1.0)
-        for m in range(wp.static(NB)):
-            v = v * factor(b[m], ALPHA[node, m])
-        return v
+    def product(fs: list[tuple[int, int]]) -> str:
+        return " * ".join(term(m, j) for m, j in fs) if fs else "S(1.0)"
 
-    @_f
-    def element_inner_weight_gradient(coords: Coords, node: int) -> VecC:
-        b = barycentric(coords)
-        # derivative along each barycentric weight, then the chain rule lam_0 = 1 - sum(others)
-        f = VecB()
-        df = VecB()
-        for m in range(wp.static(NB)):
-            f[m] = factor(b[m], ALPHA[node, m])
-            df[m] = factor_deriv(b[m], ALPHA[node, m])
-        g = VecB()
-        for m in range(wp.static(NB)):
-            p = df[m]
-            for r in range(wp.static(NB)):
-                if r != m:
-                    p = p * f[r]
-            g[m] = p
-        out = VecC()
-        for d in range(wp.static(dim)):
-            out[d] = g[d + 1] - g[0]
-        return out
+    lines = ["def element_inner_weight(coords: Coords, node: int) -> S:"]
+    lines += bary_lines
+    grad_lines = ["def element_inner_weight_gradient(coords: Coords, node: int) -> VecC:"] + bary_lines
+    for n, alpha in enumerate(lattice):
+        fs = factors(alpha)
+        last = n == N - 1
+        cond = [] if last else [f"    if node == {n}:"]
+        ind = "    " if last else "        "
+        lines += cond + [f"{ind}return {product(fs)}"]
+        dl = []
+        for m in range(NB):
+            terms = []
+            for idx, (mm, j) in enumerate(fs):
+                if mm != m:
+                    continue
+                rest = fs[:idx] + fs[idx + 1:]
+                terms.append(f"S({float(K) / (j + 1)!r}) * {product(rest)}")
+            dl.append(" + ".join(terms) if terms else "S(0.0)")
+        comps = ", ".join(f"({dl[d + 1]}) - ({dl[0]})" for d in range(dim))
+        grad_lines += cond + [f"{ind}return VecC({comps})"]
+    ns = {"S": S, "Coords": Coords, "VecC": VecC, "__name__": codegen.GEN_MODULE}
+    codegen.exec_source("\n".join(lines + [""] + grad_lines) + "\n", f"simplex shape {dim} {degree} "
+                        f"{codegen.type_key(S)}", ns)
+    element_inner_weight = _f(ns["element_inner_weight"])
+    element_inner_weight_gradient = _f(ns["element_inner_weight_gradient"])
 
     @_f
     def node_coords_in_element(node: int) -> Coords:
