@@ -11,8 +11,9 @@ from treadle._src.fem.utils import grid_to_hexes, grid_to_quads, grid_to_tets, g
 
 @fem.integrand
 def diffusion_mass(s: fem.Sample, u: fem.Field, v: fem.Field, a: float, b: float):
-    """``a grad u . grad v + b u v``: stiffness (a=1, b=0), mass (a=0, b=1) or both."""
-    return a * wp.dot(fem.grad(u, s), fem.grad(v, s)) + b * u(s) * v(s)
+    """``a grad u : grad v + b u . v``: stiffness (a=1, b=0), mass (a=0, b=1) or both (any value type)."""
+    return a * fem.linalg.generalized_inner(fem.grad(u, s), fem.grad(v, s)) + b * fem.linalg.generalized_inner(
+        u(s), v(s))
 
 
 @wp.func

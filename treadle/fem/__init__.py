@@ -129,3 +129,12 @@ from .._src.fem.dirichlet import normalize_dirichlet_projector as normalize_diri
 from .._src.fem.dirichlet import project_linear_system as project_linear_system
 from .._src.fem.dirichlet import project_system_matrix as project_system_matrix
 from .._src.fem.dirichlet import project_system_rhs as project_system_rhs
+
+# isort: split
+# Submodules of the reference API.
+from . import cache as cache
+from . import field as field
+from . import linalg as linalg
+from . import polynomial as polynomial
+from . import space as space
+from . import utils as utils

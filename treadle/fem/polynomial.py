@@ -1,0 +1,7 @@
+"""One-dimensional point families and rules on ``[0, 1]`` (the reference's ``warp.fem.polynomial``)."""
+
+from .._src.fem.polynomial import Polynomial as Polynomial
+from .._src.fem.polynomial import lagrange_scales as lagrange_scales
+from .._src.fem.polynomial import quadrature_1d as quadrature_1d
+
+__all__ = ["Polynomial", "lagrange_scales", "quadrature_1d"]
