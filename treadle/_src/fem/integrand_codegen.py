@@ -344,7 +344,7 @@ class _Rewriter:
     def source(self) -> tuple[str, dict[int, list[tuple[int, int, int]]]]:
         lines = list(self.lines)
         col_edits: dict[int, list[tuple[int, int, int]]] = {}
-        for l0, c0, l1, c1, text in sorted(self.edits, key=lambda e: (e[0], e[1]), reverse=True):
+        for l0, c0, l1, c1, text in sorted(self.edits, key=lambda e: (e[0], e[1], e[2], e[3]), reverse=True):
             if l0 == l1:
                 lines[l0] = lines[l0][:c0] + text + lines[l0][c1:]
                 col_edits.setdefault(l0, []).append((c0, c1, len(text)))

@@ -46,7 +46,9 @@ class MeshSides:
 
 
 def _flip(order: np.ndarray) -> np.ndarray:
-    """Reverse a facet's orientation, keeping its first vertex."""
+    """Reverse a facet's orientation (segments swap ends; polygons keep their first vertex)."""
+    if order.shape[-1] == 2:
+        return order[..., ::-1]
     return np.concatenate([order[..., :1], order[..., 1:][..., ::-1]], axis=-1)
 
 

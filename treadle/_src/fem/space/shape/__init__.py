@@ -37,7 +37,7 @@ def make_element_shape_function(element: Element, degree: int, element_basis: El
         if element in (Element.TRIANGLE, Element.TETRAHEDRON):
             return SimplexLagrangeShape(element, degree, S)
     if basis == ElementBasis.SERENDIPITY:
-        from .serendipity import SerendipityShape
+        from .monomial import SerendipityShape
 
         if element in (Element.SQUARE, Element.CUBE):
             fam = Polynomial.LOBATTO_GAUSS_LEGENDRE if family is None else Polynomial(family)
@@ -45,7 +45,7 @@ def make_element_shape_function(element: Element, degree: int, element_basis: El
         # on simplices the serendipity and Lagrange spaces coincide
         return SimplexLagrangeShape(element, degree, S)
     if basis == ElementBasis.NONCONFORMING_POLYNOMIAL:
-        from .nonconforming import NonconformingPolynomialShape
+        from .monomial import NonconformingPolynomialShape
 
         return NonconformingPolynomialShape(element, degree, S)
     raise NotImplementedError(f"{basis.name} shape functions on {element.name} are not available")
