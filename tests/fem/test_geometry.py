@@ -110,3 +110,35 @@ def test_mesh_with_inverted_cells_keeps_outward_normals() -> None:
     geo = fem.Trimesh2D(wp.array(tris, dtype=int), wp.array(lattice(2, 2), dtype=wp.vec2))
     q = fem.RegularQuadrature(fem.BoundarySides(geo), 2)
     assert fem.integrate(boundary_moments, quadrature=q, values={"which": 0}) == pytest.approx(2.0, rel=1e-5)
+
+
+@wp.func
+def shear(x: wp.vec2):
+    return wp.vec2(0.5 * x[1], 0.25 * x[0])
+
+
+@wp.func
+def shear_grad(x: wp.vec2):
+    return wp.mat22(0.0, 0.5, 0.25, 0.0)
+
+
+@fem.integrand
+def one(s: fem.Sample, domain: fem.Domain):
+    return 1.0
+
+
+def test_deformed_geometry() -> None:
+    base = fem.Grid2D(res=wp.vec2i(2))
+    # an affine displacement: areas scale by det(I + A) = 1 - 0.125
+    disp = fem.ImplicitField(fem.Cells(base), shear, grad_func=shear_grad)
+    geo = disp.make_deformed_geometry(relative=True)
+    assert fem.integrate(one, domain=fem.Cells(geo)) == pytest.approx(0.875, rel=1e-5)
+    q = fem.RegularQuadrature(fem.BoundarySides(geo), 2)
+    assert fem.integrate(boundary_moments, quadrature=q, values={"which": 0}) == pytest.approx(2 * 0.875, rel=1e-5)
+    assert fem.integrate(boundary_moments, quadrature=q, values={"which": 1}) == pytest.approx(0.0, abs=1e-5)
+    # the same motion as a discrete displacement field
+    space = fem.make_polynomial_space(base, degree=1, dtype=wp.vec2)
+    u = space.make_field()
+    fem.interpolate(disp, dest=u)
+    geo2 = u.make_deformed_geometry()
+    assert fem.integrate(one, domain=fem.Cells(geo2)) == pytest.approx(0.875, rel=1e-5)

@@ -134,6 +134,7 @@ from .._src.fem.dirichlet import project_system_rhs as project_system_rhs
 # Submodules of the reference API.
 from . import cache as cache
 from . import field as field
+from . import geometry as geometry
 from . import linalg as linalg
 from . import polynomial as polynomial
 from . import space as space

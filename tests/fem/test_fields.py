@@ -1,0 +1,162 @@
+"""Implicit, uniform and non-conforming fields, interpolation at quadrature points, partitions, restrictions,
+Dirichlet projection and temporaries."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import treadle as wp
+import treadle.fem as fem
+import treadle.sparse as sp
+
+from .forms import make_geometry
+
+
+@wp.func
+def plane(x: wp.vec2, a: float):
+    return a * x[0] + x[1]
+
+
+@fem.integrand
+def value_of(s: fem.Sample, f: fem.Field):
+    return f(s)
+
+
+@fem.integrand
+def product(s: fem.Sample, f: fem.Field, g: fem.Field):
+    return f(s) * g(s)
+
+
+@fem.integrand
+def mass(s: fem.Sample, u: fem.Field, v: fem.Field):
+    return u(s) * v(s)
+
+
+def test_implicit_uniform_and_nonconforming_fields() -> None:
+    geo = fem.Grid2D(res=wp.vec2i(2))
+    cells = fem.Cells(geo)
+    imp = fem.ImplicitField(cells, plane, values={"a": 3.0})
+    assert imp.dtype == wp.float32
+    # int_0^1 int_0^1 (3x + y) = 2
+    assert fem.integrate(value_of, domain=cells, fields={"f": imp}) == pytest.approx(2.0, rel=1e-6)
+    uni = fem.UniformField(cells, 2.0)
+    assert fem.integrate(product, domain=cells, fields={"f": imp, "g": uni}) == pytest.approx(4.0, rel=1e-6)
+    # a field of a finer triangle mesh seen on the grid through lookups
+    tri = make_geometry("tri", 4)
+    space = fem.make_polynomial_space(tri, degree=1)
+    u = space.make_field()
+    fem.interpolate(fem.ImplicitField(fem.Cells(tri), plane, values={"a": 3.0}), dest=u)
+    nc = fem.NonconformingField(cells, u)
+    assert fem.integrate(value_of, domain=cells, fields={"f": nc}) == pytest.approx(2.0, rel=1e-4)
+    with pytest.raises(TypeError, match="must be a DiscreteField"):
+        fem.NonconformingField(cells, imp)
+    with pytest.raises(Exception, match="parameters after the position"):
+        fem.ImplicitField(cells, plane, values={"b": 1.0})
+
+
+def test_interpolation_at_quadrature_points() -> None:
+    geo = fem.Grid2D(res=wp.vec2i(2))
+    q = fem.RegularQuadrature(fem.Cells(geo), 2)
+    imp = fem.ImplicitField(fem.Cells(geo), plane, values={"a": 1.0})
+    out = wp.zeros(q.total_point_count(), dtype=float)
+    fem.interpolate(value_of, at=q, dest=out, fields={"f": imp})
+    # points in element order: cell c at (i, j) = (c // 2, c % 2), local points of the rule
+    pts = q.points
+    expect = []
+    for c in range(4):
+        i, j = divmod(c, 2)
+        for p in pts:
+            x, y = (i + p[0]) / 2, (j + p[1]) / 2
+            expect.append(x + y)
+    np.testing.assert_allclose(out.numpy(), expect, atol=1e-6)
+
+
+def test_partitions_cover_the_geometry() -> None:
+    geo = make_geometry("tri", 3)
+    space = fem.make_polynomial_space(geo, degree=1)
+    mask = np.zeros(geo.cell_count(), dtype=np.int32)
+    mask[: geo.cell_count() // 2] = 1
+    parts = [fem.ExplicitGeometryPartition(geo, wp.array(mask, dtype=int)),
+             fem.ExplicitGeometryPartition(geo, wp.array(1 - mask, dtype=int))]
+    assert sum(p.cell_count() for p in parts) == geo.cell_count()
+    assert parts[0].frontier_side_count() == parts[1].frontier_side_count() > 0
+    assert sum(p.boundary_side_count() for p in parts) == geo.boundary_side_count()
+    one = fem.UniformField(fem.Cells(geo), 1.0)
+    areas = [fem.integrate(value_of, domain=fem.Cells(p), fields={"f": one}) for p in parts]
+    assert sum(areas) == pytest.approx(1.0, rel=1e-6)
+    lin = [fem.LinearGeometryPartition(geo, r, 3) for r in range(3)]
+    assert [p.cell_count() for p in lin] == [6, 6, 6]
+    sparts = [fem.make_space_partition(space.topology, p) for p in parts]
+    assert sum(p.owned_node_count() for p in sparts) == space.node_count()
+    assert all(p.node_count() >= p.owned_node_count() for p in sparts)
+    # a linear form over a partition fills only that partition's rows
+    test = fem.make_test(space, space_partition=sparts[0], domain=fem.Cells(parts[0]))
+    r = fem.integrate(product, fields={"f": one, "g": test})
+    assert r.shape[0] == sparts[0].node_count()
+    assert r.numpy().sum() == pytest.approx(areas[0], rel=1e-5)
+    restr = fem.make_space_restriction(space_partition=sparts[0], domain=fem.Cells(parts[0]))
+    assert restr.node_count() == sparts[0].node_count()
+
+
+def test_dirichlet_projection_against_numpy() -> None:
+    geo = fem.Grid2D(res=wp.vec2i(3))
+    space = fem.make_polynomial_space(geo, degree=1)
+    a = fem.integrate(mass, fields={"u": fem.make_trial(space), "v": fem.make_test(space)})
+    bd = fem.BoundarySides(geo)
+    p = fem.integrate(mass, fields={"u": fem.make_trial(space, domain=bd), "v": fem.make_test(space, domain=bd)},
+                      assembly="nodal")
+    n = space.node_count()
+    rng = np.random.default_rng(0)
+    b = rng.normal(size=n).astype(np.float32)
+    fixed = rng.normal(size=n).astype(np.float32)
+    A = _dense(a)
+    P = _dense(p)
+    on_boundary = np.abs(np.diag(P)) > 0
+    pos = space.node_positions().numpy()
+    assert np.array_equal(on_boundary, (np.abs(pos - 0.5).max(axis=1) > 0.49))
+    w = np.where(on_boundary, np.diag(P), 1.0)
+    Pn = P / w[:, None]
+    u0 = fixed / w
+    rhs = wp.array(b)
+    fem.project_linear_system(a, rhs, p, wp.array(fixed))
+    eye = np.eye(n)
+    np.testing.assert_allclose(_dense(a), (eye - Pn) @ A @ (eye - Pn) + Pn, atol=1e-5)
+    np.testing.assert_allclose(rhs.numpy(), (eye - Pn) @ (b - A @ u0) + Pn @ u0, atol=1e-4)
+
+
+def _dense(m: sp.BsrMatrix) -> np.ndarray:
+    out = np.zeros((m.nrow, m.ncol))
+    off, cols, vals = m.offsets.numpy(), m.columns.numpy(), m.values.numpy()
+    for r in range(m.nrow):
+        for k in range(off[r], off[r + 1]):
+            out[r, cols[k]] = vals[k]
+    return out
+
+
+def test_temporary_store_reuses_buffers() -> None:
+    store = fem.TemporaryStore()
+    a = fem.borrow_temporary(store, shape=(4, 5), dtype=float)
+    assert a.shape == (4, 5) and store.borrowed_count == 1
+    ptr = a.ptr
+    a.release()
+    assert store.borrowed_count == 0
+    b = fem.borrow_temporary(store, shape=12, dtype=float)
+    assert b.ptr == ptr and b.shape == (12,)
+    del b
+    gc.collect()
+    assert store.borrowed_count == 0
+    c = fem.borrow_temporary_like(wp.zeros(3, dtype=wp.vec3), store)
+    assert c.dtype == wp.vec3 and c.shape == (3,)
+    fem.set_default_temporary_store(store)
+    try:
+        d = fem.borrow_temporary(None, shape=2, dtype=int)
+        assert store.borrowed_count == 2
+        d.release()
+    finally:
+        fem.set_default_temporary_store(None)
+    store.clear()
+    with pytest.raises(TypeError, match="TemporaryStore"):
+        fem.set_default_temporary_store(object())
