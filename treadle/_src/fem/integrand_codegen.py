@@ -125,6 +125,8 @@ class _Rewriter:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self.local_names.add(node.id)
         self.bindings: dict[str, Any] = {}
+        #: local variables holding a field or domain (``cells = fem.cells(domain)``)
+        self.local_kinds: dict[str, tuple[str, Any, Any]] = {}
         self.edits: list[tuple[int, int, int, int, str]] = []  # line, col, end_line, end_col (chars), text
 
     # ------------------------------------------------------------------------------------------ helpers
@@ -195,6 +197,8 @@ class _Rewriter:
         ``kind`` is ``"field"`` or ``"domain"``; ``domain`` is the domain a field is evaluated on (the domain itself
         for domains).
         """
+        if isinstance(node, ast.Name) and node.id in self.local_kinds:
+            return self.local_kinds[node.id]
         if isinstance(node, ast.Name) and node.id in self.params:
             p = self.params[node.id]
             if p.kind == "field":
@@ -217,6 +221,10 @@ class _Rewriter:
             self.visit(stmt)
 
     def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            kind = self.kind_of(node.value)
+            if kind is not None:
+                self.local_kinds[node.targets[0].id] = kind
         if isinstance(node, ast.Call):
             if self.visit_call(node):
                 return

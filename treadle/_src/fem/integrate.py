@@ -214,7 +214,7 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
     args_head, args_fields, args_values = _launch_args(spec, params, fields, values, domain, quadrature, device,
                                                        nodal, test)
     if test is None:
-        out_scalar = output_dtype or (output.dtype if output is not None else None)
+        out_scalar = _normalize_dtype(output_dtype) or (output.dtype if output is not None else None)
         k = constant_kernel(itg, spec, domain, quadrature, rtype, acc, opts)
         acc_t = k.acc_type
         grad = _requires_grad(fields, values) or (output is not None and output.requires_grad)
@@ -227,8 +227,11 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
         if out_scalar is not None:
             return _host_cast(value, out_scalar)
         return value if np.ndim(value) else float(value) if acc is wp.float64 else value
-    out_s = output_dtype or (_scalar_of(output.dtype) if output is not None and not hasattr(output, "nrow") else
-                             None) or domain.geometry.scalar_type
+    out_s = _scalar_of(_normalize_dtype(output_dtype)) if output_dtype is not None else None
+    if out_s is None and output is not None and not hasattr(output, "nrow"):
+        out_s = _scalar_of(output.dtype)
+    if out_s is None:
+        out_s = domain.geometry.scalar_type
     if trial is None:
         k = linear_kernel(itg, spec, domain, quadrature, test_name, test, acc, out_s, nodal, opts)
         n_rows = test.space_partition.node_count()
@@ -250,6 +253,15 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
     return _assemble_bilinear(itg, spec, domain, quadrature, test_name, test, trial_name, trial, acc, out_s, nodal,
                               opts, args_head + args_fields + args_values, output, add, bsr_options, device,
                               temporary_store)
+
+
+def _normalize_dtype(t: Any) -> Any:
+    """``float`` and ``int`` as the kernel scalar types they stand for."""
+    if t is float:
+        return wp.float32
+    if t is int:
+        return wp.int32
+    return t
 
 
 def _sides(domain: GeometryDomain) -> bool:

@@ -105,6 +105,14 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
     if hasattr(dest, "nrow") and hasattr(dest, "values"):
         raise NotImplementedError(f"{what}: interpolating into a BsrMatrix is not supported; integrate the "
                                   "corresponding bilinear form with a nodal or explicit quadrature instead")
+    if isinstance(at, GeometryDomain) and dim is not None:
+        _at_indices(itg, dest, int(dim), fields, values, device, opts, domain=at)
+        return dest
+    if isinstance(at, GeometryDomain):
+        # one evaluation per element, at its center; the sample's qp_index is the domain element number
+        from .quadrature import RegularQuadrature
+
+        at = RegularQuadrature(at, order=0)
     if isinstance(at, Quadrature):
         _at_points(itg, dest, at, fields, values, device, opts)
         return dest
@@ -332,8 +340,9 @@ def _at_points(itg: Integrand, dest: Any, quadrature: Quadrature, fields: dict[s
 
 
 def _at_indices(itg: Integrand, dest: Any, dim: int, fields: dict[str, Any], values: dict[str, Any], device: Any,
-                opts: dict[str, Any]) -> None:
-    domain = _domain_for_dim(fields)
+                opts: dict[str, Any], domain: Any = None) -> None:
+    if domain is None:
+        domain = _domain_for_dim(fields)
     if domain is None:
         for name, kind in itg.params():
             if kind in ("field", "domain"):

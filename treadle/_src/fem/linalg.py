@@ -95,7 +95,7 @@ def generalized_inner(x: _Mat, y: _Vec):  # noqa: F811 - overload
 @wp.kernel
 def _axpy(x: wp.array(dtype=Any), y: wp.array(dtype=Any), alpha: Any, beta: Any):
     i = wp.tid()
-    y[i] = type(y[i])(alpha) * x[i] + type(y[i])(beta) * y[i]
+    y[i] = alpha * x[i] + beta * y[i]
 
 
 def _scalar(t: Any) -> Any:
@@ -207,10 +207,10 @@ def inverse_qr(A: _Mat):
     qr = householder_qr_decomposition(A)
     Q = qr[0]
     R = qr[1]
-    Qt = wp.transpose(Q)
     inv = A - A
     for j in range(n):
-        col = solve_triangular(R, Qt[j])
+        # A x = e_j  <=>  R x = Q^T e_j, the j-th row of Q
+        col = solve_triangular(R, Q[j])
         for i in range(n):
             inv[i, j] = col[i]
     return inv
