@@ -142,3 +142,29 @@ def test_deformed_geometry() -> None:
     fem.interpolate(disp, dest=u)
     geo2 = u.make_deformed_geometry()
     assert fem.integrate(one, domain=fem.Cells(geo2)) == pytest.approx(0.875, rel=1e-5)
+
+
+@wp.func
+def stretch_x(x: wp.vec3):
+    return wp.vec3(x[0], 0.0, 0.5 * x[0])
+
+
+@wp.func
+def stretch_x_grad(x: wp.vec3):
+    return wp.mat33(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0)
+
+
+def test_deformed_embedded_surface() -> None:
+    # the unit square as a triangle surface in 3D, displaced by (x, 0, x/2): a flat rectangle of sides
+    # sqrt(2^2 + 0.5^2) and 1
+    tris = fem.utils.grid_to_tris(2, 2)
+    pos = np.concatenate([lattice(2, 2), np.zeros((9, 1))], axis=1)
+    base = fem.Trimesh3D(wp.array(tris, dtype=int), wp.array(pos, dtype=wp.vec3))
+    space = fem.make_polynomial_space(base, degree=1, dtype=wp.vec3)
+    u = space.make_field()
+    fem.interpolate(fem.ImplicitField(fem.Cells(base), stretch_x, grad_func=stretch_x_grad), dest=u)
+    geo = u.make_deformed_geometry(relative=True)
+    long_side = float(np.hypot(2.0, 0.5))
+    assert fem.integrate(one, domain=fem.Cells(geo)) == pytest.approx(long_side, rel=1e-5)
+    q = fem.RegularQuadrature(fem.BoundarySides(geo), 2)
+    assert fem.integrate(one, quadrature=q) == pytest.approx(2.0 * long_side + 2.0, rel=1e-5)

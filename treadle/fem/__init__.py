@@ -88,6 +88,7 @@ from .._src.fem.field.other import NonconformingField as NonconformingField
 from .._src.fem.field.other import UniformField as UniformField
 from .._src.fem.interpolate import interpolate as interpolate
 from .._src.fem.quadrature import ExplicitQuadrature as ExplicitQuadrature
+from .._src.fem.pic import PicQuadrature as PicQuadrature
 from .._src.fem.quadrature import NodalQuadrature as NodalQuadrature
 from .._src.fem.restriction import SpaceRestriction as SpaceRestriction
 from .._src.fem.restriction import make_restriction as make_restriction

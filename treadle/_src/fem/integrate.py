@@ -293,9 +293,10 @@ def _launch_args(spec: Any, params: dict[str, ParamSpec], fields: dict[str, Any]
                                                                                                       list[Any]]:
     head = [quadrature.arg_value(device) if not nodal else test.eval_arg_value(device),
             domain.element_arg_value(device), domain.element_index_arg_value(device)]
-    fargs = [fields[n].field_arg_value(domain, device) for n, p in spec.params if p.kind == "field"]
-    vargs = [kernel_value(p, values[n]) for n, p in spec.params if p.kind == "value"]
-    return head, fargs, vargs
+    # in the integrand's parameter order, as the generated kernel declares them
+    args = [fields[n].field_arg_value(domain, device) if p.kind == "field" else kernel_value(p, values[n])
+            for n, p in spec.params if p.kind in ("field", "value")]
+    return head, args, []
 
 
 def _launch(k: Any, dim: Any, inputs: list[Any], device: Any) -> None:

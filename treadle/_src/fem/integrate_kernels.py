@@ -159,7 +159,8 @@ def linear_kernel(itg: Any, spec: Specialization, domain: Any, quadrature: Any, 
         src.ns.update(AccT=acc_t, AccS=acc, OutT=out_t, _t_count=tf.element_node_count,
                       _t_node=tf.element_partition_node)
         vec = is_vector_type(acc_t)
-        zero = "AccT()" if vec else "AccT(0.0)"
+        mat = getattr(acc_t, "_shape_", None) is not None and len(acc_t._shape_) == 2
+        zero = "AccT()" if (vec or mat) else "AccT(0.0)"
         src.lines += [f"def integrate_linear({', '.join(src.params + ['result: wp.array(dtype=OutT)'])}):",
                       "    d, i = wp.tid()",
                       "    element_index = _dom_index(dom_index_arg, d)",
@@ -178,7 +179,7 @@ def linear_kernel(itg: Any, spec: Specialization, domain: Any, quadrature: Any, 
                           "    if coords[0] <= type(coords[0])(-1.0e7):",
                           "        return",
                           f"    qp_weight = _n_weight(f_{test_name}, element_index, i)",
-                          "    qp_index = -1"]
+                          "    qp_index = node"]
             ind = "    "
         else:
             _qp_loop_head(src, "    ")
@@ -189,6 +190,11 @@ def linear_kernel(itg: Any, spec: Specialization, domain: Any, quadrature: Any, 
             src.lines += [f"{ind}for c in range({DS}):",
                           f"{ind}    s.test_dof = i * {DS} + c",
                           f"{ind}    val[c] += AccS({src.call()}) * vol"]
+        elif mat:
+            cols = acc_t._shape_[1]
+            src.lines += [f"{ind}for c in range({DS}):",
+                          f"{ind}    s.test_dof = i * {DS} + c",
+                          f"{ind}    val[c // {cols}, c % {cols}] += AccS({src.call()}) * vol"]
         else:
             src.lines += [f"{ind}s.test_dof = i",
                           f"{ind}val += AccS({src.call()}) * vol"]
@@ -249,7 +255,7 @@ def bilinear_kernel(itg: Any, spec: Specialization, domain: Any, quadrature: Any
                           "    if coords[0] <= type(coords[0])(-1.0e7):",
                           "        return",
                           f"    qp_weight = _n_weight(f_{test_name}, element_index, i)",
-                          "    qp_index = -1"]
+                          "    qp_index = tnode"]
             ind = "    "
         else:
             _qp_loop_head(src, "    ")

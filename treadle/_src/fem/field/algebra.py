@@ -114,6 +114,14 @@ def unit_dof_func(dof_type: Any) -> Any:
             v = D()
             v[c] = S(1.0)
             return v
+    elif is_matrix_type(dof_type):
+        S = scalar_of(dof_type)
+        COLS = dof_type._shape_[1]
+
+        def unit_dof(c: int) -> D:
+            v = D()
+            v[c // COLS, c % COLS] = S(1.0)
+            return v
     else:
         def unit_dof(c: int) -> D:
             return D(1.0)

@@ -12,7 +12,7 @@ from typing import Any
 import treadle as wp
 
 from .. import codegen
-from ..types import sample_type
+from ..types import coords_type, sample_type
 from .geometry import Geometry, mat_type, vec_type
 from .sides import side_sample_funcs
 
@@ -20,33 +20,37 @@ _CACHE: dict[tuple[Any, ...], SimpleNamespace] = {}
 
 
 def _field_funcs(field: Any) -> tuple[Any, Any, Any]:
-    """``(EvalArg, value(cell_arg, eval_arg, s), grad(cell_arg, eval_arg, s))`` of a deforming field."""
+    """``(EvalArg, value(cell_arg, eval_arg, s), reference_grad(cell_arg, eval_arg, s))`` of a deforming field.
+
+    The reference gradient is the derivative with respect to the cell's reference coordinates.
+    """
     from ..field.discrete import DiscreteField
     from ..field.other import ImplicitField
 
     if isinstance(field, DiscreteField):
         cell = field._cell
-        if getattr(cell, "cell_grad", None) is None:
+        if getattr(cell, "cell_reference_grad", None) is None:
             raise TypeError("DeformedGeometry: the field's values have no gradient")
-        return cell.EvalArg, cell.cell_value, cell.cell_grad
+        return cell.EvalArg, cell.cell_value, cell.cell_reference_grad
     if isinstance(field, ImplicitField):
         if field.grad_func is None:
             raise TypeError("DeformedGeometry: an ImplicitField deformation needs grad_func")
         key = ("deform_implicit", field.name, id(field.geometry._funcs))
         f = _CACHE.get(key)
         if f is None:
-            position = field.geometry._funcs.cell_position
+            g = field.geometry._funcs
             args = ", ".join(f"ea.{n}" for n in field._value_names)
             extra = f", {args}" if args else ""
             text = (f"def implicit_value(cell_arg: Any, ea: EvalArg, s: Any):\n"
                     f"    return _func(_position(cell_arg, s){extra})\n\n"
-                    f"def implicit_grad(cell_arg: Any, ea: EvalArg, s: Any):\n"
-                    f"    return _grad(_position(cell_arg, s){extra})\n")
+                    f"def implicit_reference_grad(cell_arg: Any, ea: EvalArg, s: Any):\n"
+                    f"    return _grad(_position(cell_arg, s){extra}) * _def_grad(cell_arg, s)\n")
             ns = {"Any": Any, "EvalArg": field.EvalArg, "_func": field.func, "_grad": field.grad_func,
-                  "_position": position, "__name__": codegen.GEN_MODULE}
+                  "_position": g.cell_position, "_def_grad": g.cell_deformation_gradient,
+                  "__name__": codegen.GEN_MODULE}
             codegen.exec_source(text, f"deform implicit {codegen.digest(key)}", ns)
             f = SimpleNamespace(value=codegen.func(ns["implicit_value"], *key),
-                                grad=codegen.func(ns["implicit_grad"], *key))
+                                grad=codegen.func(ns["implicit_reference_grad"], *key))
             _CACHE[key] = f
         return field.EvalArg, f.value, f.grad
     raise TypeError(f"DeformedGeometry: expected a DiscreteField or an ImplicitField, got {type(field).__name__}")
@@ -54,7 +58,9 @@ def _field_funcs(field: Any) -> tuple[Any, Any, Any]:
 
 def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
     """The kernel functions of ``base`` deformed by ``field``."""
-    EvalArg, value, grad = _field_funcs(field)
+    from ..element import Element
+
+    EvalArg, value, ref_grad = _field_funcs(field)
     key = ("deformed", base.name, field.name, relative)
     f = _CACHE.get(key)
     if f is not None:
@@ -64,25 +70,44 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
     D = base.dimension
     C = base.cell_dimension
     vecD = vec_type(D, S)
-    matDD = mat_type(D, D, S)
+    matDC = mat_type(D, C, S)
     SampleT = sample_type(S)
+    Coords = coords_type(S)
     ckey = ("deformed", g.CellArg.key, EvalArg.key, relative)
     CellArg = codegen.struct("DeformedCellArg", {"base": g.CellArg, "field": EvalArg}, *ckey)
     SideArg = codegen.struct("DeformedSideArg", {"base": g.SideArg, "field": EvalArg}, *ckey)
     SideIndexArg = g.SideIndexArg
     sides = side_sample_funcs(g)
     REL = relative
-    EYE = matDD(*[1.0 if i == j else 0.0 for i in range(D) for j in range(D)])
+    TRI = base.reference_cell() == Element.TRIANGLE
+    EMBEDDED = D > C
+    SIDE_DIM = C - 1
 
     def _f(fn: Any) -> Any:
         return codegen.func(fn, *ckey)
 
     @_f
-    def jacobian(base_arg: Any, ea: EvalArg, s: Any) -> matDD:
-        if wp.static(REL):
-            return EYE + matDD(grad(base_arg, ea, s))
+    def jacobian_measure(f: Any) -> S:
+        if wp.static(EMBEDDED):
+            return wp.sqrt(wp.abs(wp.determinant(wp.transpose(f) * f)))
         else:
-            return matDD(grad(base_arg, ea, s))
+            return wp.abs(wp.determinant(f))
+
+    @_f
+    def pseudo_inverse(f: Any):
+        if wp.static(EMBEDDED):
+            ft = wp.transpose(f)
+            return wp.inverse(ft * f) * ft
+        else:
+            return wp.inverse(f)
+
+    @_f
+    def deformation_at(base_arg: Any, ea: EvalArg, s: Any) -> matDC:
+        grad = matDC(ref_grad(base_arg, ea, s))
+        if wp.static(REL):
+            return g.cell_deformation_gradient(base_arg, s) + grad
+        else:
+            return grad
 
     @_f
     def cell_position(args: CellArg, s: SampleT) -> vecD:
@@ -93,23 +118,27 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
             return v
 
     @_f
-    def cell_deformation_gradient(args: CellArg, s: SampleT):
-        return jacobian(args.base, args.field, s) * g.cell_deformation_gradient(args.base, s)
+    def cell_deformation_gradient(args: CellArg, s: SampleT) -> matDC:
+        return deformation_at(args.base, args.field, s)
 
     @_f
     def cell_inverse_deformation_gradient(args: CellArg, s: SampleT):
-        return g.cell_inverse_deformation_gradient(args.base, s) * wp.inverse(jacobian(args.base, args.field, s))
+        return pseudo_inverse(deformation_at(args.base, args.field, s))
 
     @_f
     def cell_measure(args: CellArg, s: SampleT) -> S:
-        return g.cell_measure(args.base, s) * wp.abs(wp.determinant(jacobian(args.base, args.field, s)))
+        # the base measure carries the reference element's volume
+        base_f = g.cell_deformation_gradient(args.base, s)
+        return g.cell_measure(args.base, s) * jacobian_measure(deformation_at(args.base, args.field, s)) / \
+            jacobian_measure(base_f)
 
     @_f
     def cell_normal(args: CellArg, s: SampleT) -> vecD:
-        n = g.cell_normal(args.base, s)
-        if wp.length_sq(n) == S(0.0):
-            return n
-        return wp.normalize(wp.transpose(wp.inverse(jacobian(args.base, args.field, s))) * n)
+        if wp.static(EMBEDDED):
+            f = deformation_at(args.base, args.field, s)
+            return wp.normalize(wp.cross(vecD(f[0, 0], f[1, 0], f[2, 0]), vecD(f[0, 1], f[1, 1], f[2, 1])))
+        else:
+            return vecD()
 
     @_f
     def cell_coordinates(args: CellArg, cell_index: int, pos: vecD):
@@ -123,10 +152,44 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
     def cell_lookup(args: CellArg, pos: vecD) -> SampleT:
         return g.cell_lookup(args.base, pos)
 
+    # sides: the side-to-cell reference map is affine; its columns come from two or three evaluations
+    VecC = vec_type(C, S)
+    if TRI:
+        @_f
+        def ref_of(c: Coords) -> VecC:
+            return VecC(c[1], c[2])
+    elif C == 2:
+        @_f
+        def ref_of(c: Coords) -> VecC:
+            return VecC(c[0], c[1])
+    else:
+        @_f
+        def ref_of(c: Coords) -> VecC:
+            return VecC(c[0], c[1], c[2])
+
     @_f
-    def side_jacobian(args: SideArg, s: SampleT) -> matDD:
+    def side_frame(args: SideArg, s: SampleT, f: matDC):
+        # f (D x C) times d(cell reference coords)/d(side coords)
+        side = s.element_index
+        c0 = g.side_inner_cell_coords(args.base, side, Coords())
+        cu = g.side_inner_cell_coords(args.base, side, Coords(S(1.0), S(0.0), S(0.0)))
+        du = f * (ref_of(cu) - ref_of(c0))
+        if wp.static(SIDE_DIM == 1):
+            return du
+        else:
+            cv = g.side_inner_cell_coords(args.base, side, Coords(S(0.0), S(1.0), S(0.0)))
+            dv = f * (ref_of(cv) - ref_of(c0))
+            return wp.matrix_from_cols(du, dv)
+
+    @_f
+    def side_cell_deformation(args: SideArg, s: SampleT) -> matDC:
         cs = sides.inner_sample(args.base, s)
-        return jacobian(g.side_to_cell_arg(args.base), args.field, cs)
+        return deformation_at(g.side_to_cell_arg(args.base), args.field, cs)
+
+    @_f
+    def side_base_cell_deformation(args: SideArg, s: SampleT) -> matDC:
+        cs = sides.inner_sample(args.base, s)
+        return g.cell_deformation_gradient(g.side_to_cell_arg(args.base), cs)
 
     @_f
     def side_position(args: SideArg, s: SampleT) -> vecD:
@@ -139,18 +202,41 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
 
     @_f
     def side_deformation_gradient(args: SideArg, s: SampleT):
-        return side_jacobian(args, s) * g.side_deformation_gradient(args.base, s)
+        return side_frame(args, s, side_cell_deformation(args, s))
+
+    @_f
+    def frame_normal(args: SideArg, s: SampleT, fr: Any, cell_f: matDC) -> vecD:
+        if wp.static(SIDE_DIM == 1):
+            if wp.static(D == 2):
+                return vecD(fr[1], -fr[0])
+            else:
+                n_cell = wp.cross(vecD(cell_f[0, 0], cell_f[1, 0], cell_f[2, 0]),
+                                  vecD(cell_f[0, 1], cell_f[1, 1], cell_f[2, 1]))
+                return wp.cross(fr, n_cell)
+        else:
+            return wp.cross(vecD(fr[0, 0], fr[1, 0], fr[2, 0]), vecD(fr[0, 1], fr[1, 1], fr[2, 1]))
+
+    @_f
+    def frame_measure(fr: Any) -> S:
+        if wp.static(SIDE_DIM == 1):
+            return wp.length(fr)
+        else:
+            return wp.length(wp.cross(vecD(fr[0, 0], fr[1, 0], fr[2, 0]), vecD(fr[0, 1], fr[1, 1], fr[2, 1])))
 
     @_f
     def side_normal(args: SideArg, s: SampleT) -> vecD:
-        jinv_t = wp.transpose(wp.inverse(side_jacobian(args, s)))
-        return wp.normalize(jinv_t * g.side_normal(args.base, s))
+        bf = side_base_cell_deformation(args, s)
+        df = side_cell_deformation(args, s)
+        nb = frame_normal(args, s, side_frame(args, s, bf), bf)
+        sign = wp.where(wp.dot(nb, g.side_normal(args.base, s)) < S(0.0), S(-1.0), S(1.0))
+        return sign * wp.normalize(frame_normal(args, s, side_frame(args, s, df), df))
 
     @_f
     def side_measure(args: SideArg, s: SampleT) -> S:
-        jac = side_jacobian(args, s)
-        scale = wp.abs(wp.determinant(jac)) * wp.length(wp.transpose(wp.inverse(jac)) * g.side_normal(args.base, s))
-        return g.side_measure(args.base, s) * scale
+        bf = side_base_cell_deformation(args, s)
+        df = side_cell_deformation(args, s)
+        return g.side_measure(args.base, s) * frame_measure(side_frame(args, s, df)) / \
+            frame_measure(side_frame(args, s, bf))
 
     @_f
     def side_measure_ratio(args: SideArg, s: SampleT) -> S:
