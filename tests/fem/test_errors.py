@@ -9,7 +9,7 @@ import pytest
 
 import treadle as wp
 import treadle.fem as fem
-from treadle._src.errors import CodegenError
+from treadle._src.core.errors import CodegenError
 from treadle._src.fem.field.field import FieldError
 from treadle._src.fem.integrand_codegen import IntegrandError
 from treadle._src.fem.integrate import IntegrateError

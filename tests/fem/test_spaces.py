@@ -4,7 +4,6 @@ non-conforming P2 bases."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import treadle as wp

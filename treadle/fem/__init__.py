@@ -14,6 +14,10 @@ from .._src.fem.cache import TemporaryStore as TemporaryStore
 from .._src.fem.cache import borrow_temporary as borrow_temporary
 from .._src.fem.cache import borrow_temporary_like as borrow_temporary_like
 from .._src.fem.cache import set_default_temporary_store as set_default_temporary_store
+from .._src.fem.dirichlet import normalize_dirichlet_projector as normalize_dirichlet_projector
+from .._src.fem.dirichlet import project_linear_system as project_linear_system
+from .._src.fem.dirichlet import project_system_matrix as project_system_matrix
+from .._src.fem.dirichlet import project_system_rhs as project_system_rhs
 from .._src.fem.domain import BoundarySides as BoundarySides
 from .._src.fem.domain import Cells as Cells
 from .._src.fem.domain import FrontierSides as FrontierSides
@@ -25,6 +29,9 @@ from .._src.fem.field.discrete import DiscreteField as DiscreteField
 from .._src.fem.field.discrete import make_discrete_field as make_discrete_field
 from .._src.fem.field.field import FieldLike as FieldLike
 from .._src.fem.field.field import GeometryField as GeometryField
+from .._src.fem.field.other import ImplicitField as ImplicitField
+from .._src.fem.field.other import NonconformingField as NonconformingField
+from .._src.fem.field.other import UniformField as UniformField
 from .._src.fem.field.virtual import make_test as make_test
 from .._src.fem.field.virtual import make_trial as make_trial
 from .._src.fem.geometry.geometry import Geometry as Geometry
@@ -41,6 +48,7 @@ from .._src.fem.geometry.partition import ExplicitGeometryPartition as ExplicitG
 from .._src.fem.geometry.partition import GeometryPartition as GeometryPartition
 from .._src.fem.geometry.partition import LinearGeometryPartition as LinearGeometryPartition
 from .._src.fem.integrate import integrate as integrate
+from .._src.fem.interpolate import interpolate as interpolate
 from .._src.fem.operator import D as D
 from .._src.fem.operator import Integrand as Integrand
 from .._src.fem.operator import Operator as Operator
@@ -82,19 +90,15 @@ from .._src.fem.operator import scalar_type as scalar_type
 from .._src.fem.operator import to_cell_side as to_cell_side
 from .._src.fem.operator import to_inner_cell as to_inner_cell
 from .._src.fem.operator import to_outer_cell as to_outer_cell
-from .._src.fem.polynomial import Polynomial as Polynomial
-from .._src.fem.field.other import ImplicitField as ImplicitField
-from .._src.fem.field.other import NonconformingField as NonconformingField
-from .._src.fem.field.other import UniformField as UniformField
-from .._src.fem.interpolate import interpolate as interpolate
-from .._src.fem.quadrature import ExplicitQuadrature as ExplicitQuadrature
 from .._src.fem.pic import PicQuadrature as PicQuadrature
+from .._src.fem.polynomial import Polynomial as Polynomial
+from .._src.fem.quadrature import ExplicitQuadrature as ExplicitQuadrature
 from .._src.fem.quadrature import NodalQuadrature as NodalQuadrature
+from .._src.fem.quadrature import Quadrature as Quadrature
+from .._src.fem.quadrature import RegularQuadrature as RegularQuadrature
 from .._src.fem.restriction import SpaceRestriction as SpaceRestriction
 from .._src.fem.restriction import make_restriction as make_restriction
 from .._src.fem.restriction import make_space_restriction as make_space_restriction
-from .._src.fem.quadrature import Quadrature as Quadrature
-from .._src.fem.quadrature import RegularQuadrature as RegularQuadrature
 from .._src.fem.space.basis_space import BasisSpace as BasisSpace
 from .._src.fem.space.basis_space import ShapeBasisSpace as ShapeBasisSpace
 from .._src.fem.space.basis_space import make_element_based_space_topology as make_element_based_space_topology
@@ -126,10 +130,6 @@ from .._src.fem.types import QuadraturePointIndex as QuadraturePointIndex
 from .._src.fem.types import Sample as Sample
 from .._src.fem.types import Sample_f64 as Sample_f64
 from .._src.fem.types import make_free_sample as make_free_sample
-from .._src.fem.dirichlet import normalize_dirichlet_projector as normalize_dirichlet_projector
-from .._src.fem.dirichlet import project_linear_system as project_linear_system
-from .._src.fem.dirichlet import project_system_matrix as project_system_matrix
-from .._src.fem.dirichlet import project_system_rhs as project_system_rhs
 
 # isort: split
 # Submodules of the reference API.

@@ -52,7 +52,6 @@ def normalize_projector(P: Any, fixed_value: Any) -> None:
         return
     fixed = fixed_value
     if fixed is None:
-        vt = P.values.dtype
         fixed = wp.zeros(1, dtype=wp.types.vector(P.block_shape[0], P.scalar_type) if P.block_shape[0] > 1 else
                          P.scalar_type, device=P.device)
     elif fixed.shape[0] != P.nrow:

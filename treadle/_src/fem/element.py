@@ -121,7 +121,7 @@ def _tetrahedron(order: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(pts), np.array(weights)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _element_rule(element: Element, order: int, family: Polynomial) -> tuple[np.ndarray, np.ndarray]:
     if element in (Element.LINE_SEGMENT, Element.SQUARE, Element.CUBE):
         n = points_for_order(order, family)

@@ -458,7 +458,7 @@ def value_type(ann: Any, arg: Any, name: str, itg: Integrand) -> Any:
     """The kernel type a value parameter takes: its annotation, or the type of the value passed."""
     import treadle as wp
 
-    from ..lang.typesys import contains_any, normalize_annotation
+    from ..types.typesys import contains_any, normalize_annotation
 
     if ann is inspect.Parameter.empty or isinstance(ann, str):
         t = None
@@ -482,7 +482,7 @@ def value_type(ann: Any, arg: Any, name: str, itg: Integrand) -> Any:
         return struct_type
     if hasattr(tp, "_wp_scalar_type_") or hasattr(tp, "_wp_generic_type_str_"):
         return tp
-    from ..lang import scalars
+    from ..types import scalars
 
     if scalars.is_scalar_type(tp):
         return tp
@@ -498,7 +498,7 @@ def _describe(arg: Any) -> str:
 
 def remap_error(e: BaseException) -> BaseException:
     """An error raised in a generated integrand, re-pointed at the user's line and column (others unchanged)."""
-    from ..errors import CodegenError, SourceLoc
+    from ..core.errors import CodegenError, SourceLoc
 
     if not isinstance(e, CodegenError) or e.loc is None:
         return e

@@ -62,7 +62,7 @@ def bind_arguments(integrand: Integrand, fields: dict[str, Any], values: dict[st
         if not isinstance(f, FieldLike):
             raise IntegrandError(f"{what}: fields['{name}'] of integrand '{qual}' must be a field (DiscreteField, "
                                  f"make_test(), make_trial(), ImplicitField...), got {_kind_name(f)}")
-    for name, v in values.items():
+    for name in values:
         if name not in kinds:
             raise IntegrandError(f"{what}: integrand '{qual}' has no parameter '{name}' (values=); its parameters "
                                  f"are {', '.join(kinds)}")
@@ -207,7 +207,7 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
     acc = accumulate_dtype
     if acc not in (wp.float32, wp.float64):
         raise TypeError(f"{what}: accumulate_dtype must be wp.float32 or wp.float64, got {acc!r}")
-    from .integrate_kernels import bilinear_kernel, constant_kernel, linear_kernel
+    from .integrate_kernels import constant_kernel, linear_kernel
 
     opts = dict(itg.kernel_options)
     opts.update(kernel_options or {})

@@ -18,8 +18,7 @@ from .domain import Cells, GeometryDomain
 from .field.discrete import DiscreteField
 from .field.field import FieldLike
 from .integrand_codegen import IntegrandError, ParamSpec, specialize
-from .integrate import (IntegrateError, _device_of, _launch, bind_arguments, build_params, check_integrand,
-                        kernel_value)
+from .integrate import IntegrateError, _device_of, _launch, bind_arguments, build_params, check_integrand, kernel_value
 from .operator import Field, Integrand, Sample
 from .quadrature import Quadrature
 from .types import NULL_NODE_INDEX
@@ -188,8 +187,7 @@ def _sample_lines(ind: str) -> list[str]:
 
 def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, fields: dict[str, Any],
               values: dict[str, Any], reduction: str, device: Any, opts: dict[str, Any]) -> None:
-    from .field.algebra import value_funcs
-    from .field.nodal_funcs import basis_cell_funcs, basis_domain_funcs
+    from .field.nodal_funcs import basis_domain_funcs
     from .field.virtual import TestField
     from .nodal import nodal_funcs
 

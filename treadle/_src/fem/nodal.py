@@ -77,7 +77,7 @@ def _make(test: Any, domain: Any) -> SimpleNamespace:
     return SimpleNamespace(node_coords=node_coords, node_weight=_f(node_weight))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _side_rule(side: Element, degree: int, family: Polynomial) -> tuple[np.ndarray, np.ndarray]:
     """Nodes (side reference coordinates) and nodal weights of the degree-``degree`` rule on a side shape."""
     if side == Element.TRIANGLE:

@@ -47,7 +47,7 @@ def _lobatto(n: int) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * (x + 1.0), 0.5 * w
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rule(point_count: int, family: Polynomial) -> tuple[tuple[float, ...], tuple[float, ...]]:
     n = int(point_count)
     if n < 1:

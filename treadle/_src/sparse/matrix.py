@@ -23,8 +23,8 @@ import numpy as np
 
 import treadle as wp
 
-from ..autodiff.state import suspend_tapes as no_tape
 from ..runtime.graph import capturing
+from ..runtime.recording import suspend_tapes as no_tape
 
 # ``no_tape`` is used across this package: kernels that build topologies are never recorded on a Tape (they have no
 # adjoint, and reuse their scratch arrays in place, which a Tape would rightly refuse to differentiate through).

@@ -40,7 +40,7 @@ def divergence_type(value: Any) -> Any:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def value_funcs(value: Any, ref_dim: int, world_dim: int) -> SimpleNamespace:
     """Kernel helpers for fields of value type ``value`` on cells of dimension ``ref_dim`` in ``world_dim``.
 
@@ -103,7 +103,7 @@ def value_funcs(value: Any, ref_dim: int, world_dim: int) -> SimpleNamespace:
     return SimpleNamespace(**out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unit_dof_func(dof_type: Any) -> Any:
     """Kernel function ``(component) -> dof`` with a one in that component (one for scalar dofs)."""
     D = dof_type

@@ -20,6 +20,9 @@ class DiscreteField(GeometryField):
 
     """
 
+    #: How ``make_deformed_geometry`` reads this field.
+    deformation_kind = "discrete"
+
     def __init__(self, space: Any, space_partition: SpacePartition) -> None:
         self.space = space
         self.space_partition = space_partition

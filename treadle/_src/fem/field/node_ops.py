@@ -1,5 +1,7 @@
-"""Node-level operators of discrete fields: ``node_count``, ``node_index``, ``at_node``, node weights and the
-contribution of a single element-local node (``inner(f, s, k)``, ``grad(f, s, k)``).
+"""Node-level operators of discrete fields.
+
+``node_count``, ``node_index``, ``at_node``, node weights and the contribution of a single element-local node
+(``inner(f, s, k)``, ``grad(f, s, k)``).
 
 On sides, element-local nodes are the inner cell's followed by the outer cell's (the inner cell's only on boundary
 sides), as for test functions.
@@ -8,7 +10,6 @@ sides), as for test functions.
 from typing import Any
 
 from .. import codegen
-from ..geometry.sides import side_sample_funcs
 from ..types import ElementKind
 from .field import FieldError
 from .nodal_funcs import field_arg_struct
@@ -42,7 +43,6 @@ def _make(field: Any, domain: Any, op: str, nargs: int) -> Any:
     partition_index = part.partition_node_index
     key = ("node_op", op, nargs, FieldArg.key)
     on_cells = domain.element_kind == ElementKind.CELL
-    sides = side_sample_funcs(geo)
     to_cell_arg = geo.side_to_cell_arg
     inner_index = geo.side_inner_cell_index
     outer_index = geo.side_outer_cell_index

@@ -1,5 +1,7 @@
-"""Fields that are not nodal: a function of position (:class:`ImplicitField`), a constant (:class:`UniformField`),
-and a discrete field of another geometry looked up by position (:class:`NonconformingField`)."""
+"""Fields that are not nodal.
+
+A function of position (:class:`ImplicitField`), a constant (:class:`UniformField`), and a discrete field of another geometry looked up by position (:class:`NonconformingField`).
+"""
 
 import inspect
 from types import SimpleNamespace
@@ -80,6 +82,9 @@ class ImplicitField(_DomainField):
         degree: polynomial degree used to choose default quadratures.
 
     """
+
+    #: How ``make_deformed_geometry`` reads this field.
+    deformation_kind = "implicit"
 
     def __init__(self, domain: Any, func: Any, values: dict[str, Any] | None = None, grad_func: Any = None,
                  div_func: Any = None, degree: int = 0) -> None:
@@ -174,7 +179,7 @@ class ImplicitField(_DomainField):
 
 
 def _generic(t: Any) -> bool:
-    from ...lang.typesys import contains_any
+    from ...types.typesys import contains_any
 
     return contains_any(t)
 

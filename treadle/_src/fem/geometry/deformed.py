@@ -22,17 +22,17 @@ _CACHE: dict[tuple[Any, ...], SimpleNamespace] = {}
 def _field_funcs(field: Any) -> tuple[Any, Any, Any]:
     """``(EvalArg, value(cell_arg, eval_arg, s), reference_grad(cell_arg, eval_arg, s))`` of a deforming field.
 
-    The reference gradient is the derivative with respect to the cell's reference coordinates.
+    The reference gradient is the derivative with respect to the cell's reference coordinates. Fields are told
+    apart by what they carry (the field classes build deformed geometries, so this module does not import them):
+    a discrete field its cell functions, an implicit field its function and gradient.
     """
-    from ..field.discrete import DiscreteField
-    from ..field.other import ImplicitField
-
-    if isinstance(field, DiscreteField):
+    kind = getattr(field, "deformation_kind", None)
+    if kind == "discrete":
         cell = field._cell
         if getattr(cell, "cell_reference_grad", None) is None:
             raise TypeError("DeformedGeometry: the field's values have no gradient")
         return cell.EvalArg, cell.cell_value, cell.cell_reference_grad
-    if isinstance(field, ImplicitField):
+    if kind == "implicit":
         if field.grad_func is None:
             raise TypeError("DeformedGeometry: an ImplicitField deformation needs grad_func")
         key = ("deform_implicit", field.name, id(field.geometry._funcs))

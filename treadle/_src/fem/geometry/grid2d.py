@@ -20,7 +20,7 @@ from ..types import NULL_ELEMENT_INDEX, OUTSIDE, coords_type, sample_type
 from .geometry import Geometry, mat_type, vec_type
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def grid2d_funcs(S: Any) -> SimpleNamespace:
     """The kernel functions of 2D grids of scalar type ``S``."""
     vec2 = vec_type(2, S)

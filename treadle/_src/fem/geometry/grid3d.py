@@ -21,7 +21,7 @@ from ..types import OUTSIDE, coords_type, sample_type
 from .geometry import Geometry, mat_type, vec_type
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def grid3d_funcs(S: Any) -> SimpleNamespace:
     """The kernel functions of 3D grids of scalar type ``S``."""
     vec3 = vec_type(3, S)

@@ -26,7 +26,7 @@ _SIDE_OF = {Element.TRIANGLE: Element.LINE_SEGMENT, Element.SQUARE: Element.LINE
             Element.TETRAHEDRON: Element.TRIANGLE, Element.CUBE: Element.SQUARE}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mesh_funcs(element: Element, D: int, S: Any) -> SimpleNamespace:
     """The kernel functions of meshes of ``element`` cells in dimension ``D``, scalar type ``S``."""
     C = ELEMENT_DIMENSION[element]
@@ -266,7 +266,7 @@ def mesh_funcs(element: Element, D: int, S: Any) -> SimpleNamespace:
     @_f
     def cell_lookup(args: CellArg, pos: vecD) -> SampleT:
         best = S(1.0e30)
-        best_cell = int(-1)
+        best_cell = -1
         best_coords = Coords()
         n = args.vertex_indices.shape[0]
         if args.bvh_id != wp.uint64(0):
@@ -276,7 +276,7 @@ def mesh_funcs(element: Element, D: int, S: Any) -> SimpleNamespace:
                 lo[d] = float(pos[d])
                 hi[d] = float(pos[d])
             query = wp.bvh_query_aabb(args.bvh_id, lo, hi)
-            cand = int(0)
+            cand = 0
             while wp.bvh_query_next(query, cand):
                 r = cell_closest_point(args, cand, pos)
                 if r[1] < best:
@@ -428,7 +428,7 @@ def mesh_funcs(element: Element, D: int, S: Any) -> SimpleNamespace:
 
     @_f
     def side_from_cell_coords(args: SideArg, side: int, cell_index: int, cell_coords: Coords) -> Coords:
-        outer = int(0)
+        outer = 0
         if cell_index == args.inner[side]:
             outer = 0
         elif cell_index == args.outer[side]:

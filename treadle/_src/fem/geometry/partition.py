@@ -144,7 +144,7 @@ def _whole_funcs(geo_funcs: SimpleNamespace) -> SimpleNamespace:
     return f
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cell_based_funcs() -> SimpleNamespace:
     CellArg = codegen.struct("CellBasedPartitionArg", {
         "cell_indices": wp.array(dtype=int), "partition_cell_indices": wp.array(dtype=int),

@@ -9,8 +9,11 @@ _SIDE_SAMPLES: dict[int, SimpleNamespace] = {}
 
 
 def side_sample_funcs(geo_funcs: SimpleNamespace) -> SimpleNamespace:
-    """Kernel functions ``inner_sample(side_arg, s)``, ``outer_sample(side_arg, s)`` and
-    ``cell_to_side_sample(side_arg, cell_s, side)`` of a geometry's function table."""
+    """Side sample conversions of a geometry's function table.
+
+    Kernel functions ``inner_sample(side_arg, s)``, ``outer_sample(side_arg, s)`` and
+    ``cell_to_side_sample(side_arg, cell_s, side)``.
+    """
     f = _SIDE_SAMPLES.get(id(geo_funcs))
     if f is not None:
         return f

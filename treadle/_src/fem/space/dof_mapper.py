@@ -90,7 +90,7 @@ class IdentityMapper(DofMapper):
         return "Identity"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _identity_funcs(dtype: Any) -> SimpleNamespace:
     T = dtype
 
@@ -134,7 +134,7 @@ class SymmetricTensorMapper(DofMapper):
         return "SymmetricVoigt" if self.mapping == SymmetricTensorMapper.Mapping.VOIGT else "SymmetricDB16"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _symmetric_funcs(dtype: Any, mapping: int) -> SimpleNamespace:
     S = _scalar_of(dtype)
     n = dtype._shape_[0]
@@ -187,7 +187,7 @@ class SkewSymmetricTensorMapper(DofMapper):
         return "SkewSymmetric"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _skew_funcs(dtype: Any) -> SimpleNamespace:
     S = _scalar_of(dtype)
     n = dtype._shape_[0]

@@ -81,7 +81,7 @@ class SpacePartition:
         """Recompute the partition after its geometry partition changed."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _whole_funcs() -> SimpleNamespace:
     PartitionArg = codegen.struct("WholeSpacePartitionArg", {"unused": int}, "whole")
 
@@ -116,7 +116,7 @@ class WholeSpacePartition(SpacePartition):
         return hash(("whole", id(self.space_topology)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _node_funcs() -> SimpleNamespace:
     PartitionArg = codegen.struct("NodeSpacePartitionArg", {"space_to_partition": wp.array(dtype=int)}, "node")
 

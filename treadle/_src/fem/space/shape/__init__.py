@@ -11,7 +11,7 @@ from .base import ElementBasis, NodeEntity, ShapeFunction
 from .lagrange import SimplexLagrangeShape, TensorLagrangeShape
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_element_shape_function(element: Element, degree: int, element_basis: ElementBasis | None = None,
                                 family: Polynomial | None = None, scalar_type: Any = None) -> ShapeFunction:
     """The shape function of an element for a degree and kind of basis.

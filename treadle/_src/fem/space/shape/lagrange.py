@@ -24,7 +24,7 @@ def _points_1d(degree: int, family: Polynomial) -> tuple[np.ndarray, np.ndarray]
     return quadrature_1d(degree + 1, family)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tensor_funcs(dim: int, degree: int, family: Polynomial, S: Any) -> SimpleNamespace:
     pts, wts = _points_1d(degree, family)
     scales = lagrange_scales(pts) if degree > 0 else np.array([1.0])
@@ -202,7 +202,7 @@ def simplex_lattice(dim: int, degree: int) -> list[tuple[int, ...]]:
     return verts + rest if degree > 0 else [tuple([0] * (dim + 1))]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _simplex_funcs(dim: int, degree: int, S: Any) -> SimpleNamespace:
     lattice = simplex_lattice(dim, degree)
     N = len(lattice)
@@ -277,7 +277,7 @@ def _simplex_funcs(dim: int, degree: int, S: Any) -> SimpleNamespace:
     return SimpleNamespace(**locals())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _simplex_nodal_weights(dim: int, degree: int) -> np.ndarray:
     """Positive weights on the Lagrange lattice for nodal quadrature (summing to one).
 

@@ -211,6 +211,6 @@ class NonconformingPolynomialShape(ShapeFunction):
         raise NotImplementedError("non-conforming polynomial spaces have no node triangulation")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_funcs(name: str, dim: int, nodes: tuple, monomials: tuple, weights: tuple, S: Any) -> Any:
     return _make_funcs(name, dim, np.array(nodes), list(monomials), np.array(weights), S)
