@@ -160,3 +160,29 @@ def test_temporary_store_reuses_buffers() -> None:
     store.clear()
     with pytest.raises(TypeError, match="TemporaryStore"):
         fem.set_default_temporary_store(object())
+
+
+@fem.integrand
+def _element_number(s: fem.Sample):
+    return float(s.element_index)
+
+
+@pytest.mark.parametrize("mode", ["weighted_average", "mean", "sum", "max", "min", "first"])
+def test_interpolate_reductions_at_shared_nodes(mode: str) -> None:
+    # a discontinuous (per-element) value at the vertices of a 2x2 grid: each reduction over the adjacent cells
+    geo = fem.Grid2D(res=wp.vec2i(2))
+    f = fem.make_polynomial_space(geo, degree=1).make_field()
+    fem.interpolate(_element_number, dest=f, reduction=mode)
+    ops = {"weighted_average": np.mean, "mean": np.mean, "sum": np.sum, "max": np.max, "min": np.min, "first": np.min}
+    expected = []
+    for ix in range(3):
+        for iy in range(3):
+            cells = [i * 2 + j for i in (ix - 1, ix) if 0 <= i < 2 for j in (iy - 1, iy) if 0 <= j < 2]
+            expected.append(ops[mode](cells))
+    np.testing.assert_allclose(f.dof_values.numpy(), expected, atol=1e-6)
+
+
+def test_interpolate_rejects_unknown_reduction() -> None:
+    f = fem.make_polynomial_space(fem.Grid2D(res=wp.vec2i(2)), degree=1).make_field()
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        fem.interpolate(_element_number, dest=f, reduction="median")

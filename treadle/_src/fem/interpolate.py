@@ -11,6 +11,8 @@
 
 from typing import Any
 
+import numpy as np
+
 import treadle as wp
 
 from . import codegen
@@ -39,8 +41,7 @@ def _field_integrand() -> Integrand:
 def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: Any = None, dim: int | None = None,
                 fields: dict[str, Any] | None = None, values: dict[str, Any] | None = None,
                 reduction: str = "weighted_average", device: Any = None, kernel_options: dict[str, Any] | None = None,
-                temporary_store: Any = None, bsr_options: dict[str, Any] | None = None, quadrature: Any = None,
-                domain: Any = None) -> Any:
+                temporary_store: Any = None, bsr_options: dict[str, Any] | None = None) -> Any:
     """Evaluate an integrand or a field at nodes or points (see the module documentation).
 
     Args:
@@ -52,13 +53,12 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
         dim: number of evaluations when there is neither ``at`` nor a field destination.
         fields: fields of the integrand's ``fem.Field`` parameters.
         values: values of its other parameters.
-        reduction: how nodes shared by elements combine: ``"weighted_average"``, ``"mean"`` or ``"sum"``.
+        reduction: how nodes shared by elements combine: ``"weighted_average"``, ``"mean"``, ``"sum"``,
+            ``"max"``, ``"min"`` (componentwise) or ``"first"`` (the value of the lowest-numbered element).
         device: device to run on.
         kernel_options: compile options of the generated kernel.
         temporary_store: pool of temporary arrays.
         bsr_options: unused (accepted for compatibility).
-        quadrature: alias of ``at`` for a quadrature.
-        domain: alias of ``at`` for a domain.
 
     Returns:
         ``dest``.
@@ -72,11 +72,9 @@ def interpolate(integrand: Any, dest: Any = None, at: Any = None, dest_space: An
         itg = _field_integrand()
     else:
         itg = check_integrand(integrand, what)
-    if at is None:
-        at = quadrature if quadrature is not None else domain
     bind_arguments(itg, fields, values, what)
-    if reduction not in ("weighted_average", "mean", "sum"):
-        raise ValueError(f"{what}: reduction must be 'weighted_average', 'mean' or 'sum', got {reduction!r}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{what}: reduction must be one of {', '.join(map(repr, _REDUCTIONS))}, got {reduction!r}")
     device = wp.get_device(device) if device is not None else (
         dest.dof_values.device if isinstance(dest, DiscreteField) else
         dest.device if isinstance(dest, wp.array) else _device_of(fields, values))
@@ -185,6 +183,9 @@ def _sample_lines(ind: str) -> list[str]:
             f"{ind}s.trial_dof = -1"]
 
 
+_REDUCTIONS = ("weighted_average", "mean", "sum", "max", "min", "first")
+
+
 def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, fields: dict[str, Any],
               values: dict[str, Any], reduction: str, device: Any, opts: dict[str, Any]) -> None:
     from .field.nodal_funcs import basis_domain_funcs
@@ -211,9 +212,10 @@ def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, field
                               "_n_coords": nf.node_coords, "_n_weight": nf.node_weight, "T": T, "S": S,
                               "NULL_NODE_INDEX": NULL_NODE_INDEX}
         params_txt, call = _head(ns, spec, domain, [])
-        weight = {"weighted_average": "_n_weight(test_arg, element_index, i) * _measure(dom_arg, s)",
-                  "mean": "S(1.0)", "sum": "S(1.0)"}[reduction]
-        lines = [f"def interpolate_nodes({', '.join(['test_arg: TArg', 'dom_arg: DArg', 'dom_index_arg: DIArg'] + params_txt + ['acc: wp.array(dtype=T)', 'wsum: wp.array(dtype=S)'])}):",
+        weight = "_n_weight(test_arg, element_index, i) * _measure(dom_arg, s)" if reduction == "weighted_average" \
+            else "S(1.0)"
+        tail = ['acc: wp.array(dtype=T)', 'wsum: wp.array(dtype=S)', 'owner: wp.array(dtype=int)', 'phase: int']
+        lines = [f"def interpolate_nodes({', '.join(['test_arg: TArg', 'dom_arg: DArg', 'dom_index_arg: DIArg'] + params_txt + tail)}):",
                  "    d, i = wp.tid()",
                  "    element_index = _dom_index(dom_index_arg, d)",
                  "    if element_index < 0:",
@@ -228,10 +230,23 @@ def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, field
                  "        return",
                  "    qp_index = node",
                  "    qp_weight = _n_weight(test_arg, element_index, i)"]
+        value = f"T({'_integrand(' + ', '.join(call) + ')'})"
+        if reduction == "first":
+            # phase 0 elects each node's lowest-numbered element, phase 1 lets only that element write
+            lines += ["    if phase == 0:",
+                      "        wp.atomic_min(owner, node, d)",
+                      "        return",
+                      "    if owner[node] != d:",
+                      "        return"]
         lines += _sample_lines("    ")
-        lines += [f"    w = S({weight})",
-                  f"    wp.atomic_add(acc, node, T({'_integrand(' + ', '.join(call) + ')'}) * w)",
-                  "    wp.atomic_add(wsum, node, w)"]
+        if reduction in ("max", "min", "first"):
+            op = {"max": "wp.atomic_max", "min": "wp.atomic_min", "first": "wp.atomic_add"}[reduction]
+            lines += [f"    {op}(acc, node, {value})",
+                      "    wsum[node] = S(1.0)"]
+        else:
+            lines += [f"    w = S({weight})",
+                      f"    wp.atomic_add(acc, node, {value} * w)",
+                      "    wp.atomic_add(wsum, node, w)"]
         return _build(ns, lines, "interpolate_nodes", key, opts)
 
     k = itg.cached_kernels.get(key)
@@ -240,12 +255,21 @@ def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, field
     n = dest.space_partition.node_count()
     grad = _needs_grad(fields, values) or dest.dof_values.requires_grad
     acc = wp.zeros(n, dtype=T, device=device, requires_grad=grad)
+    if reduction in ("max", "min"):
+        # start from the identity of the reduction
+        big = np.finfo(wp.dtype_to_numpy(S)).max
+        start = np.full((n, *np.shape(acc.numpy())[1:]), -big if reduction == "max" else big)
+        acc.assign(start.astype(wp.dtype_to_numpy(S)))
     wsum = wp.zeros(n, dtype=S, device=device, requires_grad=grad)
-    inputs = [test.field_arg_value(domain, device), domain.element_arg_value(device),
-              domain.element_index_arg_value(device)] + _inputs(spec, fields, values, domain, device) + [acc, wsum]
+    owner = wp.full(n if reduction == "first" else 1, 2**31 - 1, dtype=int, device=device)
+    head = [test.field_arg_value(domain, device), domain.element_arg_value(device),
+            domain.element_index_arg_value(device)] + _inputs(spec, fields, values, domain, device) + [acc, wsum, owner]
     dim = (domain.element_count(), space.topology.MAX_NODES_PER_ELEMENT * (2 if domain.element_kind.value else 1))
-    _launch(_K(k), dim, inputs, device)
-    fin = _finish_kernel(T, space.dof_dtype, space.dof_mapper.funcs.value_to_dof, S, reduction == "sum")
+    if reduction == "first":
+        _launch(_K(k), dim, head + [0], device)
+    _launch(_K(k), dim, head + [1], device)
+    fin = _finish_kernel(T, space.dof_dtype, space.dof_mapper.funcs.value_to_dof, S,
+                         reduction in ("sum", "max", "min", "first"))
     wp.launch(fin, dim=n, inputs=[acc, wsum, dest.dof_values], device=device)
 
 

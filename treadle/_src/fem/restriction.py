@@ -158,7 +158,7 @@ def make_space_restriction(space_partition: Any = None, domain: GeometryDomain |
 
     if space_partition is None:
         if space_topology is None:
-            raise TypeError("make_space_restriction needs a space partition or a space topology")
+            raise ValueError("make_space_restriction: One of `space_partition` or `space_topology` must be provided")
         space_partition = make_space_partition(space_topology=getattr(space_topology, "topology", space_topology),
                                                geometry_partition=None if domain is None else
                                                domain.geometry_partition)

@@ -18,6 +18,7 @@ from .. import codegen
 from ..element import ELEMENT_DIMENSION, Element
 from ..space.shape.base import reference_vertex_coords
 from ..types import OUTSIDE, coords_type, sample_type
+from .closest_point import project_on_tet_at_origin, project_on_tri_at_origin
 from .geometry import Geometry, mat_type, vec_type
 from .mesh_topology import CELL_FACETS, build_sides
 
@@ -257,11 +258,26 @@ def mesh_funcs(element: Element, D: int, S: Any) -> SimpleNamespace:
             x += w[v] * args.positions[args.vertex_indices[cell, v]]
         return x
 
-    @_f
-    def cell_closest_point(args: CellArg, cell_index: int, pos: vecD) -> tuple[Coords, S]:
-        c = clamp_coords(cell_coordinates(args, cell_index, pos))
-        d = position_at(args, cell_index, c) - pos
-        return c, wp.dot(d, d)
+    if simplex:
+        @_f
+        def cell_closest_point(args: CellArg, cell_index: int, pos: vecD) -> tuple[Coords, S]:
+            # the exact projection on the closed simplex (clamped coordinates are not the closest point)
+            p0 = args.positions[args.vertex_indices[cell_index, 0]]
+            e0 = args.positions[args.vertex_indices[cell_index, 1]] - p0
+            e1 = args.positions[args.vertex_indices[cell_index, 2]] - p0
+            if wp.static(element == Element.TRIANGLE):
+                r = project_on_tri_at_origin(pos - p0, e0, e1)
+                return Coords(r[1]), S(r[0])
+            else:
+                e2 = args.positions[args.vertex_indices[cell_index, 3]] - p0
+                r = project_on_tet_at_origin(pos - p0, e0, e1, e2)
+                return Coords(r[1]), S(r[0])
+    else:
+        @_f
+        def cell_closest_point(args: CellArg, cell_index: int, pos: vecD) -> tuple[Coords, S]:
+            c = clamp_coords(cell_coordinates(args, cell_index, pos))
+            d = position_at(args, cell_index, c) - pos
+            return c, wp.dot(d, d)
 
     @_f
     def cell_lookup(args: CellArg, pos: vecD) -> SampleT:

@@ -184,9 +184,9 @@ class NodePartition(SpacePartition):
         arg.space_to_partition = self._mapping.to(device)
 
 
-def make_space_partition(space_topology: Any = None, geometry_partition: GeometryPartition | None = None,
+def make_space_partition(space_topology: Any, geometry_partition: GeometryPartition | None = None,
                          with_halo: bool = True, max_node_count: int = -1, environment_first: bool = False, *,
-                         device: Any = None, temporary_store: Any = None, space: Any = None) -> SpacePartition:
+                         device: Any = None, temporary_store: Any = None) -> SpacePartition:
     """The partition of a space's nodes that follows a geometry partition.
 
     Args:
@@ -197,12 +197,11 @@ def make_space_partition(space_topology: Any = None, geometry_partition: Geometr
         environment_first: unused (accepted for compatibility).
         device: device of the partition's arrays.
         temporary_store: unused (accepted for compatibility).
-        space: a function space, as an alternative to ``space_topology``.
 
     """
-    topo = space_topology if space_topology is not None else space
+    topo = space_topology
     if topo is None:
-        raise TypeError("make_space_partition needs a space topology (or space=)")
+        raise TypeError("make_space_partition needs a space topology")
     topo = getattr(topo, "topology", topo)
     if geometry_partition is None or isinstance(geometry_partition, WholeGeometryPartition):
         part = topo.__dict__.get("_whole_partition")
