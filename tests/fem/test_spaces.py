@@ -4,6 +4,7 @@ non-conforming P2 bases."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import treadle as wp
@@ -102,3 +103,22 @@ def test_node_positions_and_vector_spaces() -> None:
     assert tspace.dtype == wp.mat22 and tspace.dof_dtype == wp.vec3
     f = tspace.make_field()
     assert f.dof_values.shape == (9,) and f.dof_values.dtype == wp.vec3
+
+
+@pytest.mark.parametrize("mapping", ["VOIGT", "DB16"])
+@pytest.mark.parametrize("n", [2, 3])
+def test_symmetric_mapper_is_orthonormal(mapping: str, n: int) -> None:
+    # unit dofs map to tensors of unit half Frobenius norm, mutually orthogonal, and back to themselves
+    mat = wp.mat22 if n == 2 else wp.mat33
+    m = fem.SymmetricTensorMapper(mat, mapping=fem.SymmetricTensorMapper.Mapping[mapping])
+    size = m.dof_dtype._length_
+    tensors = []
+    for k in range(size):
+        e = np.zeros(size, dtype=np.float32)
+        e[k] = 1.0
+        t = np.array(m.dof_to_value(m.dof_dtype(e))).reshape(n, n)
+        np.testing.assert_allclose(t, t.T)
+        np.testing.assert_allclose(np.array(m.value_to_dof(mat(t.reshape(-1)))), e, atol=1e-6)
+        tensors.append(t)
+    gram = np.array([[0.5 * np.sum(a * b) for b in tensors] for a in tensors])
+    np.testing.assert_allclose(gram, np.eye(size), atol=1e-6)

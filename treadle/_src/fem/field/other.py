@@ -68,6 +68,10 @@ class _DomainField(GeometryField):
         fa.eval_arg = self.eval_arg_value(device)
         return fa
 
+    def trace(self) -> Any:
+        """The field itself: it is evaluated from sample positions, on sides as on cells."""
+        return self
+
 
 class ImplicitField(_DomainField):
     """A field given by a kernel function of position: ``func(x, **values)``.
@@ -172,10 +176,6 @@ class ImplicitField(_DomainField):
         """Implicit fields evaluate on any domain of the same geometry (or of a deformed copy of it)."""
         if domain.geometry is not self.geometry and getattr(domain.geometry, "base", None) is not self.geometry:
             super().check_domain(domain)
-
-    def trace(self) -> Any:
-        """The field itself."""
-        return self
 
 
 def _generic(t: Any) -> bool:

@@ -1,5 +1,6 @@
-"""Reference elements as objects: dimension, measure, center and quadrature rules (the reference's
-``warp.fem.geometry.element`` classes).
+"""Reference elements as objects: dimension, measure, center and quadrature rules.
+
+These are the classes of the reference's ``warp.fem.geometry.element``.
 
 Quadrature rules come from :func:`..element.element_quadrature`; their weights sum to one (a fraction of the
 element, as everywhere in ``treadle.fem``).

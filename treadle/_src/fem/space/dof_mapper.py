@@ -105,14 +105,17 @@ def _identity_funcs(dtype: Any) -> SimpleNamespace:
 
 
 class SymmetricTensorMapper(DofMapper):
-    """Symmetric matrices stored as their independent entries.
+    """Symmetric matrices stored as coordinates in an orthonormal basis.
 
-    ``VOIGT``: ``(xx, yy, xy)`` in 2D, ``(xx, yy, zz, yz, xz, xy)`` in 3D. ``DB16``: the same entries with the
-    off-diagonal ones scaled by ``sqrt(2)``, so that the map preserves the Frobenius inner product.
+    The basis is orthonormal for the half Frobenius product ``(a : b) / 2``, so dof vectors and tensors have the
+    same norms. ``VOIGT``: the diagonal entries (times ``sqrt(2)``) then the off-diagonal pairs, ``(xx, yy, xy)`` in
+    2D and ``(xx, yy, zz, yz, xz, xy)`` in 3D. ``DB16``: the spherical part first, then deviatoric diagonal
+    directions (``diag(1, -1)``; in 3D also ``diag(-1, -1, 2) / sqrt(3)``, the spherical direction being
+    ``sqrt(2/3) I``), then the off-diagonal pairs.
     """
 
     class Mapping(enum.Enum):
-        """Which storage convention."""
+        """Which basis."""
 
         VOIGT = 0
         DB16 = 1
@@ -134,34 +137,49 @@ class SymmetricTensorMapper(DofMapper):
         return "SymmetricVoigt" if self.mapping == SymmetricTensorMapper.Mapping.VOIGT else "SymmetricDB16"
 
 
+def symmetric_basis(n: int, mapping: int) -> list[list[list[float]]]:
+    """The orthonormal basis (for ``(a : b) / 2``) of ``n x n`` symmetric matrices of a mapping."""
+    r2 = math.sqrt(2.0)
+
+    def diag(*d: float) -> list[list[float]]:
+        return [[d[i] if i == j else 0.0 for j in range(n)] for i in range(n)]
+
+    def pair(i: int, j: int) -> list[list[float]]:
+        return [[1.0 if (a, b) in ((i, j), (j, i)) else 0.0 for b in range(n)] for a in range(n)]
+
+    pairs = [pair(0, 1)] if n == 2 else [pair(1, 2), pair(0, 2), pair(0, 1)]
+    if mapping == 0:
+        return [diag(*[r2 if k == i else 0.0 for k in range(n)]) for i in range(n)] + pairs
+    if n == 2:
+        return [diag(1.0, 1.0), diag(1.0, -1.0)] + pairs
+    r3 = math.sqrt(3.0)
+    return [diag(*[math.sqrt(2.0 / 3.0)] * 3), diag(1.0, -1.0, 0.0), diag(-1.0 / r3, -1.0 / r3, 2.0 / r3)] + pairs
+
+
 @functools.cache
 def _symmetric_funcs(dtype: Any, mapping: int) -> SimpleNamespace:
     S = _scalar_of(dtype)
     n = dtype._shape_[0]
     D = wp.types.vector(3 if n == 2 else 6, S)
-    M = dtype
-    c = math.sqrt(2.0) if mapping == 1 else 1.0
-    inv = 1.0 / c
+    basis = symmetric_basis(n, mapping)
     key = ("symmetric", codegen.type_key(dtype), mapping)
-    if n == 2:
-        def dof_to_value(dof: D) -> M:
-            o = dof[2] * S(inv)
-            return M(dof[0], o, o, dof[1])
-
-        def value_to_dof(val: M) -> D:
-            return D(val[0, 0], val[1, 1], S(0.5 * c) * (val[0, 1] + val[1, 0]))
-    else:
-        def dof_to_value(dof: D) -> M:
-            yz = dof[3] * S(inv)
-            xz = dof[4] * S(inv)
-            xy = dof[5] * S(inv)
-            return M(dof[0], xy, xz, xy, dof[1], yz, xz, yz, dof[2])
-
-        def value_to_dof(val: M) -> D:
-            h = S(0.5 * c)
-            return D(val[0, 0], val[1, 1], val[2, 2], h * (val[1, 2] + val[2, 1]), h * (val[0, 2] + val[2, 0]),
-                     h * (val[0, 1] + val[1, 0]))
-    return SimpleNamespace(dof_to_value=codegen.func(dof_to_value, *key), value_to_dof=codegen.func(value_to_dof, *key))
+    # straight-line code: each value entry a combination of dofs, each dof the half Frobenius product with its
+    # basis tensor (symmetrised, so that a non-symmetric value maps to its symmetric part)
+    entries = []
+    for i in range(n):
+        for j in range(n):
+            terms = [f"S({b[i][j]!r}) * dof[{k}]" for k, b in enumerate(basis) if b[i][j] != 0.0]
+            entries.append(" + ".join(terms) if terms else "S(0.0)")
+    dofs = []
+    for b in basis:
+        terms = [f"S({0.5 * b[i][j]!r}) * val[{i}, {j}]" for i in range(n) for j in range(n) if b[i][j] != 0.0]
+        dofs.append(" + ".join(terms))
+    text = (f"def dof_to_value(dof: D) -> M:\n    return M({', '.join(entries)})\n\n"
+            f"def value_to_dof(val: M) -> D:\n    return D({', '.join(dofs)})\n")
+    ns = codegen.exec_source(text, f"symmetric mapper {codegen.digest(*key)}",
+                             {"D": D, "M": dtype, "S": S, "__name__": codegen.GEN_MODULE})
+    return SimpleNamespace(dof_to_value=codegen.func(ns["dof_to_value"], *key),
+                           value_to_dof=codegen.func(ns["value_to_dof"], *key))
 
 
 class SkewSymmetricTensorMapper(DofMapper):
