@@ -305,8 +305,9 @@ class array:
         v._set_layout(self.dtype if dtype is None else dtype, shape, strides, ptr)
         v.capacity = _extent(shape, strides, elem_size(v.dtype))
         v.device, v.pinned, v._owner = self.device, self.pinned, self
-        if dtype is None and self._grad is not None:
-            v._grad = self._grad._make_view(offset, shape, strides)
+        if self._grad is not None:
+            # reinterpreting views keep the gradient, reinterpreted the same way (as the reference does)
+            v._grad = self._grad._make_view(offset, shape, strides, dtype=dtype)
             v._requires_grad = self._requires_grad
         return v
 
