@@ -186,3 +186,25 @@ def test_interpolate_rejects_unknown_reduction() -> None:
     f = fem.make_polynomial_space(fem.Grid2D(res=wp.vec2i(2)), degree=1).make_field()
     with pytest.raises(ValueError, match="reduction must be one of"):
         fem.interpolate(_element_number, dest=f, reduction="median")
+
+
+@fem.integrand
+def _field_value(s: fem.Sample, f: fem.Field):
+    return f(s)
+
+
+def test_nonconforming_field_background_outside_its_geometry() -> None:
+    # a field of ones on a small grid sitting on the top edge of a larger one: seen from the larger grid's boundary,
+    # only the side midpoints (one-point rule) inside the small grid's span read the field, the others the background
+    g1 = fem.Grid2D(bounds_hi=wp.vec2(1.0, 0.5), res=wp.vec2i(8))
+    g2 = fem.Grid2D(bounds_lo=wp.vec2(0.33, 0.5), bounds_hi=wp.vec2(0.67, 0.83), res=wp.vec2i(8))
+    f = fem.make_polynomial_space(g2, degree=1).make_field()
+    f.dof_values.fill_(1.0)
+    b = fem.BoundarySides(g1)
+    q = fem.RegularQuadrature(b, order=1)
+    # midpoints 0.4375 and 0.5625 are inside [0.33, 0.67]; 0.3125 and 0.6875 are not
+    assert fem.integrate(_field_value, quadrature=q, fields={"f": fem.NonconformingField(b, f)}) == \
+        pytest.approx(0.25, rel=1e-5)
+    total = 3.0  # boundary length
+    got = fem.integrate(_field_value, quadrature=q, fields={"f": fem.NonconformingField(b, f, background=2.0)})
+    assert got == pytest.approx(0.25 + 2.0 * (total - 0.25), rel=1e-5)

@@ -283,7 +283,7 @@ class NonconformingField(_DomainField):
     Args:
         domain: where the field is evaluated (any geometry).
         field: a :class:`DiscreteField` (of the other geometry).
-        background: value where the position falls outside ``field``'s geometry (more than a cell's distance off).
+        background: value where the position falls outside ``field``'s geometry.
 
     """
 
@@ -366,7 +366,8 @@ class NonconformingField(_DomainField):
                 h = wp.pow(type(size)(size), type(size)(1.0 / float(wp.static(dim))))
                 v = fn(fa.eval_arg.cell_arg, fa.eval_arg.eval_arg, cs)
                 if wp.static(zero_val):
-                    if r[1] > type(r[1])(0.25) * type(r[1])(h * h):
+                    # outside: farther than rounding from the closest cell (points on its boundary are inside)
+                    if r[1] > type(r[1])(1.0e-6) * type(r[1])(h * h):
                         v = fa.eval_arg.background
                 return v
 
