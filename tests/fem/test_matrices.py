@@ -7,6 +7,7 @@ import pytest
 
 import treadle as wp
 import treadle.fem as fem
+from treadle._src.fem.integrate import IntegrateError
 
 from .forms import diffusion_mass
 
@@ -74,3 +75,25 @@ def test_vector_mass_is_scalar_mass_times_identity() -> None:
     scalar = assemble(geo, 0.0, 1.0)
     vector = assemble(geo, 0.0, 1.0, dtype=wp.vec2)
     np.testing.assert_allclose(vector, np.kron(scalar, np.eye(2)), atol=1e-6)
+
+
+@fem.integrand
+def _tensor_load(s: fem.Sample, domain: fem.Domain, tau: fem.Field):
+    x = domain(s)
+    return wp.ddot(tau(s), wp.mat22(1.0, x[0], x[1], 2.0))
+
+
+def test_matrix_valued_linear_form_into_vectors_of_the_same_scalars() -> None:
+    geo = fem.Grid2D(res=wp.vec2i(3))
+    space = fem.make_polynomial_space(geo, degree=1, dtype=wp.mat22)
+    tau = fem.make_test(space, domain=fem.Cells(geo))
+    as_mat = fem.integrate(_tensor_load, fields={"tau": tau})
+    assert as_mat.dtype == wp.mat22
+    as_vec = fem.integrate(_tensor_load, fields={"tau": tau}, output_dtype=wp.vec4)
+    assert as_vec.dtype == wp.vec4
+    np.testing.assert_allclose(as_vec.numpy(), as_mat.numpy().reshape(-1, 4), rtol=1e-6)
+    # the constant entries: each node's share of the domain's area, times 1 and 2
+    np.testing.assert_allclose(as_mat.numpy()[:, 0, 0].sum(), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(as_mat.numpy()[:, 1, 1].sum(), 2.0, rtol=1e-5)
+    with pytest.raises(IntegrateError, match="dtype"):
+        fem.integrate(_tensor_load, fields={"tau": tau}, output=wp.zeros(space.node_count(), dtype=wp.vec3))

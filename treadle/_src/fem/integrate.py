@@ -243,16 +243,31 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
             if not add:
                 result.zero_()
         else:
-            result = wp.zeros(n_rows, dtype=k.out_type, device=device, requires_grad=_requires_grad(fields, values))
+            want = _normalize_dtype(output_dtype)
+            # a composite output type of the same scalars as the form's values (vec4 for mat22) holds them as is
+            if not (getattr(want, "_shape_", None) is not None and _same_layout(want, k.out_type)):
+                want = k.out_type
+            result = wp.zeros(n_rows, dtype=want, device=device, requires_grad=_requires_grad(fields, values))
+        target = result
         if result.dtype != k.out_type:
-            raise IntegrateError(f"{what}: output has dtype {result.dtype.__name__}, the linear form produces "
-                                 f"{k.out_type.__name__}")
+            if not _same_layout(result.dtype, k.out_type):
+                raise IntegrateError(f"{what}: output has dtype {result.dtype.__name__}, the linear form produces "
+                                     f"{k.out_type.__name__}")
+            target = result.view(k.out_type)
         dim = (domain.element_count(), test.space.topology.MAX_NODES_PER_ELEMENT * (2 if _sides(domain) else 1))
-        _launch(k, dim, args_head + args_fields + args_values + [result], device)
+        _launch(k, dim, args_head + args_fields + args_values + [target], device)
         return result
     return _assemble_bilinear(itg, spec, domain, quadrature, test_name, test, trial_name, trial, acc, out_s, nodal,
                               opts, args_head + args_fields + args_values, output, add, bsr_options, device,
                               temporary_store)
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    """Whether two composite types hold the same number of the same scalars (``vec4`` and ``mat22``)."""
+    sa, sb = getattr(a, "_shape_", None), getattr(b, "_shape_", None)
+    if sa is None or sb is None:
+        return False
+    return _scalar_of(a) == _scalar_of(b) and int(np.prod(sa)) == int(np.prod(sb))
 
 
 def _normalize_dtype(t: Any) -> Any:
