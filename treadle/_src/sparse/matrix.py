@@ -631,17 +631,25 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
         return imatmul(self, y)
 
 
+def _reinterpret(a: Any, dtype: Any, shape: tuple[int, ...]) -> Any:
+    """A view of the contiguous array ``a`` with another element type and shape, its gradient viewed alike.
+
+    Views keep the memory they look at alive.
+    """
+    if not a.is_contiguous:
+        raise BsrError("the values array must be contiguous to be reinterpreted")
+    same = wp.types.types_equal(a.dtype, dtype)
+    v = a.reshape(shape) if same else a.view(dtype).reshape(shape)
+    if a.grad is not None and v.grad is None:
+        g = a.grad
+        v.grad = g.reshape(shape) if same else g.view(dtype).reshape(shape)
+    return v
+
+
 def scalar_view(values: Any) -> Any:
     """A 3-d scalar view ``(n, block rows, block cols)`` of a contiguous 1-d array of blocks (gradient included)."""
     r, c = block_shape_of(values.dtype)
-    scalar = scalar_of(values.dtype)
-    n = values.shape[0]
-    grad = None
-    if values.grad is not None:
-        grad = scalar_view(values.grad)
-    if not values.is_contiguous:
-        raise BsrError("the values array must be contiguous to be seen as scalars")
-    return wp.array(ptr=values.ptr, shape=(n, r, c), dtype=scalar, device=values.device, grad=grad)
+    return _reinterpret(values, scalar_of(values.dtype), (values.shape[0], r, c))
 
 
 def is_bsr(x: Any) -> bool:
@@ -776,7 +784,4 @@ def dense_host(m: BsrMatrix) -> np.ndarray:
 
 def block_view(values: Any, block_type: Any) -> Any:
     """A 1-d view with ``block_type`` elements of a contiguous 3-d scalar array ``(n, rows, cols)``, gradient too."""
-    grad = None
-    if values.grad is not None:
-        grad = block_view(values.grad, block_type)
-    return wp.array(ptr=values.ptr, shape=(values.shape[0],), dtype=block_type, device=values.device, grad=grad)
+    return _reinterpret(values, block_type, (values.shape[0],))

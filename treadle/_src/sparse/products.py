@@ -123,8 +123,10 @@ def _as_vectors(v: Any, length: int, count: int, scalar: Any, name: str) -> Any:
     if v.ndim == 1 and wp.types.types_equal(v.dtype, want) and v.shape[0] == count:
         return v
     if (v.ndim == 1 and v.dtype == scalar and v.shape[0] == count * length and length > 1 and v.is_contiguous):
-        grad = None if v.grad is None else _as_vectors(v.grad, length, count, scalar, name)
-        return wp.array(ptr=v.ptr, shape=(count,), dtype=want, device=v.device, grad=grad)
+        out = v.reshape((count, length)).view(want)
+        if v.grad is not None:
+            out.grad = v.grad.reshape((count, length)).view(want)
+        return out
     raise BsrError(f"Incompatible '{name}' vector for bsr_mv: expected {count} entries of {type_name(want)} (or "
                    f"{count * length} of {type_name(scalar)}), got {v.shape[0]} entries of {type_name(v.dtype)}")
 
