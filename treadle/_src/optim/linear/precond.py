@@ -298,7 +298,7 @@ def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
             - ``"block_jacobi_sequential"``: the same by LDLᵀ factorisation (symmetric positive-definite blocks; others
               become the identity);
             - ``"block_jacobi_tile"``: the same by Cholesky factorisation (float32 or float64 coefficients);
-            - ``"fsai"``: a factorised sparse approximate inverse (see :class:`FSAI`);
+            - ``"fsai"``: not provided yet (raises :class:`NotImplementedError`);
             - ``"id"``: no preconditioner (returns ``None``).
 
             The block variants need a square BsrMatrix with square blocks, and are the diagonal one for 1x1 blocks.
@@ -308,6 +308,7 @@ def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
 
     Raises:
         ValueError: an unknown ``ptype``, or a matrix the chosen kind cannot handle.
+        NotImplementedError: ``ptype="fsai"``.
     """
     if ptype == "id":
         return None
@@ -316,7 +317,6 @@ def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
     if ptype in ("block_jacobi_direct", "block_jacobi_sequential", "block_jacobi_tile"):
         return _block_jacobi(A, ptype)
     if ptype == "fsai":
-        from .fsai import FSAI
-
-        return FSAI(A)
+        raise NotImplementedError("preconditioner(): the 'fsai' preconditioner (factorised sparse approximate "
+                                  "inverse) is not provided by Treadle yet; use 'diag' or a 'block_jacobi_*' kind")
     raise ValueError(f"Unsupported preconditioner type {ptype!r}; expected one of {', '.join(map(repr, _TYPES))}")
