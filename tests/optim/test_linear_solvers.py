@@ -243,3 +243,20 @@ def test_bad_input(device):
         cg_state(A=lin.aslinearoperator(S, batch_offsets=wp.array([0, 3], dtype=int, device=device)))
     with pytest.raises(TypeError, match="cannot be instantiated"):
         lin.LinearSolverState(S, b3, wp.zeros_like(b3))
+
+
+def test_device_loop_under_graph_capture():
+    A = _poisson(5)
+    M = _bsr(A, 1, wp.float64, "cpu")
+    b = wp.array(np.ones(A.shape[0]), dtype=wp.float64)
+    x = wp.zeros_like(b)
+    state = lin.cg(M, b, x, tol=1e-10, maxiter=60, check_every=0, run=False)
+    state()  # load the kernels
+    with wp.ScopedCapture(device="cpu") as capture:
+        it, r2, a2 = state()
+    for rhs in (1.0, 3.0):
+        b.fill_(rhs)
+        x.zero_()
+        wp.capture_launch(capture.graph)
+        assert 0 < int(it.numpy()[0]) <= 60 and r2.numpy()[0] <= a2.numpy()[0]
+        np.testing.assert_allclose(A @ x.numpy(), rhs, atol=1e-8)

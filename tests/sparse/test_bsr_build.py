@@ -251,3 +251,25 @@ def test_compress_gradient(device):
     A.values.grad[1:2].fill_(1.0)  # block (0, 1) = vals[0] + vals[2]
     tape.backward()
     np.testing.assert_array_equal(vals.grad.numpy(), [1.0, 0.0, 1.0, 0.0])
+
+
+def test_graph_capture_replays_assembly_and_product():
+    # a captured assembly and product rebuild the matrix from the triplet values each replay
+    rows = wp.array([0, 1, 1, 2, 0], dtype=int)
+    cols = wp.array([0, 1, 1, 2, 2], dtype=int)
+    vals = wp.zeros(5, dtype=float)
+    A = wp.sparse.bsr_zeros(3, 3, float)
+    x = wp.array([1.0, 2.0, 3.0], dtype=float)
+    y = wp.zeros(3, dtype=float)
+    wp.sparse.bsr_set_from_triplets(A, rows, cols, vals, prune_numerical_zeros=False)  # load the kernels
+    wp.sparse.bsr_mv(A, x, y)
+    with wp.ScopedCapture(device="cpu") as capture:
+        wp.sparse.bsr_set_from_triplets(A, rows, cols, vals, prune_numerical_zeros=False)
+        wp.sparse.bsr_mv(A, x, y)
+        with pytest.raises(NotImplementedError, match="topology update"):
+            A.nnz_sync()
+    for scale in (1.0, 2.0):
+        vals.assign(np.array([1.0, 2.0, 3.0, 4.0, 5.0], dtype=np.float32) * scale)
+        wp.capture_launch(capture.graph)
+        np.testing.assert_allclose(dense(A), scale * np.array([[1, 0, 5], [0, 5, 0], [0, 0, 4]]))
+        np.testing.assert_allclose(y.numpy(), scale * np.array([16.0, 10.0, 12.0]))

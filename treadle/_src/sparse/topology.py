@@ -383,7 +383,8 @@ def _group_triplets(rows: Any, cols: Any, n: int, nrow: int, ncol: int, count: A
     if chunks > 0 and n > 0:
         length = -(-n // chunks)
         spread = max(1, -(-SERIAL_THRESHOLD // chunks)) if chunks > 1 else 1
-        hist = wp.zeros(chunks * (nrow + 1), dtype=int, device=device)
+        hist = wp.empty(chunks * (nrow + 1), dtype=int, device=device)
+        hist.zero_()  # zero_() rather than zeros(): recorded in a graph capture, so every replay starts from zero
         wp.launch(_chunk_count, chunks * spread, device=device,
                   inputs=[rows, cols, count_arg, int(count is not None), nrow, ncol, vals, prune_flag, n, length,
                           chunks, spread, keys, hist])
@@ -394,7 +395,8 @@ def _group_triplets(rows: Any, cols: Any, n: int, nrow: int, ncol: int, count: A
         wp.launch(_chunk_scatter, chunks * spread, device=device,
                   inputs=[keys, cols, n, length, chunks, spread, nrow, hist, out_cols, out_srcs])
         return Entries(nrow, out_cols, out_srcs, starts, None, n)
-    counts = wp.zeros(nrow + 2, dtype=int, device=device)
+    counts = wp.empty(nrow + 2, dtype=int, device=device)
+    counts.zero_()
     if n > 0:
         wp.launch(_triplet_count, n, device=device,
                   inputs=[rows, cols, count_arg, int(count is not None), nrow, ncol, vals, prune_flag, keys, counts])
