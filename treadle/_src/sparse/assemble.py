@@ -90,8 +90,7 @@ def assemble(dest: BsrMatrix, entries: Entries, topology: str, values_fn: Values
         columns = wp.empty(cap, dtype=int, device=device)
     values = dest.values
     if aliased or values.shape[0] < cap or (rg and not values.requires_grad):
-        values = wp.empty(max(cap, values.shape[0] if not aliased else cap), dtype=dest.values.dtype,
-                          device=device, requires_grad=rg)
+        values = wp.empty(cap, dtype=dest.values.dtype, device=device, requires_grad=rg)
     runs = coalesce(entries, dest_columns=columns, compact_offsets=offsets, want_blocks=want_blocks,
                     runs_out=runs_out, sorted_out=sorted_out)
     if values_fn is not None:

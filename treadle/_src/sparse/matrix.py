@@ -495,11 +495,8 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
             raise NotImplementedError("nnz_sync() cannot read the block count while a graph capture that recorded a "
                                       "topology update of this matrix is in progress; read it after launching the "
                                       "graph")
-        if capturing():
-            # reading the current value is what the caller asks for; nothing recorded changes it
-            self.nnz = int(self.offsets[self.nrow:self.nrow + 1].numpy()[0])
-            return self.nnz
-        self._recorded_topology = False
+        if not capturing():
+            self._recorded_topology = False
         self.nnz = int(self.offsets[self.nrow:self.nrow + 1].numpy()[0])
         return self.nnz
 

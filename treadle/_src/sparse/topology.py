@@ -4,14 +4,19 @@ Every operation that creates a sparsity pattern (triplets, compression, sums, pr
 reshaping) reduces to the same steps, each a Treadle kernel:
 
 1. **Group by row.** Entries arrive either already grouped (a product's row ``i`` comes from row ``i`` of its left
-   operand, a compression from the matrix's own rows: the caller fills each row's segment), or as free triplets:
-   ``_triplet_count`` counts the valid entries of each row (atomically) into ``counts``, an exclusive scan gives
-   each row's segment, and ``_triplet_scatter`` moves every entry's ``(column, source index)`` into its row's
-   segment. The order within a segment then depends on thread timing, which step 2 removes.
+   operand, a compression from the matrix's own rows: the caller fills each row's segment), or as free triplets,
+   grouped by a counting sort: on the CPU, each of a few chunks of triplets counts its rows in a histogram of its
+   own (``_chunk_count``), the histograms become each chunk's first position in each row (``_chunk_totals``, a scan,
+   ``_chunk_positions``), and each chunk moves its triplets there in order (``_chunk_scatter``): no atomics, and each
+   row lists its triplets in input order. On GPUs, ``_triplet_count`` counts with atomics and ``_triplet_scatter``
+   moves every entry to a slot taken by an atomic increment, in an order that depends on thread timing (step 2 sorts
+   it out).
 2. **Sort each row** (``_sort_rows``, one thread per row) by ``(column, source index)``: insertion sort for short
-   rows, a merge sort through scratch arrays for long ones. Ties keep source order, so duplicates are later summed
-   in the order of their sources whatever the thread count: results are reproducible.
-3. **Count** the distinct valid columns of each row (same kernel), and scan the counts into the compact offsets.
+   rows, a merge sort through the second pair of arrays for long ones, the result in ``sorted_*``. Ties keep source
+   order, so duplicates are later summed in the order of their sources whatever the thread count: results are
+   reproducible. The same pass counts the distinct valid columns of the row and packs them (with the position of each
+   one's first entry) at the front of the row's segment of the entry arrays.
+3. **Scan** the counts into the compact offsets.
 4. **Emit** (``_emit_rows``): the column and the run of sorted entries (``run_beg``/``run_end``) of each distinct
    block ``u`` (numbered in compact order), and the storage slot its value goes to: ``u`` itself for a compact
    result, the next free slot of the row's capacity for a padded one (``-1``, with the status flag raised and the
