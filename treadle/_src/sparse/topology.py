@@ -351,14 +351,13 @@ class Runs:
 
 
 def _chunks(n: int, nrow: int, device: Any) -> int:
-    """Chunks of the counting sort by row: one per CPU thread and a half (0: the atomic scatter, for GPUs)."""
+    """Chunks of the counting sort by row: two per CPU thread (0: the atomic scatter, for GPUs)."""
     if device.is_cuda:
         return 0
     if n < 65536:
         return 1
-    k = max(1, (3 * num_threads()) // 2)
-    # each chunk keeps a histogram of nrow + 1 counts: keep them small next to the triplets
-    return max(1, min(k, n // max(nrow, 1)))
+    # each chunk keeps a histogram of nrow + 1 counts: keep them all within a few times the triplets' size
+    return max(1, min(2 * num_threads(), (4 * n) // max(nrow + 1, 1)))
 
 
 def _group_triplets(rows: Any, cols: Any, n: int, nrow: int, ncol: int, count: Any = None, values: Any = None,
