@@ -19,8 +19,6 @@ from __future__ import annotations
 import typing
 from typing import Any, Literal
 
-import numpy as np
-
 import treadle as wp
 
 from ..autodiff.state import suspend_tapes as no_tape
@@ -649,11 +647,6 @@ def scalar_view(values: Any) -> Any:
     return _reinterpret(values, scalar_of(values.dtype), (values.shape[0], r, c))
 
 
-def is_bsr(x: Any) -> bool:
-    """Whether ``x`` is a :class:`BsrMatrix`."""
-    return isinstance(x, BsrMatrix)
-
-
 # -- allocation ---------------------------------------------------------------------------------------------------------
 
 
@@ -760,23 +753,6 @@ def bsr_zeros(rows_of_blocks: int, cols_of_blocks: int, block_type: Any, device:
 def row_end_args(m: BsrMatrix) -> tuple[Any, int]:
     """``(row_counts, has_counts)`` kernel arguments describing the active range of each row."""
     return m.row_counts, int(m.row_counts is not None)
-
-
-def dense_host(m: BsrMatrix) -> np.ndarray:
-    """The matrix as a dense NumPy array (host copy; for tests, debugging and small matrices)."""
-    r, c = m.block_shape
-    out = np.zeros((m.nrow * r, m.ncol * c), dtype=np.float64)
-    offsets = m.offsets.numpy()
-    counts = None if m.row_counts is None else m.row_counts.numpy()
-    cols = m.columns.numpy()
-    vals = scalar_view(m.values).numpy() if m.values.shape[0] else np.zeros((0, r, c))
-    for row in range(m.nrow):
-        beg = int(offsets[row])
-        end = int(offsets[row + 1]) if counts is None else beg + int(counts[row])
-        for b in range(beg, end):
-            col = int(cols[b])
-            out[row * r:(row + 1) * r, col * c:(col + 1) * c] += vals[b]
-    return out
 
 
 def block_view(values: Any, block_type: Any) -> Any:
