@@ -528,11 +528,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key}: " + ", ".join(f"{p} {fmt(v, unit, scale)}" for p, v in row.items()), file=sys.stderr)
     import treadle
 
-    backend = treadle._src.backends.cpu.get_cpu_backend()
+    backend = treadle._src.runtime.native.get_native_compiler()
     compiler = backend.toolchain().version
     loop_cxx = backend.loop_compiler()
     if loop_cxx:
-        compiler += "; kernels with loops and backward passes: " + backend.toolchain(treadle._src.backends.cpu.CompileOptions(
+        compiler += "; kernels with loops and backward passes: " + backend.toolchain(treadle._src.runtime.native.CompileOptions(
             cxx=loop_cxx)).version
     load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     meta = {"threads": L.threads, "compiler": compiler, "load": f"{load_start:.1f} at the start, {load_end:.1f} at the end",

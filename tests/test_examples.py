@@ -84,6 +84,15 @@ def test_raycast_example(tmp_path):
     _pngs(str(tmp_path), 1)
 
 
+def test_nanovdb_raymarch_example(tmp_path):
+    from treadle.examples import nanovdb_raymarch
+
+    r = nanovdb_raymarch.run(str(tmp_path), frames=1, size=48, voxel=0.04, samples=300, quiet=True)
+    assert r["ok"] and r["checked"] == 300 and r["coverage"] > 0.05
+    assert (tmp_path / "torus.nvdb").exists()
+    _pngs(str(tmp_path), 1)
+
+
 def test_marching_cubes_example(tmp_path):
     from treadle.examples import marching_cubes
 
@@ -102,3 +111,14 @@ def test_marching_cubes_example(tmp_path):
     faces = np.frombuffer(body[12 * len(obj_v):], dtype=[("n", "u1"), ("i", "<i4", (3,))])
     assert (faces["n"] == 3).all() and np.array_equal(faces["i"], obj_f)
     np.testing.assert_allclose(ply_v, obj_v, rtol=0, atol=1e-5)
+
+
+def test_isosurface_example(tmp_path):
+    from treadle.examples import isosurface
+
+    r = isosurface.run(str(tmp_path), frames=1, res=40, size=48, quiet=True)
+    assert r["ok"] and r["sparse_equals_dense"] and r["marching_cubes_closed"] and r["surface_nets_closed"]
+    assert r["capsule_closed"] and r["capsule_volume_error"] < 0.03 and r["sparse_evaluations"] < r["dense_nodes"]
+    _pngs(str(tmp_path), 1)
+    obj = (tmp_path / "capsule.obj").read_text().splitlines()
+    assert sum(line.startswith("f ") for line in obj) > 0

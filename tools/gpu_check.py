@@ -57,7 +57,7 @@ def check(name: str, fn: Any, *args: Any) -> bool:
 
 
 def environment(wp: Any) -> str:
-    from treadle._src.backends import cuda as cb
+    from treadle._src.backends.cuda import build as cb
     from treadle._src.runtime import cuda_driver as cd
 
     devs = wp.get_cuda_devices()
@@ -150,7 +150,7 @@ def install_fake_driver() -> None:
     sys.path.insert(0, str(ROOT / "tests" / "cuda"))
     from fake_driver import FakeDriver, cpu_executor
 
-    from treadle._src.backends import cuda as cb
+    from treadle._src.backends.cuda import build as cb
     from treadle._src.runtime import cuda_driver as cd
     from treadle._src.runtime.cache import get_cache
 

@@ -55,6 +55,14 @@ GALLERY: list[dict[str, Any]] = [
     {"name": "marching_cubes", "args": ["--frames", "8", "--size", "240"],
      "title": "Marching cubes",
      "caption": "wp.MarchingCubes extracts a torus from its signed distance field (watertight, exported as OBJ/PLY)."},
+    {"name": "isosurface", "args": ["--frames", "8", "--size", "240"],
+     "title": "Iso-surfaces and swept volumes",
+     "caption": "treadle.geometry: a torus by marching cubes, surface nets and sparse marching cubes, and the capsule "
+                "a moving sphere sweeps."},
+    {"name": "nanovdb_raymarch", "args": ["--frames", "8", "--size", "240"],
+     "title": "NanoVDB level set",
+     "caption": "A torus level set written to a NanoVDB file, read back as a wp.Volume and sphere-traced with "
+                "volume_sample."},
 ]
 
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib as _importlib
+import sys as _sys
 import typing as _typing
 
 from . import autograd as autograd
@@ -14,34 +15,35 @@ from . import types as types
 from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
 from ._src.builtins import exported_builtins as _exported_builtins
+from ._src.builtins.geometry_types import BvhQuery as BvhQuery
+from ._src.builtins.geometry_types import HashGridQuery as HashGridQuery
+from ._src.builtins.geometry_types import HashGridQueryD as HashGridQueryD
+from ._src.builtins.geometry_types import HashGridQueryH as HashGridQueryH
+from ._src.builtins.geometry_types import MeshQuery as MeshQuery
+from ._src.builtins.geometry_types import MeshQueryAABB as MeshQueryAABB
+from ._src.builtins.geometry_types import MeshQueryPoint as MeshQueryPoint
+from ._src.builtins.geometry_types import MeshQueryRay as MeshQueryRay
 from ._src.builtins.transform import transform_expand as transform_expand
-from ._src.errors import CheckedModeError as CheckedModeError
-from ._src.errors import CodegenError as CodegenError
-from ._src.errors import CompileError as CompileError
-from ._src.errors import DroppedGradientWarning as DroppedGradientWarning
-from ._src.errors import LaunchError as LaunchError
-from ._src.errors import ToolchainError as ToolchainError
-from ._src.errors import TreadleError as TreadleError
-from ._src.errors import UnsupportedConstructError as UnsupportedConstructError
-from ._src.errors import WarpCodegenAttributeError as WarpCodegenAttributeError
-from ._src.errors import WarpCodegenError as WarpCodegenError
-from ._src.errors import WarpCodegenIndexError as WarpCodegenIndexError
-from ._src.errors import WarpCodegenKeyError as WarpCodegenKeyError
-from ._src.errors import WarpCodegenTypeError as WarpCodegenTypeError
-from ._src.errors import WarpCodegenValueError as WarpCodegenValueError
+from ._src.compiler.lower_expr import register_bare_names as _register_bare_names
+from ._src.core.errors import CheckedModeError as CheckedModeError
+from ._src.core.errors import CodegenError as CodegenError
+from ._src.core.errors import CompileError as CompileError
+from ._src.core.errors import DroppedGradientWarning as DroppedGradientWarning
+from ._src.core.errors import LaunchError as LaunchError
+from ._src.core.errors import ToolchainError as ToolchainError
+from ._src.core.errors import TreadleError as TreadleError
+from ._src.core.errors import UnsupportedConstructError as UnsupportedConstructError
+from ._src.core.errors import WarpCodegenAttributeError as WarpCodegenAttributeError
+from ._src.core.errors import WarpCodegenError as WarpCodegenError
+from ._src.core.errors import WarpCodegenIndexError as WarpCodegenIndexError
+from ._src.core.errors import WarpCodegenKeyError as WarpCodegenKeyError
+from ._src.core.errors import WarpCodegenTypeError as WarpCodegenTypeError
+from ._src.core.errors import WarpCodegenValueError as WarpCodegenValueError
 from ._src.geometry.bvh import Bvh as Bvh
 from ._src.geometry.bvh import is_cubql_available as is_cubql_available
 from ._src.geometry.hash_grid import HashGrid as HashGrid
 from ._src.geometry.marching_cubes import MarchingCubes as MarchingCubes
 from ._src.geometry.mesh import Mesh as Mesh
-from ._src.geometry.types import BvhQuery as BvhQuery
-from ._src.geometry.types import HashGridQuery as HashGridQuery
-from ._src.geometry.types import HashGridQueryD as HashGridQueryD
-from ._src.geometry.types import HashGridQueryH as HashGridQueryH
-from ._src.geometry.types import MeshQuery as MeshQuery
-from ._src.geometry.types import MeshQueryAABB as MeshQueryAABB
-from ._src.geometry.types import MeshQueryPoint as MeshQueryPoint
-from ._src.geometry.types import MeshQueryRay as MeshQueryRay
 from ._src.interop.dlpack import from_dlpack as from_dlpack
 from ._src.interop.dlpack import to_dlpack as to_dlpack
 from ._src.interop.jax import device_from_jax as device_from_jax
@@ -70,8 +72,6 @@ from ._src.lang.array import array1d as array1d
 from ._src.lang.array import array2d as array2d
 from ._src.lang.array import array3d as array3d
 from ._src.lang.array import array4d as array4d
-from ._src.lang.array import dtype_from_numpy as dtype_from_numpy
-from ._src.lang.array import dtype_to_numpy as dtype_to_numpy
 from ._src.lang.array import from_ptr as from_ptr
 from ._src.lang.constants import HALF_PI as HALF_PI
 from ._src.lang.constants import INF as INF
@@ -129,92 +129,10 @@ from ._src.lang.kernel import static as static
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
 from ._src.lang.map import map as map  # noqa: A004 - the reference API name
-from ._src.lang.matrix import mat22 as mat22
-from ._src.lang.matrix import mat22d as mat22d
-from ._src.lang.matrix import mat22f as mat22f
-from ._src.lang.matrix import mat22h as mat22h
-from ._src.lang.matrix import mat33 as mat33
-from ._src.lang.matrix import mat33d as mat33d
-from ._src.lang.matrix import mat33f as mat33f
-from ._src.lang.matrix import mat33h as mat33h
-from ._src.lang.matrix import mat44 as mat44
-from ._src.lang.matrix import mat44d as mat44d
-from ._src.lang.matrix import mat44f as mat44f
-from ._src.lang.matrix import mat44h as mat44h
-from ._src.lang.matrix import matrix as matrix
 from ._src.lang.module_api import force_load as force_load
 from ._src.lang.module_api import get_module_options as get_module_options
 from ._src.lang.module_api import load_module as load_module
 from ._src.lang.module_api import set_module_options as set_module_options
-from ._src.lang.quat import quat as quat
-from ._src.lang.quat import quatd as quatd
-from ._src.lang.quat import quatf as quatf
-from ._src.lang.quat import quath as quath
-from ._src.lang.quat import spatial_matrix as spatial_matrix
-from ._src.lang.quat import spatial_matrixd as spatial_matrixd
-from ._src.lang.quat import spatial_matrixf as spatial_matrixf
-from ._src.lang.quat import spatial_matrixh as spatial_matrixh
-from ._src.lang.quat import spatial_vector as spatial_vector
-from ._src.lang.quat import spatial_vectord as spatial_vectord
-from ._src.lang.quat import spatial_vectorf as spatial_vectorf
-from ._src.lang.quat import spatial_vectorh as spatial_vectorh
-from ._src.lang.quat import transform as transform
-from ._src.lang.quat import transformd as transformd
-from ._src.lang.quat import transformf as transformf
-from ._src.lang.quat import transformh as transformh
-from ._src.lang.scalars import bfloat16 as bfloat16
-from ._src.lang.scalars import bool as bool  # noqa: A004
-from ._src.lang.scalars import float16 as float16
-from ._src.lang.scalars import float32 as float32
-from ._src.lang.scalars import float64 as float64
-from ._src.lang.scalars import handle as handle
-from ._src.lang.scalars import int8 as int8
-from ._src.lang.scalars import int16 as int16
-from ._src.lang.scalars import int32 as int32
-from ._src.lang.scalars import int64 as int64
-from ._src.lang.scalars import uint8 as uint8
-from ._src.lang.scalars import uint16 as uint16
-from ._src.lang.scalars import uint32 as uint32
-from ._src.lang.scalars import uint64 as uint64
-from ._src.lang.struct import struct as struct
-from ._src.lang.typesys import ref as ref
-from ._src.lang.vector import vec2 as vec2
-from ._src.lang.vector import vec2b as vec2b
-from ._src.lang.vector import vec2d as vec2d
-from ._src.lang.vector import vec2f as vec2f
-from ._src.lang.vector import vec2h as vec2h
-from ._src.lang.vector import vec2i as vec2i
-from ._src.lang.vector import vec2l as vec2l
-from ._src.lang.vector import vec2s as vec2s
-from ._src.lang.vector import vec2ub as vec2ub
-from ._src.lang.vector import vec2ui as vec2ui
-from ._src.lang.vector import vec2ul as vec2ul
-from ._src.lang.vector import vec2us as vec2us
-from ._src.lang.vector import vec3 as vec3
-from ._src.lang.vector import vec3b as vec3b
-from ._src.lang.vector import vec3d as vec3d
-from ._src.lang.vector import vec3f as vec3f
-from ._src.lang.vector import vec3h as vec3h
-from ._src.lang.vector import vec3i as vec3i
-from ._src.lang.vector import vec3l as vec3l
-from ._src.lang.vector import vec3s as vec3s
-from ._src.lang.vector import vec3ub as vec3ub
-from ._src.lang.vector import vec3ui as vec3ui
-from ._src.lang.vector import vec3ul as vec3ul
-from ._src.lang.vector import vec3us as vec3us
-from ._src.lang.vector import vec4 as vec4
-from ._src.lang.vector import vec4b as vec4b
-from ._src.lang.vector import vec4d as vec4d
-from ._src.lang.vector import vec4f as vec4f
-from ._src.lang.vector import vec4h as vec4h
-from ._src.lang.vector import vec4i as vec4i
-from ._src.lang.vector import vec4l as vec4l
-from ._src.lang.vector import vec4s as vec4s
-from ._src.lang.vector import vec4ub as vec4ub
-from ._src.lang.vector import vec4ui as vec4ui
-from ._src.lang.vector import vec4ul as vec4ul
-from ._src.lang.vector import vec4us as vec4us
-from ._src.lang.vector import vector as vector
 from ._src.runtime.cache import clear_kernel_cache as clear_kernel_cache
 from ._src.runtime.device import Device as Device
 from ._src.runtime.device import ScopedDevice as ScopedDevice
@@ -238,6 +156,98 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from ._src.texture.texture import Texture as Texture
+from ._src.texture.texture import Texture1D as Texture1D
+from ._src.texture.texture import Texture2D as Texture2D
+from ._src.texture.texture import Texture3D as Texture3D
+from ._src.texture.texture import TextureAddressMode as TextureAddressMode
+from ._src.texture.texture import TextureFilterMode as TextureFilterMode
+from ._src.texture.texture import TextureResourceFlags as TextureResourceFlags
+from ._src.types.arrays import dtype_from_numpy as dtype_from_numpy
+from ._src.types.arrays import dtype_to_numpy as dtype_to_numpy
+from ._src.types.matrix import mat22 as mat22
+from ._src.types.matrix import mat22d as mat22d
+from ._src.types.matrix import mat22f as mat22f
+from ._src.types.matrix import mat22h as mat22h
+from ._src.types.matrix import mat33 as mat33
+from ._src.types.matrix import mat33d as mat33d
+from ._src.types.matrix import mat33f as mat33f
+from ._src.types.matrix import mat33h as mat33h
+from ._src.types.matrix import mat44 as mat44
+from ._src.types.matrix import mat44d as mat44d
+from ._src.types.matrix import mat44f as mat44f
+from ._src.types.matrix import mat44h as mat44h
+from ._src.types.matrix import matrix as matrix
+from ._src.types.quat import quat as quat
+from ._src.types.quat import quatd as quatd
+from ._src.types.quat import quatf as quatf
+from ._src.types.quat import quath as quath
+from ._src.types.quat import spatial_matrix as spatial_matrix
+from ._src.types.quat import spatial_matrixd as spatial_matrixd
+from ._src.types.quat import spatial_matrixf as spatial_matrixf
+from ._src.types.quat import spatial_matrixh as spatial_matrixh
+from ._src.types.quat import spatial_vector as spatial_vector
+from ._src.types.quat import spatial_vectord as spatial_vectord
+from ._src.types.quat import spatial_vectorf as spatial_vectorf
+from ._src.types.quat import spatial_vectorh as spatial_vectorh
+from ._src.types.quat import transform as transform
+from ._src.types.quat import transformd as transformd
+from ._src.types.quat import transformf as transformf
+from ._src.types.quat import transformh as transformh
+from ._src.types.scalars import bfloat16 as bfloat16
+from ._src.types.scalars import bool as bool  # noqa: A004
+from ._src.types.scalars import float16 as float16
+from ._src.types.scalars import float32 as float32
+from ._src.types.scalars import float64 as float64
+from ._src.types.scalars import handle as handle
+from ._src.types.scalars import int8 as int8
+from ._src.types.scalars import int16 as int16
+from ._src.types.scalars import int32 as int32
+from ._src.types.scalars import int64 as int64
+from ._src.types.scalars import uint8 as uint8
+from ._src.types.scalars import uint16 as uint16
+from ._src.types.scalars import uint32 as uint32
+from ._src.types.scalars import uint64 as uint64
+from ._src.types.struct import struct as struct
+from ._src.types.typesys import ref as ref
+from ._src.types.vector import vec2 as vec2
+from ._src.types.vector import vec2b as vec2b
+from ._src.types.vector import vec2d as vec2d
+from ._src.types.vector import vec2f as vec2f
+from ._src.types.vector import vec2h as vec2h
+from ._src.types.vector import vec2i as vec2i
+from ._src.types.vector import vec2l as vec2l
+from ._src.types.vector import vec2s as vec2s
+from ._src.types.vector import vec2ub as vec2ub
+from ._src.types.vector import vec2ui as vec2ui
+from ._src.types.vector import vec2ul as vec2ul
+from ._src.types.vector import vec2us as vec2us
+from ._src.types.vector import vec3 as vec3
+from ._src.types.vector import vec3b as vec3b
+from ._src.types.vector import vec3d as vec3d
+from ._src.types.vector import vec3f as vec3f
+from ._src.types.vector import vec3h as vec3h
+from ._src.types.vector import vec3i as vec3i
+from ._src.types.vector import vec3l as vec3l
+from ._src.types.vector import vec3s as vec3s
+from ._src.types.vector import vec3ub as vec3ub
+from ._src.types.vector import vec3ui as vec3ui
+from ._src.types.vector import vec3ul as vec3ul
+from ._src.types.vector import vec3us as vec3us
+from ._src.types.vector import vec4 as vec4
+from ._src.types.vector import vec4b as vec4b
+from ._src.types.vector import vec4d as vec4d
+from ._src.types.vector import vec4f as vec4f
+from ._src.types.vector import vec4h as vec4h
+from ._src.types.vector import vec4i as vec4i
+from ._src.types.vector import vec4l as vec4l
+from ._src.types.vector import vec4s as vec4s
+from ._src.types.vector import vec4ub as vec4ub
+from ._src.types.vector import vec4ui as vec4ui
+from ._src.types.vector import vec4ul as vec4ul
+from ._src.types.vector import vec4us as vec4us
+from ._src.types.vector import vector as vector
+from ._src.volume.volume import Volume as Volume
 from .config import LOG_DEBUG as LOG_DEBUG
 from .config import LOG_ERROR as LOG_ERROR
 from .config import LOG_INFO as LOG_INFO
@@ -264,7 +274,7 @@ from ._src.runtime.graph import capture_launch as capture_launch
 
 # isort: split
 # CUDA runtime: streams, events, memory pools; ahead-of-time compilation.
-from ._src.runtime.aot import compile_aot_module as compile_aot_module
+from ._src.lang.module_api import compile_aot_module as compile_aot_module
 from ._src.runtime.cuda_driver import Event as Event
 from ._src.runtime.cuda_driver import ScopedStream as ScopedStream
 from ._src.runtime.cuda_driver import Stream as Stream
@@ -286,25 +296,25 @@ from ._src.runtime.cuda_driver import wait_stream as wait_stream
 
 # isort: split
 # Profiling and logging.
-from ._src.utils.logger import Logger as Logger
-from ._src.utils.logger import ScopedLogger as ScopedLogger
-from ._src.utils.logger import ScopedLogLevel as ScopedLogLevel
-from ._src.utils.logger import get_logger as get_logger
-from ._src.utils.logger import set_logger as set_logger
-from ._src.utils.profiling import TIMING_ALL as TIMING_ALL
-from ._src.utils.profiling import TIMING_GRAPH as TIMING_GRAPH
-from ._src.utils.profiling import TIMING_KERNEL as TIMING_KERNEL
-from ._src.utils.profiling import TIMING_KERNEL_BUILTIN as TIMING_KERNEL_BUILTIN
-from ._src.utils.profiling import TIMING_MEMCPY as TIMING_MEMCPY
-from ._src.utils.profiling import TIMING_MEMSET as TIMING_MEMSET
-from ._src.utils.profiling import ScopedCudaProfiler as ScopedCudaProfiler
-from ._src.utils.profiling import ScopedTimer as ScopedTimer
-from ._src.utils.profiling import TimingResult as TimingResult
-from ._src.utils.profiling import cuda_profiler_start as cuda_profiler_start
-from ._src.utils.profiling import cuda_profiler_stop as cuda_profiler_stop
-from ._src.utils.profiling import timing_begin as timing_begin
-from ._src.utils.profiling import timing_end as timing_end
-from ._src.utils.profiling import timing_print as timing_print
+from ._src.core.logger import Logger as Logger
+from ._src.core.logger import ScopedLogger as ScopedLogger
+from ._src.core.logger import ScopedLogLevel as ScopedLogLevel
+from ._src.core.logger import get_logger as get_logger
+from ._src.core.logger import set_logger as set_logger
+from ._src.runtime.profiling import TIMING_ALL as TIMING_ALL
+from ._src.runtime.profiling import TIMING_GRAPH as TIMING_GRAPH
+from ._src.runtime.profiling import TIMING_KERNEL as TIMING_KERNEL
+from ._src.runtime.profiling import TIMING_KERNEL_BUILTIN as TIMING_KERNEL_BUILTIN
+from ._src.runtime.profiling import TIMING_MEMCPY as TIMING_MEMCPY
+from ._src.runtime.profiling import TIMING_MEMSET as TIMING_MEMSET
+from ._src.runtime.profiling import ScopedCudaProfiler as ScopedCudaProfiler
+from ._src.runtime.profiling import ScopedTimer as ScopedTimer
+from ._src.runtime.profiling import TimingResult as TimingResult
+from ._src.runtime.profiling import cuda_profiler_start as cuda_profiler_start
+from ._src.runtime.profiling import cuda_profiler_stop as cuda_profiler_stop
+from ._src.runtime.profiling import timing_begin as timing_begin
+from ._src.runtime.profiling import timing_end as timing_end
+from ._src.runtime.profiling import timing_print as timing_print
 
 __version__ = config.version
 
@@ -328,8 +338,13 @@ for _name, _fn in _exported_builtins().items():
         globals()[_name] = _fn
 del _name, _fn
 
+# Kernel code may name these builtins and types without the ``wp.`` prefix, as in the reference.
+_register_bare_names(_sys.modules[__name__])
+del _register_bare_names, _sys
+
+
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
-_LAZY_SUBMODULES = frozenset({"sparse", "utils", "warp_compat"})
+_LAZY_SUBMODULES = frozenset({"geometry", "render", "sparse", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
 
 

@@ -3,7 +3,7 @@
 Sorting (:func:`radix_sort_pairs`, :func:`segmented_sort_pairs`), scans and reductions (:func:`array_scan`,
 :func:`array_sum`, :func:`array_inner`), :func:`array_cast`, :func:`runlength_encode`, graph colouring for parallel
 solvers and :func:`create_warp_function`. The profiling and logging helpers live on the top-level module
-(``wp.ScopedTimer``, ``wp.get_logger``) and are reachable from here too, as in earlier releases of the reference.
+(``wp.ScopedTimer``, ``wp.get_logger``), as in the reference.
 """
 
 from __future__ import annotations

@@ -75,12 +75,27 @@ def builtin_entry(r: builtin_reference.BuiltinRecord) -> str:
     body = r.doc.strip() + "\n\n" + facts + "\n" + _overload_table(r)
     if r.syntax:
         return f".. describe:: {r.forms[0]}\n\n{_indent(body, 3)}\n"
-    lines = [f".. py:function:: {r.forms[0]}"] + [f"                 {f}" for f in r.forms[1:]]
+    forms = [_quote_type_parameter_return(f) for f in r.forms]
+    lines = [f".. py:function:: {forms[0]}"] + [f"                 {f}" for f in forms[1:]]
     options = "   :module: treadle\n"
     if not _is_builtin_attribute(r.name):  # the name is a type of treadle (a constructor in kernels)
         options += "   :no-index:\n"
         body = f"``wp.{r.name}`` is the type :py:class:`treadle.{r.name}`; called in a kernel, it is this builtin.\n\n" + body
     return "\n".join(lines) + "\n" + options + "\n" + _indent(body, 3) + "\n"
+
+
+def _quote_type_parameter_return(form: str) -> str:
+    """Quote a return type that names one of the form's own parameters (``f(x, dtype) -> dtype``).
+
+    Such a return is a type parameter, not a type of the package: unquoted, Sphinx would try to link it to whatever
+    attribute of that name it knows (``Volume.dtype``, ``Texture.dtype``).
+    """
+    head, sep, ret = form.rpartition(" -> ")
+    if not sep or "(" not in head:
+        return form
+    params = head[head.index("(") + 1:head.rindex(")")]
+    names = {p.split(":")[0].split("=")[0].strip().lstrip("*") for p in params.split(",")}
+    return f"{head} -> '{ret}'" if ret.strip() in names else form
 
 
 def _is_builtin_attribute(name: str) -> bool:

@@ -92,7 +92,7 @@ def builtin_records() -> list[BuiltinRecord]:
     reached through syntax (comparisons, ``not``, array attributes) are included with ``syntax=True``.
     """
     from treadle._src.builtins import REGISTRY
-    from treadle._src.lang.typesys import type_str
+    from treadle._src.types.typesys import type_str
 
     samples = _samples()
     names = list(REGISTRY.builtins)

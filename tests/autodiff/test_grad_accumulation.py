@@ -215,14 +215,14 @@ def test_own_path_with_an_input_without_gradient(nt):
 
 
 def test_backward_pass_uses_the_loop_compiler():
-    # g++ vectorizes the reverse sweep of elementwise kernels where clang++ 14 does not (pipeline.adjoint_options)
-    from treadle._src.backends.cpu import get_cpu_backend
+    # g++ vectorizes the reverse sweep of elementwise kernels where clang++ 14 does not (backends/cpu/build.py: adjoint_options)
+    from treadle._src.runtime.native import get_native_compiler
 
     v = [wp.zeros(4, dtype=float, requires_grad=True) for _ in range(3)]
     with wp.Tape() as tape:
         wp.launch(pair_product, 4, inputs=v)
     tape.backward(grads={v[2]: np.ones(4, dtype=np.float32)})
     inst = next(iter(pair_product.instances.values()))
-    loop_cxx = get_cpu_backend().loop_compiler()
+    loop_cxx = get_native_compiler().loop_compiler()
     assert inst.backward_options().cxx == (inst.options.cxx or loop_cxx)
     np.testing.assert_array_equal(v[0].grad.numpy(), 0.0)  # b is zero

@@ -156,7 +156,7 @@ class _Capture:
 
 
 def test_logger_protocol_scopes_and_levels(capsys: pytest.CaptureFixture[str]) -> None:
-    from treadle._src.utils import logger as log
+    from treadle._src.core import logger as log
 
     default = wp.get_logger()
     assert isinstance(default, wp.Logger)

@@ -139,3 +139,35 @@ def test_create_warp_function() -> None:
     assert out.numpy()[0] == 7.0 and iout.numpy()[0] == 42
     with pytest.raises(TypeError, match="Python function"):
         wp.utils.create_warp_function(print)
+
+
+def test_utils_in_a_captured_graph() -> None:
+    rng = np.random.default_rng(0)
+    n = 50_000
+    keys = rng.integers(-1000, 1000, n).astype(np.int32)
+    k = wp.array(np.concatenate([keys, keys]))
+    v = wp.array(np.arange(2 * n, dtype=np.int32))
+    x = wp.array(rng.integers(0, 9, n).astype(np.int32))
+    scanned = wp.empty_like(x)
+    total = wp.empty(1, dtype=float)
+    ones = wp.ones(n, dtype=float)
+    rv, rl, rc = wp.zeros(n, dtype=int), wp.zeros(n, dtype=int), wp.zeros(1, dtype=int)
+    with wp.ScopedCapture() as cap:
+        wp.utils.radix_sort_pairs(k, v, n)
+        wp.utils.array_scan(x, scanned)
+        wp.utils.array_sum(ones, out=total)
+        wp.utils.runlength_encode(k, rv, rl, run_count=rc, value_count=n)
+        with pytest.raises(NotImplementedError, match="out="):
+            wp.utils.array_sum(ones)
+        with pytest.raises(NotImplementedError, match="run_count="):
+            wp.utils.runlength_encode(x, rv, rl)
+    assert not np.array_equal(k.numpy()[:n], np.sort(keys))  # recorded, not run
+    for data in (keys, keys[::-1].copy()):
+        k.assign(np.concatenate([data, data]))
+        v.assign(np.arange(2 * n, dtype=np.int32))
+        wp.capture_launch(cap.graph)
+        np.testing.assert_array_equal(k.numpy()[:n], np.sort(keys))
+        np.testing.assert_array_equal(v.numpy()[:n], np.argsort(data, kind="stable"))
+        assert rc.numpy()[0] == len(np.unique(keys))
+    np.testing.assert_array_equal(scanned.numpy(), np.cumsum(x.numpy()))
+    assert total.numpy()[0] == n

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import CodegenError
+from treadle._src.core.errors import CodegenError
 
 
 def _marked_line(k) -> int:

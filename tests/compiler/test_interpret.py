@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.compiler import interpret
+from treadle._src.backends.interpret import interpreter as interpret
 
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "kernels"
 
@@ -170,12 +170,12 @@ def never_compiled(out: wp.array(dtype=int)):
 
 
 def test_interpret_mode_does_not_compile(monkeypatch):
-    from treadle._src.compiler import pipeline
+    from treadle._src.backends.cpu import build
 
     def refuse(*args, **kwargs):
         raise AssertionError("interpret mode must not call the native compiler")
 
-    monkeypatch.setattr(pipeline, "compile_batch", refuse)
+    monkeypatch.setattr(build, "compile_batch", refuse)
     out = wp.zeros(6, dtype=int)
     with wp.config.override(mode="interpret"):
         wp.launch(never_compiled, dim=6, inputs=[out])

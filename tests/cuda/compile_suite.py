@@ -67,8 +67,8 @@ def main() -> int:
     own_cache = "TREADLE_CACHE_PATH" not in os.environ  # then the binaries live in tmp: keep it
     os.environ.setdefault("TREADLE_CACHE_PATH", str(tmp / "cache"))
     import treadle as wp
-    from treadle._src.backends import cuda as cb
-    from treadle._src.errors import TreadleError
+    from treadle._src.backends.cuda import build as cb
+    from treadle._src.core.errors import TreadleError
     from treadle._src.lang.kernel import Kernel
 
     wp.config.kernel_cache_dir = os.environ["TREADLE_CACHE_PATH"]

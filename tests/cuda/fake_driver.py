@@ -328,7 +328,7 @@ class FakeDriver:
 
     def _cuLaunchKernel(self, f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shmem: int, stream: int,
                         params: int, extra: int) -> None:
-        from treadle._src.lang.abi import LaunchBounds
+        from treadle._src.core.abi import LaunchBounds
 
         ptrs = (ctypes.c_void_p * 2).from_address(params)
         bounds = LaunchBounds.from_address(ptrs[0])
@@ -411,7 +411,7 @@ def cpu_backed_driver(tmp_path: Any, monkeypatch: Any, ndev: int = 2) -> Iterato
 
     CUDA binaries are stand-in files (no NVRTC); the real driver is restored on exit.
     """
-    from treadle._src.backends import cuda as cb
+    from treadle._src.backends.cuda import build as cb
     from treadle._src.runtime import cuda_driver as cd
 
     def stub_compile(items: Any, options: Any) -> None:

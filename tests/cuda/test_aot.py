@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import treadle as wp
-from treadle._src.backends import cuda as cb
+from treadle._src.backends.cuda import build as cb
 
 needs_nvrtc = pytest.mark.skipif(not cb.nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import treadle as wp
-from treadle._src.backends import cuda as cb
+from treadle._src.backends.cuda import build as cb
 from treadle._src.compiler import emit_cuda
-from treadle._src.errors import CompileError
+from treadle._src.core.errors import CompileError
 
 pytestmark = pytest.mark.skipif(not cb.nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")
 

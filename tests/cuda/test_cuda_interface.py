@@ -13,7 +13,7 @@ import pytest
 from fake_driver import cpu_backed_driver
 
 import treadle as wp
-from treadle._src.runtime.cuda_interface import from_cuda_array_interface
+from treadle._src.interop.cuda_interface import from_cuda_array_interface
 
 
 class Foreign:

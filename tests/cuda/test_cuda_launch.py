@@ -19,9 +19,9 @@ import pytest
 from fake_driver import FakeDriver, cpu_backed_driver, cpu_executor
 
 import treadle as wp
-from treadle._src.backends import cuda as cb
-from treadle._src.backends import cuda_launch as cl
-from treadle._src.lang.launch import make_packer
+from treadle._src.backends.args import make_packer
+from treadle._src.backends.cuda import build as cb
+from treadle._src.backends.cuda import launch as cl
 from treadle._src.runtime import cuda_driver as cd
 
 

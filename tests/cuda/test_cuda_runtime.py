@@ -213,7 +213,7 @@ def test_errors_carry_the_driver_name(fake):
 
 
 def test_launch_packs_bounds_and_args(fake):
-    from treadle._src.lang.abi import LaunchBounds
+    from treadle._src.core.abi import LaunchBounds
 
     dev = wp.get_device("cuda:0")
     mod = cd.load_module(dev, b"\x7fELF fake")
@@ -250,7 +250,7 @@ def test_launch_packs_bounds_and_args(fake):
 
 
 def test_device_side_errors_are_reported(fake):
-    from treadle._src.errors import SourceLoc
+    from treadle._src.core.errors import SourceLoc
 
     dev = wp.get_device("cuda:0")
     mod = cd.load_module(dev, b"\x7fELF fake")

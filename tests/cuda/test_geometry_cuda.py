@@ -21,7 +21,7 @@ import pytest
 from fake_driver import FakeDriver, cpu_executor
 
 import treadle as wp
-from treadle._src.backends import cuda as cb
+from treadle._src.backends.cuda import build as cb
 from treadle._src.lang.array import array as array_cls
 from treadle._src.runtime import cuda_driver as cd
 

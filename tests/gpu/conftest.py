@@ -23,7 +23,7 @@ if DRY_RUN:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cuda"))
     from fake_driver import FakeDriver, cpu_executor
 
-    from treadle._src.backends import cuda as _cb
+    from treadle._src.backends.cuda import build as _cb
     from treadle._src.runtime import cuda_driver as _cd
 
     def _stub_compile(items: list, options: object) -> None:

@@ -31,7 +31,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import treadle as wp  # noqa: E402
-from treadle._src.errors import TreadleError  # noqa: E402
+from treadle._src.core.errors import TreadleError  # noqa: E402
 from treadle._src.interop import jax_ffi  # noqa: E402
 from treadle._src.interop.jax_kernel import jax_kernel  # noqa: E402
 

@@ -113,3 +113,45 @@ def test_tape_gradient_lands_in_the_paddle_tensor() -> None:
     tape.backward(out)
     np.testing.assert_allclose(t.grad.numpy(), [2.0, -4.0, 6.0])  # d(sum x^2)/dx, seen by Paddle without a copy
     assert float(out.numpy()[0]) == pytest.approx(14.0)
+
+
+def test_to_paddle_shares_the_gradient_with_the_tape() -> None:
+    x = wp.array(np.array([1.0, 2.0, 3.0], dtype=np.float32), requires_grad=True, device="cpu")
+    t = wp.to_paddle(x)
+    assert t.grad is not None and t.grad.data_ptr() == x.grad.ptr  # one buffer
+    out = wp.zeros(1, dtype=float, requires_grad=True, device="cpu")
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_loss, dim=3, inputs=[x, out], device="cpu")
+    tape.backward(out)
+    np.testing.assert_array_equal(t.grad.numpy(), [2.0, 4.0, 6.0])
+    v = wp.zeros(2, dtype=wp.vec3, requires_grad=True, device="cpu")
+    v.grad.fill_(1.5)
+    tv = wp.to_paddle(v)
+    assert v.grad.dtype is wp.vec3 and v.grad.shape == (2,)  # re-pointed, same type and values
+    np.testing.assert_array_equal(tv.grad.numpy(), np.full((2, 3), 1.5, dtype=np.float32))
+
+
+@wp.kernel
+def _distance(x: wp.array(dtype=float), target: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    d = x[i] - target[i]
+    wp.atomic_add(loss, 0, d * d)
+
+
+def test_paddle_optimizer_converges_on_a_treadle_loss() -> None:
+    x = wp.zeros(4, requires_grad=True, device="cpu")
+    goal = np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)
+    target = wp.array(goal, device="cpu")
+    t = wp.to_paddle(x)
+    opt = paddle.optimizer.Adam(learning_rate=0.1, parameters=[t])
+    for _ in range(300):
+        loss = wp.zeros(1, requires_grad=True, device="cpu")
+        tape = wp.Tape()
+        with tape:
+            wp.launch(_distance, dim=4, inputs=[x, target, loss], device="cpu")
+        tape.backward(loss)
+        opt.step()  # reads t.grad, which the tape wrote, and updates x through the shared memory
+        opt.clear_grad()
+    np.testing.assert_allclose(x.numpy(), goal, atol=1e-4)
+    assert loss.numpy()[0] < 1e-8

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import CodegenIndexError
+from treadle._src.core.errors import CodegenIndexError
 
 
 @wp.kernel

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import CodegenTypeError
+from treadle._src.core.errors import CodegenTypeError
 
 
 @wp.kernel

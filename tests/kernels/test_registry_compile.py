@@ -8,8 +8,9 @@ signatures; the kernels (and their adjoints) are compiled in a few batched trans
 kernel is rebuilt on its own by the pipeline, so the error names the builtin, and the ``#line`` directives point at
 the generated call (one line per signature). What the overloads compute: ``test_registry_numeric.py``.
 
-Not covered here: builtins that take arrays, geometry ids or query objects (``mesh_query_*``, ``bvh_*``,
-``hash_grid_*``, ``lower_bound``, ``sample_cdf``; see ``tests/geometry`` and ``tests/kernels``), and the ones with a
+Not covered here: builtins that take arrays, geometry, volume or texture ids or query objects (``mesh_query_*``,
+``bvh_*``, ``hash_grid_*``, ``volume_*``, ``texture_sample``, ``lower_bound``, ``sample_cdf``; see ``tests/geometry``,
+``tests/volume``, ``tests/texture`` and ``tests/kernels``), and the ones with a
 special lowering (``print``, atomics, ``cast``, ``len``, ``tid``) or compile-time arguments (``identity``).
 """
 
@@ -58,14 +59,14 @@ def _module_source(found: dict[str, list[tuple[Any, ...]]]) -> tuple[str, list[A
 
 
 def test_every_builtin_overload_compiles(tmp_path):
-    from treadle._src.backends.cpu import CompileOptions
-    from treadle._src.compiler.pipeline import compile_batch, prepare, prepare_adjoint
+    from treadle._src.backends.cpu.build import compile_batch, prepare, prepare_adjoint
+    from treadle._src.runtime.native import CompileOptions
 
     t0 = time.perf_counter()
     found = accepted_overloads()
     # A builtin that no sample signature reaches is reported, so the samples grow with the registry.
     reachable_only_with_arrays = {n for n, b in REGISTRY.builtins.items()
-                                  if n.startswith(("mesh_", "bvh_", "hash_grid_"))} | {"lower_bound", "sample_cdf"}
+                                  if n.startswith(("mesh_", "bvh_", "hash_grid_", "volume_", "texture_"))} | {"lower_bound", "sample_cdf"}
     unreached = sorted(n for n, b in REGISTRY.builtins.items()
                        if not n.startswith("_") and b.lowering == "call" and n != "identity"
                        and n not in found and n not in reachable_only_with_arrays)

@@ -42,7 +42,7 @@ from registry_samples import TypeTable, accepted_for, accepted_overloads
 
 import treadle as wp
 from treadle._src.builtins import REGISTRY
-from treadle._src.lang.typesys import TupleT, is_float, scalar_of, type_str
+from treadle._src.types.typesys import TupleT, is_float, scalar_of, type_str
 
 N = 12
 HOST_SAMPLES = 6  # samples compared with the host implementation (the edge cases of the domains come first)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import CodegenTypeError, CodegenValueError
+from treadle._src.core.errors import CodegenTypeError, CodegenValueError
 
 
 @wp.func

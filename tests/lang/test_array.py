@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from treadle._src.lang import abi, scalars
+from treadle._src.core import abi
 from treadle._src.lang import creation as C
 from treadle._src.lang.array import array, array1d, array2d, array3d, array4d, from_ptr, is_array, is_array_annotation
-from treadle._src.lang.matrix import mat22, mat22h, mat33, mat33d, mat44
-from treadle._src.lang.quat import quat, quath, spatial_matrixd, spatial_vector, transform, transformd
-from treadle._src.lang.struct import struct
-from treadle._src.lang.vector import vec2, vec2h, vec3, vec3d, vec3h, vec3i, vec4ub
+from treadle._src.types import scalars
+from treadle._src.types.matrix import mat22, mat22h, mat33, mat33d, mat44
+from treadle._src.types.quat import quat, quath, spatial_matrixd, spatial_vector, transform, transformd
+from treadle._src.types.struct import struct
+from treadle._src.types.vector import vec2, vec2h, vec3, vec3d, vec3h, vec3i, vec4ub
 
 ALL_SCALARS = scalars.scalar_types
 

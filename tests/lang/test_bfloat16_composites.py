@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.lang import scalars
-from treadle._src.lang.vector import decode_half, encode_half
+from treadle._src.types import scalars
+from treadle._src.types.vector import decode_half, encode_half
 
 
 def _bf16_bits(x: float) -> int:

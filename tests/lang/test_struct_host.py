@@ -9,14 +9,14 @@ import typing
 import numpy as np
 import pytest
 
-from treadle._src.lang import abi
-from treadle._src.lang import scalars as S
+from treadle._src.core import abi
 from treadle._src.lang.array import array, array2d
 from treadle._src.lang.creation import full
-from treadle._src.lang.matrix import mat22, mat33d
-from treadle._src.lang.quat import quat, transform
-from treadle._src.lang.struct import Struct, StructInstance, struct
-from treadle._src.lang.vector import vec2h, vec3, vec3d, vec3i
+from treadle._src.types import scalars as S
+from treadle._src.types.matrix import mat22, mat33d
+from treadle._src.types.quat import quat, transform
+from treadle._src.types.struct import Struct, StructInstance, struct
+from treadle._src.types.vector import vec2h, vec3, vec3d, vec3i
 
 
 @struct
@@ -122,8 +122,8 @@ def test_numpy_dtype_matches_ctype() -> None:
 def test_struct_with_from_future_annotations() -> None:
     src = (
         "from __future__ import annotations\n"
-        "from treadle._src.lang.vector import vec3\n"
-        "from treadle._src.lang.struct import struct\n"
+        "from treadle._src.types.vector import vec3\n"
+        "from treadle._src.types.struct import struct\n"
         "@struct\n"
         "class Lazy:\n"
         "    v: vec3\n"

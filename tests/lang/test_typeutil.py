@@ -1,4 +1,4 @@
-"""Type predicates and helpers (``treadle._src.lang.typeutil`` and the public ``treadle.types``)."""
+"""Type predicates and helpers (``treadle._src.types.typeutil`` and the public ``treadle.types``)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import typing
 import numpy as np
 import pytest
 
-from treadle._src.lang import abi
-from treadle._src.lang import scalars as S
-from treadle._src.lang import typeutil as T
-from treadle._src.lang.matrix import mat22, mat33, mat33d, mat44h, matrix
-from treadle._src.lang.quat import quat, quatd, quath, spatial_matrix, spatial_vector, transform, transformd
-from treadle._src.lang.struct import struct
-from treadle._src.lang.vector import vec3, vec3d, vec3h, vec3i, vec4, vector
+from treadle._src.core import abi
+from treadle._src.types import scalars as S
+from treadle._src.types import typeutil as T
+from treadle._src.types.matrix import mat22, mat33, mat33d, mat44h, matrix
+from treadle._src.types.quat import quat, quatd, quath, spatial_matrix, spatial_vector, transform, transformd
+from treadle._src.types.struct import struct
+from treadle._src.types.vector import vec3, vec3d, vec3h, vec3i, vec4, vector
 
 
 @struct
@@ -56,7 +56,7 @@ def test_type_is_predicates() -> None:
 
 
 def test_type_is_array() -> None:
-    from treadle._src.lang.typesys import ArrayT
+    from treadle._src.types.typesys import ArrayT
 
     assert T.type_is_array(_arr(S.float32)) and T.is_array(_arr(vec3, 2))
     assert T.type_is_array(ArrayT(S.float32, 2))
@@ -147,7 +147,7 @@ def test_types_equal() -> None:
 
 
 def test_types_equal_arrays() -> None:
-    from treadle._src.lang.typesys import ArrayT
+    from treadle._src.types.typesys import ArrayT
 
     assert T.types_equal(_arr(float), _arr(S.float32))
     assert not T.types_equal(_arr(float), _arr(S.float32, 2))

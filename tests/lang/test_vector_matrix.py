@@ -10,10 +10,10 @@ import pickle
 import numpy as np
 import pytest
 
-from treadle._src.lang import matrix as M
-from treadle._src.lang import quat as Q
-from treadle._src.lang import scalars as S
-from treadle._src.lang import vector as V
+from treadle._src.types import matrix as M
+from treadle._src.types import quat as Q
+from treadle._src.types import scalars as S
+from treadle._src.types import vector as V
 
 SUFFIXES = {
     "b": S.int8,

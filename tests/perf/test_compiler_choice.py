@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.backends.cpu import get_cpu_backend
+from treadle._src.runtime.native import get_native_compiler
 
 
 @wp.kernel
@@ -43,7 +43,7 @@ def test_loop_kernel_compiler_and_results():
     wp.launch(no_loop, 10, inputs=[x, y])
     np.testing.assert_array_equal(y.numpy(), 2.0 * np.arange(10))
 
-    backend = get_cpu_backend()
+    backend = get_native_compiler()
     loop_cxx = backend.loop_compiler()
     if loop_cxx is None:
         pytest.skip("no separate loop compiler here (compiler configured, or clang++ is not the default)")
@@ -53,7 +53,7 @@ def test_loop_kernel_compiler_and_results():
 
 
 def test_loop_compiler_failure_falls_back_to_the_default(monkeypatch):
-    backend = get_cpu_backend()
+    backend = get_native_compiler()
     if backend.loop_compiler() is None:
         pytest.skip("no separate loop compiler here")
     monkeypatch.setattr(backend, "_loop_cxx", "false")  # a "compiler" that always fails
@@ -74,8 +74,8 @@ def test_loop_compiler_failure_falls_back_to_the_default(monkeypatch):
 
 
 def test_backward_pass_falls_back_to_the_forward_compiler(monkeypatch):
-    # backward passes go to the loop compiler too (pipeline.adjoint_options); when it fails, the forward's compiler
-    backend = get_cpu_backend()
+    # backward passes go to the loop compiler too (backends/cpu/build.py: adjoint_options); when it fails, the forward's compiler
+    backend = get_native_compiler()
     if backend.loop_compiler() is None:
         pytest.skip("no separate loop compiler here")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import LaunchError
+from treadle._src.core.errors import LaunchError
 
 
 @wp.struct

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.errors import LaunchError
+from treadle._src.core.errors import LaunchError
 from treadle._src.runtime import fastlaunch, threadpool
 
 N = 64

@@ -205,7 +205,7 @@ def test_whole_launch_entry_runs_in_parallel_too():
     """The exported ``<sym>_cpu_forward(bounds, args, nthreads)`` (used by the JAX FFI) goes through the pool."""
     import ctypes
 
-    from treadle._src.lang.launch import _bounds
+    from treadle._src.backends.args import cached_bounds as _bounds
 
     out = wp.zeros(N, dtype=int)
     wp.launch(write_tid, N, inputs=[out])  # loads the kernel

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import treadle as wp
-from treadle._src.compiler.pipeline import load_library
+from treadle._src.backends.cpu.build import load_library
 
 
 @wp.kernel

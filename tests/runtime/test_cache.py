@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
     import treadle as wp
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_native_compiler
 
     SCALE = {scale}
 
@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent("""
     a = wp.ones(1000, dtype=float)
     wp.launch(scale, dim=1000, inputs=[a])
     ok = np.allclose(a.numpy(), SCALE + np.arange(1000))
-    print("compiles", get_cpu_backend().compile_count, "ok", ok)
+    print("compiles", get_native_compiler().compile_count, "ok", ok)
 """)
 
 
@@ -122,7 +122,7 @@ def test_more_damaged_entries_are_rebuilt(tmp_path, damage):
 REBUILD = textwrap.dedent("""
     import numpy as np
     import treadle as wp
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_native_compiler
 
     wp.config.optimization_level = {opt}
     MODE = {mode}
@@ -143,7 +143,7 @@ REBUILD = textwrap.dedent("""
     a = wp.ones(16, dtype=float)
     wp.launch(k, dim=16, inputs=[a])
     want = {factor} + {const} if MODE == 1 else {factor} - {const}
-    print("compiles", get_cpu_backend().compile_count, "ok", bool(np.allclose(a.numpy(), want)))
+    print("compiles", get_native_compiler().compile_count, "ok", bool(np.allclose(a.numpy(), want)))
 """)
 
 BASE = {"opt": "None", "mode": 1, "const": 0.5, "factor": 3.0}

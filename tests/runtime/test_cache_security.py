@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.backends.cpu import get_cpu_backend
 from treadle._src.runtime.cache import KernelCache, get_cache
+from treadle._src.runtime.native import get_native_compiler
 
 posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
 
@@ -29,7 +29,7 @@ def _make_kernel():
 
 def _compiles_for_one_launch(cache_dir: Path) -> int:
     """Launch a fresh copy of the kernel with ``cache_dir`` as the cache; check the result; return compilations."""
-    be = get_cpu_backend()
+    be = get_native_compiler()
     with wp.config.override(kernel_cache_dir=str(cache_dir)):
         before = be.compile_count
         a = wp.array(np.arange(8, dtype=np.float32))

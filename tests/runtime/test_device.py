@@ -76,7 +76,7 @@ def test_cuda_queries_without_cuda():
     assert D.get_cuda_devices() == []
     assert D.get_cuda_device_count() == 0
     # as in the reference, NVRTC (when installed) answers these without a driver
-    from treadle._src.backends.cuda import nvrtc_available
+    from treadle._src.backends.cuda.build import nvrtc_available
 
     if nvrtc_available():
         assert {80, 90} <= set(D.get_cuda_supported_archs())

@@ -19,12 +19,12 @@ SCRIPT = """
 import json, os, sys
 import numpy as np
 import treadle as wp
-from treadle._src.backends.cpu import get_cpu_backend
+from treadle._src.runtime.native import get_native_compiler
 from treadle._src.runtime import fastlaunch, threadpool
 
 wp.init()
 at_init = {"runtime": threadpool._HOLDER.runtime is not None, "extension": fastlaunch.module() is not None,
-           "compiles": get_cpu_backend().compile_count,
+           "compiles": get_native_compiler().compile_count,
            "rt_dir": sorted(os.listdir(os.environ["RT_DIR"])) if os.path.isdir(os.environ["RT_DIR"]) else []}
 
 @wp.kernel
@@ -36,7 +36,7 @@ a = wp.ones(64, dtype=float)
 wp.launch(twice, dim=64, inputs=[a])
 ok = bool(np.array_equal(a.numpy(), 2.0 + np.arange(64, dtype=np.float32)))
 print(json.dumps({"at_init": at_init, "ok": ok, "native": fastlaunch.module() is not None,
-                  "compiles": get_cpu_backend().compile_count}))
+                  "compiles": get_native_compiler().compile_count}))
 """
 
 

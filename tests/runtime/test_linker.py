@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from treadle._src.backends import cpu
-from treadle._src.errors import CompileError
+from treadle._src.core.errors import CompileError
+from treadle._src.runtime import native as cpu
 
 SOURCE = 'extern "C" __attribute__((visibility("default"))) int answer() { return 42; }\n'
 FLAGS = ["-O1", "-fPIC", "-shared"]
@@ -21,7 +21,7 @@ def fresh_linker(monkeypatch):
 
 
 def _build(tmp_path, source: str = SOURCE) -> cpu.CompileJob:
-    backend = cpu.get_cpu_backend()
+    backend = cpu.get_native_compiler()
     out = tmp_path / "lib.so"
     job = backend.start(source, out, FLAGS)
     job.wait()

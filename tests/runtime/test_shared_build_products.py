@@ -7,7 +7,7 @@ import os
 import pytest
 
 import treadle as wp
-from treadle._src.backends import cpu
+from treadle._src.runtime import native as cpu
 from treadle._src.runtime import threadpool
 from treadle._src.runtime.cache import unsafe_reason
 

@@ -16,11 +16,13 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.backends.cpu import load_native_library, symbol_address
-from treadle._src.lang import kernel as kernel_mod
-from treadle._src.lang.typesys import ArrayT
+from treadle._src.backends.cpu import warm
+from treadle._src.compiler import fingerprint
+from treadle._src.compiler import instance as kernel_mod
 from treadle._src.runtime import fastlaunch
+from treadle._src.runtime.native import load_native_library, symbol_address
 from treadle._src.runtime.warm_index import sources_signature
+from treadle._src.types.typesys import ArrayT
 
 
 def _tree(root: Path) -> None:
@@ -155,23 +157,22 @@ def _fp_b(x: wp.array(dtype=float), s: float):
 
 
 def test_fingerprints_in_a_batch_are_the_fingerprints_outside(monkeypatch: pytest.MonkeyPatch) -> None:
-    from treadle._src.runtime import warm_index
 
     a, b = _fp_a.get_instance(None), _fp_b.get_instance(None)
-    alone = [warm_index.fingerprint(a), warm_index.fingerprint(b)]
+    alone = [warm.warm_key(a), warm.warm_key(b)]
     assert None not in alone and alone[0] != alone[1]
-    with warm_index.batch():
-        assert [warm_index.fingerprint(a), warm_index.fingerprint(b)] == alone
-        with warm_index.batch():  # nested: the outer batch's shared part
-            assert warm_index.fingerprint(b) == alone[1]
+    with fingerprint.batch():
+        assert [warm.warm_key(a), warm.warm_key(b)] == alone
+        with fingerprint.batch():  # nested: the outer batch's shared part
+            assert warm.warm_key(b) == alone[1]
         # other compile options inside one batch: their own shared part
         b.options = b.options.with_cxx("g++")
-        other = warm_index.fingerprint(b)
+        other = warm.warm_key(b)
         assert other != alone[1]
     b.options = b.options.with_cxx(None)
     # a setting changed between two batches is seen by the next one
     monkeypatch.setattr(wp.config, "max_unroll", wp.config.max_unroll + 1)
-    with warm_index.batch():
-        assert warm_index.fingerprint(a) not in alone
-    assert getattr(warm_index._batch, "memo", None) is None  # outside: no memo left
-    assert warm_index.fingerprint(b) not in (alone[1], other)
+    with fingerprint.batch():
+        assert warm.warm_key(a) not in alone
+    assert getattr(fingerprint._batch, "memo", None) is None  # outside: no memo left
+    assert warm.warm_key(b) not in (alone[1], other)

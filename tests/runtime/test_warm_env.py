@@ -23,9 +23,10 @@ import pytest
 from fresh_module import import_fresh
 
 import treadle as wp
-from treadle._src.backends import cpu, toolchain
-from treadle._src.compiler import pipeline
-from treadle._src.runtime import warm_env, warm_index
+from treadle._src.backends.cpu import build as cpu_build
+from treadle._src.backends.cpu import warm
+from treadle._src.runtime import native as cpu
+from treadle._src.runtime import toolchain, warm_env, warm_index
 
 KERNEL = """
 import treadle as wp
@@ -65,10 +66,10 @@ def _module(root: Path, name: str, c: float = 1.0):  # noqa: ANN202 - a module o
 
 
 def _facts() -> dict[str, object]:
-    tc = cpu.get_cpu_backend().toolchain()
-    return {"header_hash": pipeline.header_hash(), "toolchain": (tc.path, tc.version, tc.identity),
-            "cpu_fp": toolchain.cpu_fingerprint(), "loop": cpu.get_cpu_backend().loop_compiler(),
-            "loop_sig": cpu.get_cpu_backend().loop_compiler_signature()}
+    tc = cpu.get_native_compiler().toolchain()
+    return {"header_hash": cpu.header_hash(), "toolchain": (tc.path, tc.version, tc.identity),
+            "cpu_fp": toolchain.cpu_fingerprint(), "loop": cpu.get_native_compiler().loop_compiler(),
+            "loop_sig": cpu.get_native_compiler().loop_compiler_signature()}
 
 
 def _memos(cache: Path) -> list[Path]:
@@ -100,14 +101,14 @@ def test_primed_facts_equal_derived_facts(isolated):
     fresh = isolated
     mod = _module(fresh, "warm_env_same")
     inst = mod.twice.get_instance(None)
-    fp = warm_index.fingerprint(inst)  # no memo yet: derived the normal way, then remembered
+    fp = warm.warm_key(inst)  # no memo yet: derived the normal way, then remembered
     assert fp is not None
     derived = _facts()
     memos = _memos(fresh / "cache")
     assert len(memos) == 1
     assert stat.S_IMODE(memos[0].stat().st_mode) == 0o600
     warm_env.forget()
-    assert warm_index.fingerprint(inst) == fp  # primed from the memo
+    assert warm.warm_key(inst) == fp  # primed from the memo
     assert _facts() == derived
 
 
@@ -115,21 +116,21 @@ def test_a_touched_header_changes_the_stamp_not_the_fingerprint(isolated):
     fresh, native = isolated, isolated / "native"
     inst = _module(fresh, "warm_env_hdr").twice.get_instance(None)
     stamp = warm_env.compute_stamp()
-    fp = warm_index.fingerprint(inst)
-    digest = pipeline.header_hash()
+    fp = warm.warm_key(inst)
+    digest = cpu.header_hash()
     header = native / "scalar.h"
     st = header.stat()
     os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000_000))
     warm_env.forget()
     assert warm_env.compute_stamp() != stamp
-    assert warm_index.fingerprint(inst) == fp  # same bytes: the same binary, still a warm hit
+    assert warm.warm_key(inst) == fp  # same bytes: the same binary, still a warm hit
     assert len(_memos(fresh / "cache")) == 2
     with open(header, "a") as f:
         f.write("\n// edited\n")
     warm_env.forget()
-    edited = warm_index.fingerprint(inst)
+    edited = warm.warm_key(inst)
     assert edited is not None and edited != fp  # other bytes: a miss, rebuilt through the normal path
-    assert pipeline.header_hash() != digest
+    assert cpu.header_hash() != digest
 
 
 def _fake_compiler(d: Path, name: str, version: str, log: Path, real: str) -> Path:
@@ -147,45 +148,45 @@ def _fake_compiler(d: Path, name: str, version: str, log: Path, real: str) -> Pa
 def test_a_swapped_or_shadowing_compiler_misses(isolated, monkeypatch):
     fresh = isolated
     inst = _module(fresh, "warm_env_cxx").twice.get_instance(None)
-    fp = warm_index.fingerprint(inst)
+    fp = warm.warm_key(inst)
     log = fresh / "versions.log"
     bindir = fresh / "bin"
-    real = cpu.get_cpu_backend().toolchain().path
+    real = cpu.get_native_compiler().toolchain().path
     fake = _fake_compiler(bindir, "clang++", "Fake clang version 99.0", log, real)
     monkeypatch.setenv("PATH", os.pathsep.join([str(bindir), os.environ.get("PATH", "")]))
     warm_env.forget()
-    shadowed = warm_index.fingerprint(inst)
+    shadowed = warm.warm_key(inst)
     assert shadowed not in (None, fp)  # another compiler earlier in $PATH: another binary
     assert log.read_text().count("99.0") == 1
     warm_env.forget()
-    assert warm_index.fingerprint(inst) == shadowed  # primed: the compiler is not asked again
+    assert warm.warm_key(inst) == shadowed  # primed: the compiler is not asked again
     assert log.read_text().count("99.0") == 1
     _fake_compiler(bindir, "clang++", "Fake clang version 100.0", log, real)  # an upgrade in place
     warm_env.forget()
-    upgraded = warm_index.fingerprint(inst)
+    upgraded = warm.warm_key(inst)
     assert upgraded not in (None, fp, shadowed)
     fake.unlink()
     warm_env.forget()
-    assert warm_index.fingerprint(inst) == fp  # the original compiler again: its entries are found again
+    assert warm.warm_key(inst) == fp  # the original compiler again: its entries are found again
 
 
 def test_a_shadowing_loop_compiler_misses(isolated, monkeypatch):
     fresh = isolated
-    if cpu.get_cpu_backend().loop_compiler() is None:
+    if cpu.get_native_compiler().loop_compiler() is None:
         pytest.skip("no separate compiler for kernels with loops here")
     inst = _module(fresh, "warm_env_loop").twice.get_instance(None)
-    fp = warm_index.fingerprint(inst)
+    fp = warm.warm_key(inst)
     bindir = fresh / "bin"
     _fake_compiler(bindir, "g++", "g++ (Fake) 99.0", fresh / "log", "/usr/bin/false")
     monkeypatch.setenv("PATH", os.pathsep.join([str(bindir), os.environ.get("PATH", "")]))
     warm_env.forget()
-    assert warm_index.fingerprint(inst) not in (None, fp)
+    assert warm.warm_key(inst) not in (None, fp)
 
 
 def test_untrusted_or_unfitting_memos_are_ignored(isolated):
     fresh = isolated
     inst = _module(fresh, "warm_env_bad").twice.get_instance(None)
-    fp = warm_index.fingerprint(inst)
+    fp = warm.warm_key(inst)
     derived = _facts()
     (memo,) = _memos(fresh / "cache")
     good = json.loads(memo.read_text())
@@ -195,7 +196,7 @@ def test_untrusted_or_unfitting_memos_are_ignored(isolated):
         memo.chmod(mode)
         warm_env.forget()
         warm_env.prime()
-        return pipeline._header_hash is not None  # the normal path derives it only when first asked
+        return cpu._header_hash is not None  # the normal path derives it only when first asked
 
     assert primed_with(good)
     lie = dict(good, header_hash="0" * 64)
@@ -208,7 +209,7 @@ def test_untrusted_or_unfitting_memos_are_ignored(isolated):
     assert not primed_with(dict(lie, cpu_fp=17))
     memo.unlink()
     warm_env.forget()
-    assert warm_index.fingerprint(inst) == fp
+    assert warm.warm_key(inst) == fp
     assert _facts() == derived
 
 
@@ -240,7 +241,7 @@ def test_warm_libraries_load_at_first_launch(fresh):
     wp.load_module(mod)
     inst = mod.twice.get_instance(None)
     assert inst.warm is not None and inst.loaded and inst._entry is None  # found, verified, not loaded yet
-    assert str(inst.built.lib_path) not in pipeline._libs
+    assert str(inst.built.lib_path) not in cpu_build._libs
     a = wp.array(np.arange(6, dtype=np.float32), dtype=float)
     wp.launch(mod.twice, 6, inputs=[a])
     np.testing.assert_allclose(a.numpy(), np.arange(6) * 2.0 + 1.5)

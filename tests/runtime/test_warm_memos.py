@@ -1,4 +1,4 @@
-"""Per-process memos of the warm-start fingerprint (runtime/warm_index.py) never hide a change.
+"""Per-process memos of the warm-start fingerprint (compiler/fingerprint.py) never hide a change.
 
 The code-generation settings of ``wp.config`` are compared by identity between fingerprints (lists by content), and
 values described by identity alone (types, Treadle's functions, enum members) are described once per process. These
@@ -16,7 +16,8 @@ import pytest
 from fresh_module import import_fresh
 
 import treadle as wp
-from treadle._src.runtime import warm_index
+from treadle._src.backends.cpu import warm
+from treadle._src.compiler import fingerprint
 
 SOURCE = """
 import enum
@@ -56,21 +57,21 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_config_state_sees_every_kind_of_change(monkeypatch):
     monkeypatch.setattr(wp.config, "cpu_compiler_flags", list(wp.config.cpu_compiler_flags))
-    base = warm_index._config_state()
-    assert warm_index._config_state() == base
+    base = fingerprint._config_state()
+    assert fingerprint._config_state() == base
     wp.config.cpu_compiler_flags.append("-DTREADLE_MEMO_TEST=1")  # a list changed in place: same object
-    changed = warm_index._config_state()
+    changed = fingerprint._config_state()
     assert changed != base and "TREADLE_MEMO_TEST" in changed
     wp.config.cpu_compiler_flags.pop()
-    assert warm_index._config_state() == base
+    assert fingerprint._config_state() == base
     monkeypatch.setattr(wp.config, "max_unroll", wp.config.max_unroll + 1)
-    assert warm_index._config_state() != base
+    assert fingerprint._config_state() != base
     monkeypatch.setattr(wp.config, "max_unroll", int(str(wp.config.max_unroll - 1)))  # equal value, other object
-    assert warm_index._config_state() == base
+    assert fingerprint._config_state() == base
     monkeypatch.setattr(wp.config, "treadle_memo_test_setting", 3, raising=False)  # a new setting
-    assert warm_index._config_state() != base
+    assert fingerprint._config_state() != base
     monkeypatch.delattr(wp.config, "treadle_memo_test_setting")
-    assert warm_index._config_state() == base
+    assert fingerprint._config_state() == base
 
 
 class Mode(enum.IntEnum):
@@ -83,16 +84,16 @@ def test_each_object_keeps_its_own_remembered_description(monkeypatch):
             math.sqrt, abs, Mode]
 
     def describe(o: object) -> list[str]:
-        f = warm_index._Fingerprinter()
+        f = fingerprint._Fingerprinter()
         f.value(o, {"A", "B"}, 0)
         return f.parts
 
     fresh = []
     for o in objs:
-        monkeypatch.setattr(warm_index, "_STABLE", {})
+        monkeypatch.setattr(fingerprint, "_STABLE", {})
         fresh.append(describe(o))
     assert len({repr(p) for p in fresh}) == len(objs)
-    monkeypatch.setattr(warm_index, "_STABLE", {})
+    monkeypatch.setattr(fingerprint, "_STABLE", {})
     for _ in range(2):  # remembering, then all remembered
         assert [describe(o) for o in objs] == fresh
 
@@ -100,17 +101,17 @@ def test_each_object_keeps_its_own_remembered_description(monkeypatch):
 def test_remembered_descriptions_give_the_fresh_fingerprint(cache, monkeypatch):
     mod = _load(cache, "warm_memo_a", "A")
     inst = mod.k.get_instance(None)
-    monkeypatch.setattr(warm_index, "_STABLE", {})
-    fresh = warm_index.fingerprint(inst)
-    assert fresh is not None and warm_index._STABLE  # vec3, float32, the builtins and the enum member remembered
-    assert any(isinstance(v, enum.Enum) for v, _ in warm_index._STABLE.values())
-    assert warm_index.fingerprint(inst) == fresh  # described from the memo
+    monkeypatch.setattr(fingerprint, "_STABLE", {})
+    fresh = warm.warm_key(inst)
+    assert fresh is not None and fingerprint._STABLE  # vec3, float32, the builtins and the enum member remembered
+    assert any(isinstance(v, enum.Enum) for v, _ in fingerprint._STABLE.values())
+    assert warm.warm_key(inst) == fresh  # described from the memo
     other = _load(cache, "warm_memo_a", "B")  # another enum member: another kernel
-    assert warm_index.fingerprint(other.k.get_instance(None)) not in (None, fresh)
+    assert warm.warm_key(other.k.get_instance(None)) not in (None, fresh)
     again = _load(cache, "warm_memo_a", "A")
-    assert warm_index.fingerprint(again.k.get_instance(None)) == fresh
-    monkeypatch.setattr(warm_index, "_STABLE", {})
-    assert warm_index.fingerprint(again.k.get_instance(None)) == fresh
+    assert warm.warm_key(again.k.get_instance(None)) == fresh
+    monkeypatch.setattr(fingerprint, "_STABLE", {})
+    assert warm.warm_key(again.k.get_instance(None)) == fresh
 
 
 def test_results_follow_the_enum_member_across_warm_loads(cache):

@@ -17,7 +17,8 @@ import pytest
 from fresh_module import import_fresh
 
 import treadle as wp
-from treadle._src.backends import cpu
+from treadle._src.backends.cpu import warm
+from treadle._src.runtime import native as cpu
 from treadle._src.runtime import threadpool, warm_env, warm_index
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
@@ -55,7 +56,7 @@ def _start(root: Path) -> None:
     """What a fresh process does before its first launch: fingerprint a kernel (takes the stamp, reads the memo)."""
     warm_env.forget()
     mod = import_fresh(root, "warm_products_kernel", KERNEL)
-    assert warm_index.fingerprint(mod.bump.get_instance(None)) is not None
+    assert warm.warm_key(mod.bump.get_instance(None)) is not None
 
 
 def _product(native: Path, builds: list[str], flags: str = "-O2") -> Path:
@@ -127,7 +128,7 @@ def test_another_compiler_does_not_take_the_remembered_product(isolated, monkeyp
     bindir = root / "bin"
     bindir.mkdir()
     fake = bindir / "clang++"
-    real = cpu.get_cpu_backend().toolchain().path
+    real = cpu.get_native_compiler().toolchain().path
     fake.write_text(f'#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Fake clang 99.0"; exit 0; fi\nexec "{real}" "$@"\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", os.pathsep.join([str(bindir), os.environ.get("PATH", "")]))

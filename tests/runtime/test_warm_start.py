@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import treadle as wp
+from treadle._src.backends.cpu import warm
 from treadle._src.lang.kernel import modules
 from treadle._src.runtime import warm_index
 
@@ -159,23 +160,23 @@ def test_options_and_config_change_the_fingerprint(project):
     project.run()
     mod = project.fresh()
     inst = mod.apply.get_instance(None)
-    fp = warm_index.fingerprint(inst)
+    fp = warm.warm_key(inst)
     assert fp is not None
     with wp.config.override(max_unroll=3):
-        assert warm_index.fingerprint(inst) != fp
+        assert warm.warm_key(inst) != fp
     with wp.config.override(line_directives=False):
-        assert warm_index.fingerprint(inst) != fp
+        assert warm.warm_key(inst) != fp
     mod.apply.module.options["max_unroll"] = 2
     try:
-        assert warm_index.fingerprint(inst) != fp
+        assert warm.warm_key(inst) != fp
     finally:
         del mod.apply.module.options["max_unroll"]
-    assert warm_index.fingerprint(inst) == fp
+    assert warm.warm_key(inst) == fp
     with wp.config.override(cpu_compiler_flags=["-DTREADLE_WARM_TEST=1"]):
         # compile options are taken when an instance is made
-        assert warm_index.fingerprint(project.fresh().apply.get_instance(None)) != fp
+        assert warm.warm_key(project.fresh().apply.get_instance(None)) != fp
     with wp.config.override(mode="debug"):
-        assert warm_index.fingerprint(project.fresh().apply.get_instance(None)) is None  # checked mode: never
+        assert warm.warm_key(project.fresh().apply.get_instance(None)) is None  # checked mode: never
 
 
 def test_unknown_globals_take_the_normal_path(tmp_path):
@@ -198,7 +199,7 @@ def test_unknown_globals_take_the_normal_path(tmp_path):
     sys.path.insert(0, str(tmp_path))
     try:
         mod = importlib.import_module("warm_opaque_mod")
-        assert warm_index.fingerprint(mod.k.get_instance(None)) is None
+        assert warm.warm_key(mod.k.get_instance(None)) is None
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("warm_opaque_mod", None)
@@ -208,7 +209,7 @@ def test_unknown_globals_take_the_normal_path(tmp_path):
 def test_stale_library_is_not_loaded(project):
     project.run()
     mod = project.fresh()
-    fp = warm_index.fingerprint(mod.apply.get_instance(None))
+    fp = warm.warm_key(mod.apply.get_instance(None))
     entry = warm_index.lookup(fp)
     assert entry is not None
     lib = entry["lib_path"]
@@ -225,7 +226,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     import treadle as wp
-    from treadle._src.backends.cpu import get_cpu_backend
+    from treadle._src.runtime.native import get_native_compiler
 
     K = {k}
 
@@ -237,7 +238,7 @@ SCRIPT = textwrap.dedent("""
     a = wp.ones(100, dtype=float)
     wp.launch(scale, dim=100, inputs=[a])
     inst = scale.get_instance(None)
-    print(json.dumps({{"compiles": get_cpu_backend().compile_count, "warm": inst.warm is not None,
+    print(json.dumps({{"compiles": get_native_compiler().compile_count, "warm": inst.warm is not None,
                       "lowered": inst._ir is not None, "frontend": "treadle._src.compiler.frontend" in sys.modules,
                       "ok": bool(np.allclose(a.numpy(), K + np.arange(100)))}}))
 """)
@@ -270,7 +271,7 @@ def test_untrusted_or_tampered_entries_are_ignored(project):
 
     project.run()
     mod = project.fresh()
-    fp = warm_index.fingerprint(mod.apply.get_instance(None))
+    fp = warm.warm_key(mod.apply.get_instance(None))
     assert warm_index.lookup(fp) is not None
     path = Path(wp.config.kernel_cache_dir) / "warm" / f"w_{fp[:40]}.json"
     if hasattr(os, "getuid"):

@@ -8,19 +8,20 @@ collision shell is moved to its surface and loses its inward normal velocity and
 Sanity check: no particle ends up inside the sphere (max penetration ~ 0) and the structural springs stay close to
 their rest length (max strain a few percent).
 
-Run: ``python -m treadle.examples.cloth [--out DIR] [--frames N] [--res N] [--seconds S]``
+Run: ``python -m treadle.examples.cloth [--out DIR] [--frames N] [--res N] [--seconds S] [--usd PATH] [--png builtin|opengl]``
+(``--usd`` writes the animation as a USD stage through ``warp.render.UsdRenderer``; ``--png opengl`` draws the PNG
+frames with ``warp.render.OpenGLRenderer``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
 
 import treadle as wp
-from treadle.examples import _image
+from treadle.examples import _frames, _image
 
 SPHERE_R = 0.5
 THICKNESS = 0.015
@@ -85,7 +86,7 @@ def structural_strain(x: np.ndarray, spacing: float) -> float:
 
 
 def run(out: str = "out/cloth", frames: int = 6, res: int = 40, seconds: float = 1.6, size: int = 256,
-        quiet: bool = False) -> dict[str, float]:
+        quiet: bool = False, usd: str | None = None, png: str = "builtin") -> dict[str, float]:
     wp.init()
     width = 1.8
     spacing = width / (res - 1)
@@ -106,8 +107,8 @@ def run(out: str = "out/cloth", frames: int = 6, res: int = 40, seconds: float =
     cloth_colors = np.where(checker[:, None] == 0, [0.85, 0.25, 0.2], [0.95, 0.85, 0.75])
     sphere_pts, sphere_tris = _image.sphere_mesh((0.0, 0.0, 0.0), SPHERE_R, 20)
     ground_colors = np.tile([0.6, 0.65, 0.7], (len(sphere_tris), 1))
-    os.makedirs(out, exist_ok=True)
     view = _image.View(_image.camera(25.0, 25.0), (0.0, 0.0, 0.0), 2.6, size, size)
+    writer = _frames.Frames(out, view, usd, png, fps=max(frames, 1) / seconds)
     cur, steps, sim_s = 0, 0, 0.0
     max_pen = 0.0
     for f in range(frames + 1):
@@ -121,10 +122,17 @@ def run(out: str = "out/cloth", frames: int = 6, res: int = 40, seconds: float =
             sim_s += time.perf_counter() - t0
         pos = x[cur].numpy().astype(np.float64)
         max_pen = max(max_pen, float(np.max(SPHERE_R - np.linalg.norm(pos, axis=-1))))
-        pts = np.concatenate([pos.reshape(-1, 3), sphere_pts])
-        all_tris = np.concatenate([tris, sphere_tris + res * res])
-        img, _ = _image.raycast_mesh(view, pts, all_tris, np.concatenate([cloth_colors, ground_colors]))
-        _image.write_png(os.path.join(out, f"frame_{f:03d}.png"), img)
+        def scene(r, pos=pos):
+            r.render_sphere("sphere", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), SPHERE_R, color=(0.6, 0.65, 0.7))
+            r.render_mesh("cloth", pos.reshape(-1, 3), tris, colors=(0.85, 0.25, 0.2))
+
+        def picture(pos=pos):
+            pts = np.concatenate([pos.reshape(-1, 3), sphere_pts])
+            all_tris = np.concatenate([tris, sphere_tris + res * res])
+            return _image.raycast_mesh(view, pts, all_tris, np.concatenate([cloth_colors, ground_colors]))[0]
+
+        writer.frame(f, scene, picture)
+    writer.close()
     pos = x[cur].numpy().astype(np.float64)
     strain = structural_strain(pos, spacing)
     penetration = max(max_pen, 0.0)
@@ -149,8 +157,9 @@ def main() -> None:
     p.add_argument("--res", type=int, default=40)
     p.add_argument("--seconds", type=float, default=1.6)
     p.add_argument("--size", type=int, default=256)
+    _frames.add_arguments(p)
     a = p.parse_args()
-    r = run(a.out, a.frames, a.res, a.seconds, a.size)
+    r = run(a.out, a.frames, a.res, a.seconds, a.size, usd=a.usd, png=a.png)
     raise SystemExit(0 if r["ok"] else 1)
 
 

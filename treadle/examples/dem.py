@@ -8,19 +8,20 @@ Sanity check: the pile settles (kinetic energy near zero at the end, total mecha
 contacts only dissipate), no particle leaves the box, and the largest overlap between two particles stays a small
 fraction of the radius.
 
-Run: ``python -m treadle.examples.dem [--out DIR] [--frames N] [--count N] [--seconds S]``
+Run: ``python -m treadle.examples.dem [--out DIR] [--frames N] [--count N] [--seconds S] [--usd PATH]
+[--png builtin|opengl]`` (``--usd`` writes the animation as a USD stage through ``warp.render.UsdRenderer``;
+``--png opengl`` draws the PNG frames with ``warp.render.OpenGLRenderer``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
 
 import treadle as wp
-from treadle.examples import _image
+from treadle.examples import _frames, _image
 
 RADIUS = 0.035
 BOX = 1.0  # half-width of the box in x and z; the floor is y = 0
@@ -103,7 +104,7 @@ def max_overlap(x: np.ndarray) -> float:
 
 
 def run(out: str = "out/dem", frames: int = 6, count: int = 2500, seconds: float = 1.5, size: int = 256,
-        quiet: bool = False) -> dict[str, float]:
+        quiet: bool = False, usd: str | None = None, png: str = "builtin") -> dict[str, float]:
     wp.init()
     rng = np.random.default_rng(3)
     x0 = initial_block(count, rng).astype(np.float32)
@@ -123,7 +124,7 @@ def run(out: str = "out/dem", frames: int = 6, count: int = 2500, seconds: float
                        0.85 - 0.5 * (x0[:, 1] - x0[:, 1].min()) / np.ptp(x0[:, 1])], axis=1)
     view = _image.View(_image.camera(30.0, 25.0), (0.0, 0.7, 0.0), 2.9, size, size)
     box_pts = np.array([[-BOX, 0, -BOX], [BOX, 0, -BOX], [BOX, 0, BOX], [-BOX, 0, BOX]], np.float64)
-    os.makedirs(out, exist_ok=True)
+    writer = _frames.Frames(out, view, usd, png, fps=max(frames, 1) / seconds)
     cur, steps, sim_s = 0, 0, 0.0
     for f in range(frames + 1):
         if f > 0:
@@ -135,9 +136,18 @@ def run(out: str = "out/dem", frames: int = 6, count: int = 2500, seconds: float
                 cur = 1 - cur
                 steps += 1
             sim_s += time.perf_counter() - t0
-        floor, _ = _image.raycast_mesh(view, box_pts, np.array([[0, 2, 1], [0, 3, 2]]), (0.75, 0.78, 0.8))
-        img = _image.splat_spheres(view, x[cur].numpy(), RADIUS, colors, floor)
-        _image.write_png(os.path.join(out, f"frame_{f:03d}.png"), img)
+        pts = x[cur]
+
+        def scene(r, pts=pts):
+            r.render_box("floor", (0.0, -0.01, 0.0), (0.0, 0.0, 0.0, 1.0), (BOX, 0.01, BOX), color=(0.75, 0.78, 0.8))
+            r.render_points("particles", pts, RADIUS, colors=colors)
+
+        def picture(pts=pts):
+            floor, _ = _image.raycast_mesh(view, box_pts, np.array([[0, 2, 1], [0, 3, 2]]), (0.75, 0.78, 0.8))
+            return _image.splat_spheres(view, pts.numpy(), RADIUS, colors, floor)
+
+        writer.frame(f, scene, picture)
+    writer.close()
     xs, vs = x[cur].numpy(), v[cur].numpy()
     ke, e1 = energy(xs, vs, mass)
     overlap = max_overlap(xs) / RADIUS
@@ -161,8 +171,9 @@ def main() -> None:
     p.add_argument("--count", type=int, default=2500)
     p.add_argument("--seconds", type=float, default=1.5)
     p.add_argument("--size", type=int, default=256)
+    _frames.add_arguments(p)
     a = p.parse_args()
-    r = run(a.out, a.frames, a.count, a.seconds, a.size)
+    r = run(a.out, a.frames, a.count, a.seconds, a.size, usd=a.usd, png=a.png)
     raise SystemExit(0 if r["ok"] else 1)
 
 

@@ -7,7 +7,9 @@ Sanity check: the surface is closed and consistently oriented (every edge is sha
 each direction), and its area and enclosed volume match the analytic torus (4 pi^2 R r and 2 pi^2 R r^2) within the
 discretisation error.
 
-Run: ``python -m treadle.examples.marching_cubes [--out DIR] [--frames N] [--res N]``
+Run: ``python -m treadle.examples.marching_cubes [--out DIR] [--frames N] [--res N] [--usd PATH] [--png builtin|opengl]``
+(``--usd`` writes the turntable as a USD stage through ``warp.render.UsdRenderer``; ``--png opengl`` draws the PNG
+frames with ``warp.render.OpenGLRenderer``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 import numpy as np
 
 import treadle as wp
-from treadle.examples import _image
+from treadle.examples import _frames, _image
 
 MAJOR, MINOR = 0.6, 0.25
 
@@ -50,7 +52,7 @@ def area_volume(verts: np.ndarray, tris: np.ndarray) -> tuple[float, float]:
 
 
 def run(out: str = "out/marching_cubes", frames: int = 4, res: int = 96, size: int = 256,
-        quiet: bool = False) -> dict[str, float]:
+        quiet: bool = False, usd: str | None = None, png: str = "builtin") -> dict[str, float]:
     wp.init()
     lo, hi = -1.0, 1.0
     spacing = (hi - lo) / (res - 1)
@@ -73,10 +75,18 @@ def run(out: str = "out/marching_cubes", frames: int = 4, res: int = 96, size: i
     area, volume = area_volume(verts, tris)
     area_ref, volume_ref = 4.0 * np.pi**2 * MAJOR * MINOR, 2.0 * np.pi**2 * MAJOR * MINOR**2
     area_err, volume_err = abs(area - area_ref) / area_ref, abs(abs(volume) - volume_ref) / volume_ref
+    writer = _frames.Frames(out, _image.View(_image.camera(0.0, 30.0), (0.0, 0.0, 0.0), 2.2, size, size), usd, png,
+                            fps=2.0)
     for f in range(frames):
-        view = _image.View(_image.camera(360.0 * f / max(frames, 1), 30.0), (0.0, 0.0, 0.0), 2.2, size, size)
-        img, _ = _image.raycast_mesh(view, verts, tris, (0.35, 0.65, 0.85))
-        _image.write_png(os.path.join(out, f"frame_{f:03d}.png"), img)
+        yaw = 360.0 * f / max(frames, 1)
+        view = _image.View(_image.camera(yaw, 30.0), (0.0, 0.0, 0.0), 2.2, size, size)
+        # the renderers keep the camera and turn the torus the other way: the same turntable
+        half = -0.5 * np.radians(yaw)
+        turn = (0.0, float(np.sin(half)), 0.0, float(np.cos(half)))
+        writer.frame(f, lambda r, turn=turn: r.render_mesh("torus", verts, tris, colors=(0.35, 0.65, 0.85),
+                                                                 rot=turn),
+                     lambda view=view: _image.raycast_mesh(view, verts, tris, (0.35, 0.65, 0.85))[0])
+    writer.close()
     tol = 0.5 * spacing / MINOR  # well above the second-order discretisation error, well below a real defect
     ok = closed and oriented and area_err < tol and volume_err < tol
     summary = {"vertices": float(len(verts)), "triangles": float(len(tris)), "closed": float(closed),
@@ -98,8 +108,9 @@ def main() -> None:
     p.add_argument("--frames", type=int, default=4)
     p.add_argument("--res", type=int, default=96)
     p.add_argument("--size", type=int, default=256)
+    _frames.add_arguments(p)
     a = p.parse_args()
-    r = run(a.out, a.frames, a.res, a.size)
+    r = run(a.out, a.frames, a.res, a.size, usd=a.usd, png=a.png)
     raise SystemExit(0 if r["ok"] else 1)
 
 

@@ -8,19 +8,20 @@ particles onto the incompressibility constraint rho_i / rho0 = 1 (compression on
 Sanity check: the fluid stays nearly incompressible -- the mean density error |rho / rho0 - 1| over the particles
 with a full neighbourhood is below 3% -- no particle leaves the box, and the mechanical energy decreases.
 
-Run: ``python -m treadle.examples.sph [--out DIR] [--frames N] [--spacing DX] [--seconds S]``
+Run: ``python -m treadle.examples.sph [--out DIR] [--frames N] [--spacing DX] [--seconds S] [--usd PATH] [--png builtin|opengl]``
+(``--usd`` writes the animation as a USD stage through ``warp.render.UsdRenderer``; ``--png opengl`` draws the PNG
+frames with ``warp.render.OpenGLRenderer``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
 
 import treadle as wp
-from treadle.examples import _image
+from treadle.examples import _frames, _image
 
 BOX = (1.2, 0.9, 0.5)  # the box spans [0, BOX[k]] on each axis
 REST_DENSITY = 1000.0
@@ -125,7 +126,7 @@ def dam(dx: float, rng: np.random.Generator) -> np.ndarray:
 
 
 def run(out: str = "out/sph", frames: int = 6, spacing: float = 0.04, seconds: float = 1.2, size: int = 256,
-        iterations: int = 4, quiet: bool = False) -> dict[str, float]:
+        iterations: int = 4, quiet: bool = False, usd: str | None = None, png: str = "builtin") -> dict[str, float]:
     wp.init()
     rng = np.random.default_rng(5)
     x0 = dam(spacing, rng).astype(np.float32)
@@ -151,7 +152,7 @@ def run(out: str = "out/sph", frames: int = 6, spacing: float = 0.04, seconds: f
     scene_pts = np.concatenate([floor_pts, back_pts])
     scene_tris = np.array([[0, 2, 1], [0, 3, 2], [4, 5, 6], [4, 6, 7]])
     scene_colors = np.array([[0.75, 0.78, 0.8]] * 2 + [[0.85, 0.86, 0.88]] * 2)
-    os.makedirs(out, exist_ok=True)
+    writer = _frames.Frames(out, view, usd, png, fps=max(frames, 1) / seconds)
     steps, sim_s = 0, 0.0
     errors = []
     for f in range(frames + 1):
@@ -177,9 +178,16 @@ def run(out: str = "out/sph", frames: int = 6, spacing: float = 0.04, seconds: f
         speed = np.linalg.norm(v.numpy(), axis=1)
         t = np.clip(speed / 3.0, 0.0, 1.0)[:, None]
         colors = (1.0 - t) * np.array([0.1, 0.35, 0.85]) + t * np.array([0.8, 0.95, 1.0])
-        floor, _ = _image.raycast_mesh(view, scene_pts, scene_tris, scene_colors)
-        img = _image.splat_spheres(view, x.numpy(), 0.6 * spacing, colors, floor)
-        _image.write_png(os.path.join(out, f"frame_{f:03d}.png"), img)
+        def scene(r, colors=colors):
+            r.render_mesh("walls", scene_pts, scene_tris, colors=(0.8, 0.82, 0.84))
+            r.render_points("water", x, 0.6 * spacing, colors=colors)
+
+        def picture(colors=colors):
+            floor, _ = _image.raycast_mesh(view, scene_pts, scene_tris, scene_colors)
+            return _image.splat_spheres(view, x.numpy(), 0.6 * spacing, colors, floor)
+
+        writer.frame(f, scene, picture)
+    writer.close()
     xs, vs = x.numpy().astype(np.float64), v.numpy().astype(np.float64)
     e1 = GRAVITY * mass * float(np.sum(xs[:, 1])) + 0.5 * mass * float(np.sum(vs * vs))
     inside = bool(np.all(xs >= 0.0) and np.all(xs <= np.array(BOX)))
@@ -203,8 +211,9 @@ def main() -> None:
     p.add_argument("--spacing", type=float, default=0.04)
     p.add_argument("--seconds", type=float, default=1.2)
     p.add_argument("--size", type=int, default=256)
+    _frames.add_arguments(p)
     a = p.parse_args()
-    r = run(a.out, a.frames, a.spacing, a.seconds, a.size)
+    r = run(a.out, a.frames, a.spacing, a.seconds, a.size, usd=a.usd, png=a.png)
     raise SystemExit(0 if r["ok"] else 1)
 
 

@@ -3,7 +3,7 @@
 // Element (i, j, ...) of an indexed array is element (idx0[i], idx1[j], ...) of the underlying array, where a null
 // table means the identity on that dimension. Every operation generated code applies to arrays (address, load,
 // store, their adjoints, views, len, shape, the launch helpers) has an overload here, so kernels and the emitter
-// treat both kinds the same way. Layout mirrors lang/abi.py IndexedArrayDesc.
+// treat both kinds the same way. Layout mirrors core/abi.py IndexedArrayDesc.
 #pragma once
 #include "array.h"
 

@@ -18,3 +18,5 @@
 #include "geometry.h"
 #include "bvh.h"
 #include "mesh.h"
+#include "volume.h"
+#include "texture.h"

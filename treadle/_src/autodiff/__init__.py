@@ -1,0 +1,1 @@
+"""Automatic differentiation on top of the launch front: ``Tape``, gradient checks and Jacobians."""

@@ -250,7 +250,7 @@ class _Problem:
 
     def call_function(self) -> list[Any]:
         """Run the Python function (without recording onto any active tape); returns its outputs as a list."""
-        from .state import suspend_tapes
+        from ..runtime.recording import suspend_tapes
         from .tape import Tape
 
         with suspend_tapes(), Tape(check_overwrites=False):  # a throwaway tape: keeps these launches off a user's
@@ -336,7 +336,7 @@ def _jacobian_ad(p: _Problem, max_outputs_per_var: int) -> dict[tuple[int, int],
 
 def _jacobian_ad_function(p: _Problem, by_output: dict[int, list[int]],
                           max_outputs_per_var: int) -> dict[tuple[int, int], np.ndarray]:
-    from .state import suspend_tapes
+    from ..runtime.recording import suspend_tapes
     from .tape import Tape, _Recorded
 
     result: dict[tuple[int, int], np.ndarray] = {}

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ... import config
-from ..errors import TreadleError
-from .state import pop_tape, push_tape
+from ..core.errors import TreadleError
+from ..runtime.recording import pop_tape, push_tape
 
 
 class OverwriteError(TreadleError):
@@ -134,7 +134,7 @@ class Tape:
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
-        from .state import active_tape
+        from ..runtime.recording import active_tape
 
         if active_tape() is not None:
             raise RuntimeError("tapes cannot be nested: a wp.Tape is already recording on this thread")
@@ -292,7 +292,7 @@ class Tape:
                 else:
                     arr.grad.assign(g)
         pending = [r for r in self.launches if isinstance(r, _Recorded)]
-        from ..lang.kernel import load_backward
+        from ..backends.cpu.kernels import load_backward
 
         load_backward([r.inst for r in pending if r.inst is not None])  # compile all backward passes in one batch
         for rec in reversed(self.launches):

@@ -1,0 +1,1 @@
+"""Backends build, load and launch kernel instances: ``cpu/``, ``cuda/``, ``interpret/``; shared argument packing."""

@@ -10,9 +10,11 @@ from . import quat as quat
 from . import random as random
 from . import scalar_math as scalar_math
 from . import spatial as spatial
+from . import texture as texture
 from . import transform as transform
 from . import utility as utility
 from . import vector_math as vector_math
+from . import volume as volume
 from .exports import exported_builtins as exported_builtins
 from .registry import REGISTRY as REGISTRY
 from .registry import Builtin as Builtin

@@ -24,8 +24,8 @@ def _param_names(b: Builtin) -> list[str]:
 
 def _with_dtype(value: Any, dtype: Any) -> Any:
     """``value`` converted to the same kind of value with scalar type ``dtype`` (``dtype=`` of constructors)."""
-    from ..lang import matrix, quat, scalars, vector
-    from ..lang.typesys import normalize_annotation
+    from ..types import matrix, quat, scalars, vector
+    from ..types.typesys import normalize_annotation
 
     dt = normalize_annotation(dtype)
     kind = getattr(type(value), "_wp_generic_type_str_", None)

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..geometry import types as gt
-from ..lang import scalars
-from ..lang.typesys import ArrayT, is_int, is_struct, type_str
-from ..lang.vector import vec3d, vec3f, vec3h
+from ..types import scalars
+from ..types.typesys import ArrayT, is_int, is_struct, type_str
+from ..types.vector import vec3d, vec3f, vec3h
+from . import geometry_types as gt
 from .registry import NoMatch, builtin, need
 
 GROUP = "Geometry"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lang.typesys import is_float, is_matrix, scalar_of, type_str
+from ..types.typesys import is_float, is_matrix, scalar_of, type_str
 from .quat import f64, forms, host_value
 from .registry import arity, builtin, need
 from .vector_math import np_linalg_host

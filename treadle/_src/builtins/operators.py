@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
-from ..lang.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
+from ..types import scalars
+from ..types.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
 from .registry import NoMatch, arity, builtin, need, same
 
 GROUP = "Operators"
@@ -41,17 +41,17 @@ def _mul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     if is_matrix(a) and scalar_of(a) == scalar_of(b):
         rows, cols = a._shape_
         if getattr(b, "_wp_generic_type_str_", None) == "vec_t" and b._length_ == cols:
-            from ..lang.vector import vector
+            from ..types.vector import vector
 
             return vector(rows, scalar_of(a))
         if is_matrix(b) and b._shape_[0] == cols:
-            from ..lang.matrix import matrix
+            from ..types.matrix import matrix
 
             return matrix((rows, b._shape_[1]), scalar_of(a))
     if is_matrix(b) and getattr(a, "_wp_generic_type_str_", None) == "vec_t" and scalar_of(a) == scalar_of(b):
         rows, cols = b._shape_
         if a._length_ == rows:
-            from ..lang.vector import vector
+            from ..types.vector import vector
 
             return vector(cols, scalar_of(b))
     if a == b and getattr(a, "_wp_generic_type_str_", None) in ("quat_t", "transform_t"):

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
-from ..lang.typesys import TupleT, generic_kind, is_float, is_int, normalize_annotation, scalar_of, type_str
+from ..types import scalars
+from ..types.typesys import TupleT, generic_kind, is_float, is_int, normalize_annotation, scalar_of, type_str
 from .registry import NOT_CONST, NoMatch, builtin, need
 
 GROUP = "Quaternion Math"
@@ -26,9 +26,9 @@ GROUP = "Quaternion Math"
 
 def make_type(kind: str, st: Any) -> Any:
     """The type of a signature kind for scalar type ``st``."""
-    from ..lang.matrix import matrix
-    from ..lang.quat import quaternion, transformation
-    from ..lang.vector import vector
+    from ..types.matrix import matrix
+    from ..types.quat import quaternion, transformation
+    from ..types.vector import vector
 
     if isinstance(kind, tuple):
         return TupleT(tuple(make_type(k, st) for k in kind))

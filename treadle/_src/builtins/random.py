@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
-from ..lang.typesys import ArrayT, is_vector, scalar_of, type_str
+from ..types import scalars
+from ..types.typesys import ArrayT, is_vector, scalar_of, type_str
 from .registry import arity, builtin, need
 
 GROUP = "Random"
@@ -31,7 +31,7 @@ _M32 = 0xFFFFFFFF
 
 
 def _vec(n: int) -> Any:
-    from ..lang.vector import vector
+    from ..types.vector import vector
 
     return vector(n, scalars.float32)
 

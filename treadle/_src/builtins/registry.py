@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lang.typesys import is_composite, scalar_of, type_str
+from ..types.typesys import is_composite, scalar_of, type_str
 
 
 class NoMatch(Exception):
@@ -94,7 +94,7 @@ class Builtin:
             raise RuntimeError(
                 f"'{self.name}' can only be called inside a @kernel or @func, not from Python scope"
             )
-        from ..lang.hostvals import from_numpy_result, host_type_of, to_numpy
+        from ..types.hostvals import from_numpy_result, host_type_of, to_numpy
 
         types = [host_type_of(a) for a in args]
         try:
@@ -207,7 +207,7 @@ def np_scalar(t: Any) -> Any:
 
 def composite_or_scalar(t: Any) -> bool:
     """True for numeric scalars and composites."""
-    from ..lang.typesys import is_float, is_int
+    from ..types.typesys import is_float, is_int
 
     return is_float(t) or is_int(t) or is_composite(t)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
-from ..lang.typesys import is_composite, is_float, is_int, is_vector, scalar_of, type_str
+from ..types import scalars
+from ..types.typesys import is_composite, is_float, is_int, is_vector, scalar_of, type_str
 from .registry import arity, builtin, need, same
 
 GROUP = "Scalar Math"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
+from ..types import scalars
 from .quat import f64, forms, make_type, scalar_template
 from .registry import builtin
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
+from ..types import scalars
 from .quat import dtype_rule, f64, forms, make_type, np_qconj, np_qmul, np_rotate, scalar_template
 from .registry import builtin
 
@@ -20,7 +20,7 @@ GROUP = "Transformations"
 
 def transform_expand(t: Sequence[float]) -> Any:
     """Expand a flat 7-element sequence ``(px, py, pz, qx, qy, qz, qw)`` into a :class:`treadle.transformf`."""
-    from ..lang.quat import transformf
+    from ..types.quat import transformf
 
     values = [float(x) for x in np.asarray(t, dtype=np.float64).reshape(-1)]
     if len(values) != 7:

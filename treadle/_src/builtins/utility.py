@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
-from ..lang.typesys import ArrayT, is_composite, is_float, is_int, is_struct, scalar_of, type_str
+from ..types import scalars
+from ..types.typesys import ArrayT, is_composite, is_float, is_int, is_struct, scalar_of, type_str
 from .registry import arity, builtin, need, same
 
 
@@ -158,7 +158,7 @@ builtin("_array_ptr", group="Utility", rule=_array_ptr_rule, cpp="array_ptr", ke
 
 
 def _array_from_ptr_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
-    from ..lang.typesys import normalize_annotation
+    from ..types.typesys import normalize_annotation
 
     need(2 <= len(types) <= 5, "wp.array(ptr=..., shape=...) takes 1 to 4 extents")
     need(is_int(types[0]), "ptr must be an integer address (a uint64, e.g. arr.ptr)")
@@ -216,7 +216,7 @@ builtin("lower_bound", group="Utility", rule=_lower_bound_rule, kernel_only=True
 
 
 def _cast_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
-    from ..lang.typesys import normalize_annotation, type_size
+    from ..types.typesys import normalize_annotation, type_size
 
     arity(types, 2)
     target = normalize_annotation(consts[1])

@@ -7,21 +7,21 @@ from typing import Any
 
 import numpy as np
 
-from ..lang import scalars
-from ..lang.typesys import is_float, is_matrix, is_vector, scalar_of, type_str
+from ..types import scalars
+from ..types.typesys import is_float, is_matrix, is_vector, scalar_of, type_str
 from .registry import NOT_CONST, NoMatch, arity, builtin, need, same
 
 GROUP = "Vector Math"
 
 
 def _vec(n: int, t: Any) -> Any:
-    from ..lang.vector import vector
+    from ..types.vector import vector
 
     return vector(n, t)
 
 
 def _mat(r: int, c: int, t: Any) -> Any:
-    from ..lang.matrix import matrix
+    from ..types.matrix import matrix
 
     return matrix((r, c), t)
 
@@ -144,7 +144,7 @@ def _identity(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     n, dtype = consts
     if n is NOT_CONST or not isinstance(n, int):
         raise NoMatch("identity(n, dtype) needs a compile-time constant size n")
-    from ..lang.typesys import normalize_annotation
+    from ..types.typesys import normalize_annotation
 
     dtype = normalize_annotation(dtype)
     need(scalars.is_scalar_type(dtype), "identity(n, dtype) needs a scalar dtype")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..lang.typesys import is_float, scalar_of
+from ..types.typesys import is_float, scalar_of
 from . import ir
 
 
@@ -98,7 +98,7 @@ def _calls_atomics(f: ir.FuncIR, seen: set[int]) -> bool:
 
 def combinable_targets(f: ir.FuncIR) -> list[str] | None:
     """Names of the array parameters whose float atomic adds may be combined per thread, or ``None``."""
-    from ..lang.typesys import ArrayT, is_struct
+    from ..types.typesys import ArrayT, is_struct
 
     if any(is_struct(p.type) for p in f.params):
         return None  # arrays inside structs could alias a target

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang import scalars
-from ..lang.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
+from ..types import scalars
+from ..types.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
 from .access import _METADATA_ONLY
 from .checkpoints import checkpoint_sets
@@ -295,7 +295,7 @@ def _warn_dropped(s: ir.Call, active: set[int] | None) -> None:
     _warned.add(key)
     import warnings
 
-    from ..errors import DroppedGradientWarning
+    from ..core.errors import DroppedGradientWarning
 
     where = f"{key[0]}:{key[1]}: " if loc is not None else ""
     warnings.warn(f"{where}'{name}' has no adjoint: gradients do not flow back through it (the backward pass takes "

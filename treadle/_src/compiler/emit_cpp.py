@@ -12,8 +12,8 @@ import math
 from typing import Any
 
 from ... import config
-from ..lang import scalars
-from ..lang.typesys import (
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     OpaqueType,
     TupleT,
@@ -411,7 +411,7 @@ class Emitter:
         A failure is reported with the array's name, the element's indices and, for structs, the field (see
         ``treadle::verify_fp``).
         """
-        from ..errors import StoreSite
+        from ..core.errors import StoreSite
 
         if s.loc is None or len(s.indices) > 4 or not isinstance(s.array.type, ArrayT):
             return

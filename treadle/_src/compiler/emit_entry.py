@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang.typesys import ArrayT
+from ..types.typesys import ArrayT
 from . import ir
 
 BODY_PARAMS = ("const treadle::launch_bounds_t& bounds, treadle::int64 _flat, treadle::int32 _t0, treadle::int32 _t1, "

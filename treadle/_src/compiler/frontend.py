@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..builtins import REGISTRY
-from ..errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
-from ..lang import scalars
-from ..lang.typesys import (
+from ..core.errors import CodegenError, CodegenTypeError, SourceLoc, UnsupportedConstructError
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     StaticArgT,
     TupleT,
@@ -31,6 +31,7 @@ from ..lang.typesys import (
     type_str,
 )
 from . import ir
+from .functions import resolve_call
 from .lower_call import CallMixin, _TidRequest
 from .lower_expr import ConstConversionError, PyObj, TupleVal, convert_const
 from .source import FuncSource
@@ -94,6 +95,11 @@ class LowerContext:
 
 class Lowerer(CallMixin):
     """Lowers one function body for one set of parameter types."""
+
+    def resolve_function_call(self, fn: Any, raw: list[Any], kwargs: dict[str, Any],
+                              node: ast.AST) -> tuple[Any, list[Any]]:
+        """The instance of ``@func`` ``fn`` that a call with these operands selects, and the ordered operands."""
+        return resolve_call(fn, raw, kwargs, self, node)
 
     def __init__(self, src: FuncSource, param_types: list[Any], is_kernel: bool, ctx: LowerContext,
                  return_type: Any = None, infer_return: bool = False, adjoint_of: list[str] | None = None,
@@ -515,7 +521,7 @@ class Lowerer(CallMixin):
                 raise self.err(f"a value of type {type_str(t)} has no components to assign", target,
                                cls=CodegenTypeError)
             if is_vector_like(t) and isinstance(target.slice, ast.Slice):  # v[a:b:c] = w (constant slice)
-                from ..lang.vector import vector
+                from ..types.vector import vector
 
                 pos = self.slice_positions(self.slice_spec(target.slice), t._length_, target)
                 return lv.then(("slice", pos), vector(len(pos), scalar_of(t)))

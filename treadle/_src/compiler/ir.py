@@ -3,7 +3,7 @@
 A function body is a :class:`Block` of statements. Expressions are lowered to SSA :class:`Value` s produced by
 instructions; Python variables live in mutable :class:`Local` slots. Control flow stays structured (``If``,
 ``ForRange``, ``While``) so that the emitter can write readable C++ and the autodiff pass can build the reverse
-sweep per region. Every statement carries the :class:`~treadle._src.errors.SourceLoc` of the Python code it came
+sweep per region. Every statement carries the :class:`~treadle._src.core.errors.SourceLoc` of the Python code it came
 from.
 
 Only the emitter turns this into text; :func:`format_block` prints it for ``TREADLE_DUMP=ir`` and for tests.
@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import SourceLoc
-from ..lang.typesys import type_str
+from ..core.errors import SourceLoc
+from ..types.typesys import type_str
 
 
 class Value:

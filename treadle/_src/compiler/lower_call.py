@@ -10,9 +10,9 @@ import numpy as np
 
 from ..builtins import REGISTRY
 from ..builtins.registry import NOT_CONST, Builtin, NoMatch
-from ..errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
-from ..lang import scalars
-from ..lang.typesys import (
+from ..core.errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     TupleT,
     is_callable_object,
@@ -46,6 +46,11 @@ class CallMixin(ExprMixin):
     locals: dict[str, Any]
     assigned: set[str]
     const_bindings: dict[str, Any]
+
+    def resolve_function_call(self, fn: Any, raw: list[Any], kwargs: dict[str, Any],
+                              node: ast.AST) -> tuple[Any, list[Any]]:
+        """The ``@func`` instance a call selects and its ordered operands (the frontend's ``Lowerer`` resolves it)."""
+        raise NotImplementedError
 
     def expr_Call(self, node: ast.Call) -> Any:
         if any(isinstance(a, ast.Starred) for a in node.args):
@@ -105,7 +110,7 @@ class CallMixin(ExprMixin):
 
     def call_grad(self, target: Any, node: ast.Call) -> Any:
         """``wp.grad(f)(x, y)``: gradients of the scalar result of ``f`` w.r.t. each argument (forward-only)."""
-        from ..lang.typesys import is_float
+        from ..types.typesys import is_float
 
         vals = [self._tid_value(self.expr(a)) for a in node.args]
         # functions passed to a function parameter stay compile-time arguments (wp.grad(apply)(f, x))
@@ -120,7 +125,7 @@ class CallMixin(ExprMixin):
                 ov = b.resolve([a.type for a in raw])
             ret, tgt, args = ov.ret, ov, raw
         elif getattr(target, "_treadle_function_", False):
-            inst, args = target.resolve_call(raw, {}, self, node)
+            inst, args = self.resolve_function_call(target, raw, {}, node)
             self.ctx.add_dependency(inst)
             if inst not in self.ctx.grad_targets:
                 self.ctx.grad_targets.append(inst)
@@ -573,9 +578,9 @@ class CallMixin(ExprMixin):
 
     def with_dtype(self, t: Any, dtype: Any, node: ast.AST) -> Any:
         """The composite type of the same kind and shape as ``t`` with scalar type ``dtype`` (a type operand)."""
-        from ..lang import matrix as matrix_mod
-        from ..lang import quat as quat_mod
-        from ..lang import vector as vector_mod
+        from ..types import matrix as matrix_mod
+        from ..types import quat as quat_mod
+        from ..types import vector as vector_mod
 
         if not isinstance(dtype, PyObj):
             raise self.err("dtype= must be a type such as wp.float64", node, cls=CodegenTypeError)
@@ -669,17 +674,17 @@ class CallMixin(ExprMixin):
                 n = len(args)
             if dtype is None:
                 dtype = scalar_of(args[0].type) if args else scalars.float32
-            from ..lang.vector import vector
+            from ..types.vector import vector
 
             return self.construct_composite(vector(n, dtype), args, node)
         if kind in ("quaternion", "transformation"):  # wp.types.quaternion(x, y, z, w) / (v, w) / (q, dtype=...)
-            from ..lang import quat as quat_mod
+            from ..types import quat as quat_mod
 
             if dtype is None:
                 dtype = scalar_of(args[0].type) if args else scalars.float32
             return self.construct_composite(getattr(quat_mod, kind)(dtype), args, node)
         shape = kw.pop("shape", None)
-        from ..lang.matrix import matrix
+        from ..types.matrix import matrix
 
         if isinstance(shape, TupleVal):
             dims = tuple(x.value for x in shape.items)
@@ -702,7 +707,7 @@ class CallMixin(ExprMixin):
 
     def call_user_values(self, fn: Any, raw: list[Any], node: ast.AST, kwargs: dict[str, Any] | None = None) -> Any:
         """Call a ``@func`` with already lowered operands (also used for operators on structs)."""
-        inst, ordered = fn.resolve_call(raw, kwargs or {}, self, node)
+        inst, ordered = self.resolve_function_call(fn, raw, kwargs or {}, node)
         targets = self.ref_targets(inst, node) if inst.ref_positions else []
         loc = self.src.loc(node)
         ret = inst.return_type
@@ -838,7 +843,5 @@ def _hashable(obj: Any) -> bool:
 
 
 def _is_array_class(obj: Any) -> bool:
-    """``wp.array`` (or ``wp.array1d`` ... ``wp.array4d``) called in kernel code."""
-    from ..lang.array import array
-
-    return isinstance(obj, type) and issubclass(obj, array)
+    """``wp.array`` (or ``wp.array1d`` ... ``wp.array4d``) called in kernel code: a class with the array protocol."""
+    return isinstance(obj, type) and getattr(obj, "_treadle_array_", False) is True

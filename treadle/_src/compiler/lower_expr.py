@@ -14,7 +14,7 @@ import numpy as np
 from ..builtins import REGISTRY
 from ..builtins.operators import BINOP_NAMES, CMPOP_NAMES, UNARYOP_NAMES
 from ..builtins.registry import Builtin, NoMatch
-from ..errors import (
+from ..core.errors import (
     CodegenAttributeError,
     CodegenError,
     CodegenIndexError,
@@ -22,8 +22,8 @@ from ..errors import (
     CodegenTypeError,
     UnsupportedConstructError,
 )
-from ..lang import scalars
-from ..lang.typesys import (
+from ..types import scalars
+from ..types.typesys import (
     ArrayT,
     TupleT,
     is_composite,
@@ -110,6 +110,16 @@ def const_type(value: Any) -> tuple[Any, bool]:
     if is_composite(type(value)):
         return type(value), False
     return None, False
+
+
+#: The namespace whose builtins and types kernel code may name without an import: the public package, which
+#: registers itself (the compiler sits below it, so it never imports it).
+_BARE_NAMES: list[Any] = [None]
+
+
+def register_bare_names(namespace: Any) -> None:
+    """Let kernels name ``namespace``'s builtins and types unqualified (``vec3``, ``expect_eq``), as the reference does."""
+    _BARE_NAMES[0] = namespace
 
 
 class ConstConversionError(ValueError):
@@ -237,9 +247,8 @@ class ExprMixin:
         if obj is MISSING:
             # As in the reference, bare builtin and type names (`expect_eq`, `vec3`) resolve without an import (not
             # other module attributes: a misspelt `e` must not become Euler's number).
-            import treadle
-
-            obj = getattr(treadle, name, MISSING) if not name.startswith("_") else MISSING
+            ns = _BARE_NAMES[0]
+            obj = getattr(ns, name, MISSING) if ns is not None and not name.startswith("_") else MISSING
             if obj is not MISSING and name not in REGISTRY.builtins and not isinstance(obj, type):
                 obj = MISSING
         if obj is MISSING:
@@ -543,8 +552,8 @@ class ExprMixin:
         matrix (``m[a:b]`` takes all columns), a slice and an index a vector. An empty selection gives the 0x0
         matrix (the reference's convention).
         """
-        from ..lang.matrix import matrix
-        from ..lang.vector import vector
+        from ..types.matrix import matrix
+        from ..types.vector import vector
 
         if len(idx) == 1:
             idx = [idx[0], ir.SliceSpec(None, None, None)]
@@ -596,7 +605,7 @@ class ExprMixin:
 
     def gather_components(self, val: Any, positions: list[int], node: ast.AST) -> Any:
         """``v[a:b:c]``: a new vector of the selected components (same scalar type)."""
-        from ..lang.vector import vector
+        from ..types.vector import vector
 
         loc = self.src.loc(node)
         st = scalar_of(val.type)

@@ -15,8 +15,8 @@ import copy
 import dataclasses
 from typing import Any
 
-from ..lang import scalars
-from ..lang.typesys import ArrayT
+from ..types import scalars
+from ..types.typesys import ArrayT
 from . import ir
 from .determinism import combinable_targets
 

@@ -17,7 +17,7 @@ import tokenize
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import CodegenError, SourceLoc
+from ..core.errors import CodegenError, SourceLoc
 
 
 class _Missing:

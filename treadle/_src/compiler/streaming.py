@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang.typesys import ArrayT
+from ..types.typesys import ArrayT
 from . import ir
 
 

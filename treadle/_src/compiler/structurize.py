@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..lang import scalars
+from ..types import scalars
 from . import ir
 
 

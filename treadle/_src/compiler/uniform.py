@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang.typesys import ArrayT, is_int
+from ..types.typesys import ArrayT, is_int
 from . import ir
 
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}

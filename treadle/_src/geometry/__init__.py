@@ -1,0 +1,1 @@
+"""Spatial data structures built with Treadle kernels: ``HashGrid``, ``Bvh``, ``Mesh``, ``MarchingCubes``."""

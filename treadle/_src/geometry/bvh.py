@@ -16,13 +16,13 @@ import numpy as np
 
 from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import copy, empty, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
-from ..lang.vector import vec3f
 from ..runtime.device import get_device
+from ..types import scalars
+from ..types.vector import vec3f
 from .descriptor import DescriptorMirror
 from .host_build import host_builds, upload
 from .lbvh import LbvhState

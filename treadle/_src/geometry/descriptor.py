@@ -20,12 +20,12 @@ import ctypes
 from typing import Any
 
 from ..builtins.exports import exported_builtins
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
-from ..lang.vector import vector
+from ..types import scalars
+from ..types.vector import vector
 
 tid = exported_builtins()["tid"]
 

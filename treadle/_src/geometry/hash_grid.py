@@ -27,14 +27,14 @@ import numpy as np
 
 from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import copy, empty, zeros
 from ..lang.kernel import func, kernel
 from ..lang.launch import launch
-from ..lang.vector import vec3d, vec3f, vec3h, vec3i
 from ..runtime.device import get_device
 from ..runtime.graph import capturing, capturing_saveable
+from ..types import scalars
+from ..types.vector import vec3d, vec3f, vec3h, vec3i
 from .descriptor import DescriptorMirror
 from .host_build import HostSort, host_builds
 

@@ -17,18 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from ... import config
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import copy, empty
 from ..lang.launch import launch
 from ..runtime.device import get_device
+from ..types import scalars
 
 
 def host_builds(device: Any) -> bool:
     """Whether a serial build for ``device`` should run on the host now."""
     if not getattr(device, "is_cuda", False) or not getattr(config, "geometry_host_builds", True):
         return False
-    from ..backends.cuda_launch import _capturing
+    from ..backends.cuda.launch import _capturing
 
     return not _capturing(device, None)
 

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..builtins import REGISTRY
 from ..builtins.exports import exported_builtins
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import full, zeros
 from ..lang.kernel import func, kernel
 from ..lang.launch import launch
+from ..types import scalars
 from .host_build import HostSort, host_builds
 
 if TYPE_CHECKING:

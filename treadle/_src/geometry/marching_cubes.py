@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from ..builtins.exports import exported_builtins
-from ..lang import scalars
 from ..lang.array import array
 from ..lang.creation import empty, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
-from ..lang.vector import vec3f
 from ..runtime.device import get_device
+from ..types import scalars
+from ..types.vector import vec3f
 
 tid = exported_builtins()["tid"]
 

@@ -16,17 +16,19 @@ from typing import Any
 import numpy as np
 
 from ..builtins import REGISTRY
-from ..lang import abi, scalars
+from ..builtins.geometry_types import MeshView
+from ..core import abi
 from ..lang.array import array
 from ..lang.creation import copy, zeros
 from ..lang.kernel import kernel
 from ..lang.launch import launch
-from ..lang.vector import vec3f
 from ..runtime.device import get_device
+from ..types import scalars
+from ..types.typesys import ArrayT
+from ..types.vector import vec3f
 from .bvh import LBVH, BvhBuffers, BvhDesc, as_groups, parse_constructor, parse_leaf_size
 from .descriptor import DescriptorMirror
 from .host_build import host_builds, upload
-from .types import MeshView
 
 _mesh_build = REGISTRY.builtins["_mesh_build"]
 _mesh_refit = REGISTRY.builtins["_mesh_refit"]
@@ -96,7 +98,8 @@ class Mesh:
     After changing the points in place (or assigning :attr:`points`), call :meth:`refit`.
     """
 
-    vars = MeshView.vars
+    #: the fields of ``mesh_get(id)`` in kernels, arrays as array annotations
+    vars = {n: array(dtype=t.dtype, ndim=t.ndim) if isinstance(t, ArrayT) else t for n, t in MeshView.vars.items()}
 
     def __init__(self, points: array, indices: array, velocities: array | None = None,
                  support_winding_number: bool = False, bvh_constructor: Any = None, bvh_leaf_size: int | None = None,

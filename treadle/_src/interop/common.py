@@ -7,13 +7,10 @@ vector/matrix element types (``dtype=wp.vec3`` on an ``(N, 3)`` tensor gives an 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from ..errors import LaunchError, TreadleError
+from ..core.errors import TreadleError
 from ..lang import array as _arr
-from ..lang.abi import ArrayDesc
-from ..lang.typesys import contains_any
 
 
 class InteropError(TreadleError, TypeError, RuntimeError, BufferError):
@@ -31,7 +28,7 @@ def scalar_size(t: Any) -> int:
 
 
 def _integer_family() -> dict[Any, int]:
-    from ..lang import scalars as s
+    from ..types import scalars as s
 
     return {s.bool: 1, s.int8: 1, s.uint8: 1, s.int16: 2, s.uint16: 2, s.int32: 4, s.uint32: 4, s.int64: 8,
             s.uint64: 8}
@@ -139,18 +136,13 @@ def external_stream(device: Any, handle: int) -> Any:
     """A Treadle stream object wrapping the foreign CUDA stream ``handle`` on ``device``.
 
     Raises:
-        InteropError: ``device`` is not a CUDA device, or this build has no CUDA stream support yet.
+        InteropError: ``device`` is not a CUDA device.
     """
     if not getattr(device, "is_cuda", False):
         raise InteropError(f"Device {device} is not a CUDA device: streams exist only on CUDA devices")
-    try:  # the stream runtime lives with the CUDA backend; it may be absent from this build
-        mod = importlib.import_module("treadle._src.runtime.cuda_stream")
-    except ImportError:
-        mod = None
-    stream_cls = getattr(mod, "Stream", None)
-    if stream_cls is None:
-        raise InteropError("CUDA streams are not available in this build of Treadle")
-    return stream_cls(device, cuda_stream=handle)
+    from ..runtime.cuda_stream import Stream
+
+    return Stream(device, cuda_stream=handle)
 
 
 def stream_handle(stream: Any) -> int:
@@ -172,109 +164,10 @@ def require_scalar_map(table: dict[Any, Any], key: Any, what: str, lib: str) -> 
     raise InteropError(f"Cannot convert {what} {shown} to a {lib} type; supported: {names}")
 
 
-_torch_fast: dict[Any, int] = {}  # (torch dtype, Treadle dtype) -> item size for the direct path, 0: use from_torch
-
-
-def _torch_descriptor(v: Any, t: Any, what: str) -> Any:
-    """An ``ArrayDesc`` for tensor ``v`` as array type ``t`` (data only); the common scalar case costs ~1 us."""
-    key = (v.dtype, t.dtype)
-    itemsize = _torch_fast.get(key)
-    if itemsize is None:
-        from .torch import _scalar_info
-
-        try:
-            src, size = _scalar_info(v.dtype)
-        except InteropError:
-            size, src = 0, None
-        itemsize = size if src is not None and (t.dtype is src or contains_any(t.dtype)) else 0
-        _torch_fast[key] = itemsize
-    if itemsize and v.dim() == t.ndim:
-        desc = ArrayDesc()
-        desc.data = v.data_ptr()
-        for i, (n, st) in enumerate(zip(v.shape, v.stride())):
-            desc.shape[i] = n
-            desc.strides[i] = st * itemsize
-        desc.ndim = t.ndim
-        return desc
-    from .torch import from_torch  # vector/matrix element types, 0-d tensors, type mismatches (with the error)
-
-    dtype = None if contains_any(t.dtype) else t.dtype
-    try:
-        desc = from_torch(v, dtype=dtype, requires_grad=False, return_ctype=True)
-    except InteropError as e:
-        raise LaunchError(f"{what}: {e}") from None
-    if desc.ndim != t.ndim:
-        raise LaunchError(f"{what} expects a {t.ndim}-d array, got a tensor of shape {tuple(v.shape)}")
-    return desc
-
-
-def coerce_foreign_array(v: Any, t: Any, device: Any, what: str) -> Any:
-    """A foreign array passed straight to ``wp.launch`` as kernel argument of array type ``t``, without copying.
-
-    Called by the launch packer only when ``v`` is neither a Treadle array nor a NumPy-protocol object. Returns:
-
-    - an ``ArrayDesc`` (ready to pack) for a ``torch.Tensor`` (data only: gradients are mapped by ``from_torch``)
-      or for a descriptor from ``from_torch(..., return_ctype=True)`` (used as is; keep its tensor alive);
-    - a Treadle array view for any other object implementing ``__dlpack__`` (JAX, CuPy, Paddle ...);
-    - ``None`` when ``v`` is not array-like (the caller reports the type error).
-
-    Raises:
-        LaunchError: the data does not fit ``t`` (dimensions, element type) or lives on another device.
-    """
-    if type(v).__module__.startswith("torch") and hasattr(v, "data_ptr"):
-        if device is not None and not (v.is_cpu and device.is_cpu):
-            from .torch import device_from_torch
-
-            if device_from_torch(v.device) != device:
-                raise LaunchError(f"{what} is a tensor on device '{v.device}' but the launch is on '{device}'")
-        return _torch_descriptor(v, t, what)
-    if isinstance(v, ArrayDesc):
-        if v.ndim != t.ndim:
-            raise LaunchError(f"{what} expects a {t.ndim}-d array, got a descriptor with {v.ndim} dimension(s)")
-        return v
-    if hasattr(v, "__dlpack__"):
-        from .dlpack import from_dlpack
-
-        try:
-            return from_dlpack(v, dtype=None if contains_any(t.dtype) else t.dtype)
-        except InteropError as e:
-            raise LaunchError(f"{what}: {e}") from None
-    if hasattr(v, "__cuda_array_interface__"):  # Numba device arrays and other CUDA-only producers
-        from ..runtime.cuda_interface import from_cuda_array_interface
-
-        try:
-            return from_cuda_array_interface(v, dtype=None if contains_any(t.dtype) else t.dtype)
-        except InteropError as e:
-            raise LaunchError(f"{what}: {e}") from None
-    return None
-
-
-def foreign_array_type(v: Any, declared: Any) -> Any:
-    """The concrete array type of a foreign array for a generic (``Any`` dtype) parameter, or ``None``."""
-    from ..lang.typesys import ArrayT
-
-    if not contains_any(declared.dtype):
-        return declared
-    if type(v).__module__.startswith("torch") and hasattr(v, "data_ptr"):
-        from .torch import dtype_from_torch
-
-        return ArrayT(dtype_from_torch(v.dtype), declared.ndim)
-    if hasattr(v, "__dlpack__"):
-        from .dlpack import from_dlpack
-
-        a = from_dlpack(v)
-        return ArrayT(a.dtype, declared.ndim)
-    if hasattr(v, "__cuda_array_interface__"):
-        from ..runtime.cuda_interface import from_cuda_array_interface
-
-        return ArrayT(from_cuda_array_interface(v).dtype, declared.ndim)
-    return None
 
 
 __all__ = [
     "InteropError",
-    "coerce_foreign_array",
-    "foreign_array_type",
     "external_stream",
     "fit_layout",
     "require_scalar_map",

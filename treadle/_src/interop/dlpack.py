@@ -27,8 +27,8 @@ import weakref
 from typing import Any
 
 from ..lang import array as _arr
-from ..lang import scalars
 from ..runtime import device as _device
+from ..types import scalars
 from .common import InteropError, fit_layout, scalar_size, stream_handle, wrap_memory
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -558,3 +558,8 @@ __all__ = [
     "is_capsule",
     "to_dlpack",
 ]
+
+
+# ``array.__dlpack__`` / ``__dlpack_device__`` (lang/array.py) call these
+_arr.PROTOCOLS.dlpack_export = export_array
+_arr.PROTOCOLS.dlpack_device = dlpack_device

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..lang import array as _arr
-from ..lang import scalars
 from ..runtime import device as _device
+from ..types import scalars
 from .common import InteropError, require_scalar_map
 from .dlpack import from_dlpack
 

@@ -15,7 +15,7 @@ Plans are kept alive for the whole process: compiled executables may outlive the
 CUDA plans (kind 2) carry no CPU entry point: the CUDA handler takes XLA's stream and device ordinal from the call's
 execution context, fills the same ``Args`` bytes with device pointers and calls :data:`CUDA_FN` (one process-wide
 ctypes trampoline) with the plan's :class:`CudaTarget` id; the target launches through Treadle's CUDA launch path
-(``backends/cuda_launch.py``: the kernel's module loaded for ``cuda:<ordinal>``, ``cuLaunchKernel`` on XLA's stream).
+(``backends/cuda/launch.py``: the kernel's module loaded for ``cuda:<ordinal>``, ``cuLaunchKernel`` on XLA's stream).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import TreadleError
+from ..core.errors import TreadleError
 
 #: The FFI target name registered with JAX.
 TARGET = "treadle_ffi"
@@ -185,7 +185,7 @@ class CudaTarget:
     @classmethod
     def preload_instance(cls, inst: Any, ordinal: int = -1, adjoint: bool = False) -> None:
         """Load a kernel instance's module on the device now (at trace time) rather than inside the XLA call."""
-        from ..backends.cuda_launch import plan_for
+        from ..backends.cuda.launch import plan_for
 
         plan_for(inst, cls.device(ordinal), adjoint=adjoint)
 
@@ -199,7 +199,7 @@ class CudaTarget:
                     call("cuMemsetD8Async", int(p), 0, int(n), int(stream))
 
     def launch(self, ordinal: int, stream: int, args_addr: int) -> None:
-        from ..backends.cuda_launch import plan_for
+        from ..backends.cuda.launch import plan_for
 
         plan = plan_for(self.inst, self.device(ordinal), adjoint=self.adjoint)
         packed = self.inst.args_type.from_address(args_addr)
@@ -268,13 +268,13 @@ def _build(cache_root: Path) -> Path:
     """Compile the handler into the cache (once per source/header/compiler) and return the library path."""
     import jax
 
-    from ..backends.cpu import get_cpu_backend
     from ..runtime.cache import get_cache
+    from ..runtime.native import get_native_compiler
 
     include = Path(jax.ffi.include_dir())
     header = include / "xla" / "ffi" / "api" / "c_api.h"
     source = _SOURCE.read_bytes()
-    tc = get_cpu_backend().toolchain()
+    tc = get_native_compiler().toolchain()
     flags = ["-x", "c++", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-w"]
     h = hashlib.sha256()
     h.update(source)

@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import config
-from ..errors import TreadleError
+from ..core.errors import TreadleError
 from ..lang import array as _arr
-from ..lang.typesys import ArrayT, contains_any, normalize_annotation, type_str
+from ..types.typesys import ArrayT, contains_any, normalize_annotation, type_str
 
 
 class JaxCallableGraphMode(enum.IntEnum):
@@ -126,7 +126,7 @@ class Signature:
 def resolve_types(sig: Signature, arrays: Sequence[Any], statics: dict[int, Any],
                   array_dtype: Callable[[Any], Any]) -> tuple[Any, ...]:
     """Concrete parameter types of a generic kernel from argument values (arrays: scalar element types)."""
-    from ..lang.launch import value_type
+    from ..backends.args import value_type
 
     types = list(sig.types)
     for i, a in zip(sig.array_inputs, arrays):
@@ -263,8 +263,8 @@ class _Launch:
     def __init__(self, sig: Signature, inst: Any, in_shapes: list[tuple[int, ...]], out_shapes: list[tuple[int, ...]],
                  statics: dict[int, Any], launch: tuple[int, ...], platform: str = "cpu",
                  block_dim: int | None = None) -> None:
-        from ..lang.abi import ArrayDesc
-        from ..lang.launch import launch_bounds, pack_arg
+        from ..backends.args import launch_bounds, pack_arg
+        from ..core.abi import ArrayDesc
         from ..runtime.device import get_device
 
         self.sig = sig

@@ -10,8 +10,8 @@ import functools
 from typing import Any
 
 from ..lang import array as _arr
-from ..lang import scalars
 from ..runtime import device as _device
+from ..types import scalars
 from .common import InteropError, external_stream, require_scalar_map
 from .dlpack import export_array, from_dlpack
 
@@ -194,7 +194,8 @@ def to_paddle(a: Any, requires_grad: bool | None = None) -> Any:
     """A Paddle tensor sharing the memory of Treadle array ``a`` (no copy; the tensor keeps ``a`` alive).
 
     With ``requires_grad`` (default: ``a.requires_grad``) the tensor gets ``stop_gradient=False`` and, where Paddle
-    allows, the array's gradient as its ``.grad``.
+    allows, the array's gradient as its ``.grad``: both then share one buffer (Paddle's own, when it insists on
+    one: the array's ``grad`` is re-pointed at it, keeping its values).
     """
     paddle = _paddle()
     if not _arr.is_array(a):
@@ -205,7 +206,11 @@ def to_paddle(a: Any, requires_grad: bool | None = None) -> Any:
     if requires_grad:
         t.stop_gradient = False
         if a.grad is not None:
-            _set_paddle_grad(t, to_paddle(a.grad, requires_grad=False))
+            g = _set_paddle_grad(t, to_paddle(a.grad, requires_grad=False))
+            if g is not None and int(g.data_ptr()) != a.grad.ptr:
+                # Paddle keeps a buffer of its own for t.grad (a copy of the array's gradient): the array's gradient
+                # becomes a view of that buffer, so that Tape.backward() writes where Paddle's optimizers read.
+                a.grad = from_paddle(g, dtype=a.dtype, requires_grad=False)
     return t
 
 

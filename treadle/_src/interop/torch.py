@@ -16,9 +16,10 @@ import functools
 import warnings
 from typing import Any
 
-from ..lang import abi, scalars
+from ..core import abi
 from ..lang import array as _arr
 from ..runtime import device as _device
+from ..types import scalars
 from .common import (
     InteropError,
     external_stream,

@@ -27,12 +27,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import TreadleError
-from ..lang import scalars
-from ..lang.abi import ARRAY_KEEP_GRAD
-from ..lang.launch import launch_bounds, pack_arg
-from ..lang.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
-from .common import _torch_descriptor
+from ..backends.args import launch_bounds, pack_arg
+from ..core.abi import ARRAY_KEEP_GRAD
+from ..core.errors import TreadleError
+from ..types import scalars
+from ..types.typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
+from .foreign import torch_descriptor
 from .jax_kernel import Signature, as_dims, element_info, output_shape, resolve_types, thread_count
 
 _counter = itertools.count()
@@ -218,7 +218,7 @@ class TorchOp:
                 if not v.is_cpu:
                     raise TreadleError(f"{self.what}: argument '{name}' is on {v.device}; this build of Treadle "
                                        "runs kernels on the CPU only")
-                desc = _torch_descriptor(v, t, f"{self.what} argument '{name}'")
+                desc = torch_descriptor(v, t, f"{self.what} argument '{name}'")
                 g = grads.get(i)
                 if g is not None:  # torch's gradient buffers: stores pass their values on but keep them
                     desc.grad = g.data_ptr()

@@ -1,0 +1,1 @@
+"""The public front: ``@kernel``/``@func``/``@struct`` declarations, modules, ``array`` and its creation, ``launch``."""

@@ -10,24 +10,27 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CopyTypeError
+from ..core.errors import CopyTypeError
 from ..runtime import graph as _graph
-from . import scalars
+from ..types import scalars
+from ..types.arrays import (
+    dtype_from_numpy,
+    dtype_to_numpy,
+    is_composite_type,
+    is_struct_type,
+    normalize_dtype,
+    to_numpy,
+    type_name,
+    types_equal,
+)
 from .array import (
     array,
     check_copy_counts,
     check_copy_range,
     copy_array,
-    dtype_from_numpy,
-    dtype_to_numpy,
     is_array,
-    is_composite_type,
-    is_struct_type,
     noncontiguous_copy_error,
-    normalize_dtype,
-    to_numpy,
-    type_name,
-    types_equal,
+    record_copy,
 )
 
 __all__ = [
@@ -131,11 +134,11 @@ def _dtype_of_value(value: Any) -> Any:
         if scalar is None:
             raise ValueError(f"Failed to convert {arr.dtype} to a Treadle data type; pass dtype=...")
         if arr.ndim == 1:
-            from .vector import vector
+            from ..types.vector import vector
 
             return vector(arr.shape[0], scalar)
         if arr.ndim == 2:
-            from .matrix import matrix
+            from ..types.matrix import matrix
 
             return matrix(arr.shape, scalar)
         raise ValueError("Values with more than two dimensions are not supported; pass a vector or matrix value")
@@ -236,7 +239,7 @@ def clone(
     copy_array(out, src if src.device.allocator.host_accessible else src.contiguous())
     if out.grad is not None and src.grad is not None:
         copy_array(out.grad, src.grad)
-    _record_copy(out, src)
+    record_copy(out, src)
     return out
 
 
@@ -265,15 +268,6 @@ def _copy_indexed(dest: array, src: array) -> bool:
     return True
 
 
-def _record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
-    """On a recording tape, record a copy so that ``backward()`` adds ``dest.grad`` into ``src.grad``."""
-    from ..autodiff.state import active_tape
-
-    tape = active_tape()
-    if tape is not None:
-        tape.record_copy(dest, src, dest_offset, src_offset, count)
-
-
 def copy(
     dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream: Any = None
 ) -> None:
@@ -300,14 +294,14 @@ def copy(
         d, s = dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n]
         if not (_graph.STATE.count and _graph.record_op(lambda: copy_array(d, s), dest, src)):
             copy_array(d, s)
-        _record_copy(dest, src, dest_offset, src_offset, n)
+        record_copy(dest, src, dest_offset, src_offset, n)
         return
     if _graph.STATE.count and is_array(dest) and is_array(src) and _graph.record_op(
             lambda: copy_array(dest, src, dest_offset, src_offset, count), dest, src):
         _check_copy(dest, src, dest_offset, src_offset, count)  # errors at capture time, as when run
     else:
         copy_array(dest, src, dest_offset, src_offset, count)
-    _record_copy(dest, src, dest_offset, src_offset, count)
+    record_copy(dest, src, dest_offset, src_offset, count)
 
 
 def _check_copy(dest: array, src: array, dest_offset: int, src_offset: int, count: int) -> None:
@@ -339,11 +333,11 @@ def from_numpy(
     if dtype is None:
         scalar = dtype_from_numpy(arr.dtype)
         if arr.ndim >= 3:
-            from .matrix import matrix
+            from ..types.matrix import matrix
 
             dtype = matrix(arr.shape[-2:], scalar)
         elif arr.ndim == 2:
-            from .vector import vector
+            from ..types.vector import vector
 
             dtype = vector(arr.shape[-1], scalar)
         else:

@@ -8,7 +8,7 @@ the tables (``native/indexedarray.h``), and gradients flow into the underlying a
 annotations, like the ones of :class:`~treadle._src.lang.array.array`.
 
 The class derives from :class:`array` so that launches pack it like any array argument (its ``__ctype__`` is the
-larger :class:`~treadle._src.lang.abi.IndexedArrayDesc`); it overrides every operation that would read its memory
+larger :class:`~treadle._src.core.abi.IndexedArrayDesc`); it overrides every operation that would read its memory
 as a strided block.
 """
 
@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import abi, scalars
+from ..core import abi
+from ..types import scalars
 from .array import array, inner_shape, normalize_dtype, numpy_scalar_dtype, type_name, value_bytes
 
 MAX_DIMS = abi.MAX_DIMS

@@ -1,38 +1,26 @@
-"""Kernels, modules and the ``@kernel`` / ``@func`` / ``constant`` decorators."""
+"""Kernels, modules and the ``@kernel`` / ``@func`` / ``constant`` decorators: declarations only.
+
+A :class:`Kernel` holds what its decorator declares (function, key, module, options, parameter names and types);
+its instances for concrete types are the CPU backend's :class:`~treadle._src.backends.cpu.kernels.CpuKernelInstance`,
+which runs the compiler's stages (``compiler/instance.py``) and builds and loads them. :class:`Module` groups the
+kernels and functions loaded together (``backends/cpu/kernels.py: load_module``).
+"""
 
 from __future__ import annotations
 
-import ctypes
 import inspect
 import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, overload
 
 from ... import config
-from ..backends.cpu import CompileOptions
+from ..backends.cpu.kernels import CpuKernelInstance, load_module, module_hash
 from ..compiler.source import remember_source
-from ..errors import CodegenError, TreadleError
-from ..runtime import warm_index
-from . import scalars
-from .abi import ArrayDesc, IndexedArrayDesc
+from ..core.errors import CodegenError
+from ..runtime.native import CompileOptions
+from ..types import scalars
+from ..types.typesys import contains_any, is_composite, normalize_annotation
 from .function import Function
-from .typesys import ArrayT, contains_any, is_composite, is_struct, normalize_annotation, type_str
-
-_PIPELINE: Any = None
-
-
-def _pipeline() -> Any:
-    """``compiler.pipeline``, imported at first use and then kept.
-
-    The pipeline imports the emitter, which needs this module; an import statement per kernel costs microseconds at
-    every warm start.
-    """
-    global _PIPELINE
-    if _PIPELINE is None:
-        from ..compiler import pipeline
-
-        _PIPELINE = pipeline
-    return _PIPELINE
 
 AnyT = Any
 # ``@func`` keeps the decorated function's signature for static type checkers (its two call forms)
@@ -87,43 +75,11 @@ class Module:
         so a changed global, function target, ``wp.static`` value or option changes the hash, and the same source
         in another module gives the same hash. A kernel that does not build raises its error.
         """
-        import hashlib
-
-        h = hashlib.sha256()
-        with config.override(line_directives=False):  # source file paths are not part of what the code does
-            for k in sorted(self.kernels, key=lambda k: k.key):
-                generic = k.is_generic
-                type_sets = {inst.types for inst in k.instances.values()} if generic else {tuple(k.param_types)}
-                for types in sorted(type_sets, key=repr):
-                    fresh = KernelInstance(k, types)
-                    fresh.prepare(loop_compiler=False)  # no warm-start index: lowered from the current globals
-                    h.update(f"{k.key}:{fresh.built.key};".encode())
-        return h.hexdigest()
+        return module_hash(self)
 
     def load(self, device: Any = None, block_dim: Any = None) -> None:
         """Compile (or fetch from the cache) every non-generic kernel of this module in one batch."""
-        with self.lock:
-            pending = []
-            for k in self.kernels:
-                if k.is_generic:
-                    pending.extend(inst for inst in k.instances.values() if not inst.loaded)
-                    continue
-                try:
-                    inst = k.get_instance(None)
-                except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
-                    continue
-                if not inst.loaded:
-                    pending.append(inst)
-            ready = []
-            with warm_index.batch():
-                for inst in pending:
-                    try:
-                        inst.prepare()
-                        ready.append(inst)
-                    except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
-                        continue
-            if ready:
-                load_instances(ready)
+        load_module(self)
 
 
 class ModuleRegistry:
@@ -158,330 +114,6 @@ def get_module(name: Any) -> Module:
     return modules().get(name)
 
 
-def load_instances(insts: list[KernelInstance]) -> None:
-    """Compile what the cache lacks, in one translation unit per compile options, then bind entry points."""
-    from ..compiler.pipeline import compile_batch
-
-    by_opts: dict[str, list[KernelInstance]] = {}
-    for inst in insts:
-        by_opts.setdefault(inst.options.key(), []).append(inst)
-    for group in by_opts.values():
-        builts = [inst.built for inst in group if inst.warm is None]  # warm-index hits have their library
-        if builts:
-            compile_batch(builts, group[0].options)
-        for inst in group:
-            if inst.built.error is not None and inst.options.cxx is not None:
-                # the loop compiler (see CpuBackend.loop_compiler) rejected it: build it with the default one
-                inst.options = inst.options.with_cxx(None)
-                inst.built, inst._warm_fp = None, None
-                inst.prepare(loop_compiler=False)
-                compile_batch([inst.built], inst.options)
-            if inst.built.error is None:
-                if inst.warm is not None:
-                    inst.defer_bind()  # a verified binary found through the warm-start index: loaded at first use
-                else:
-                    inst.bind()
-
-
-def load_backward(insts: list[KernelInstance]) -> None:
-    """Compile the backward passes of several kernel instances in one batch and bind their entry points."""
-    from ..compiler.pipeline import compile_batch, load_symbol
-
-    todo = list({id(i): i for i in insts if getattr(i, "backward_entry", None) is None}.values())
-    if not todo:
-        return
-    by_opts: dict[str, list[KernelInstance]] = {}
-    for inst in todo:
-        inst.ensure_loaded()
-        by_opts.setdefault(inst.backward_options().key(), []).append(inst)
-    for group in by_opts.values():
-        builts = [inst.backward_built() for inst in group]
-        compile_batch(builts, group[0].backward_options())
-        for inst, b in zip(group, builts):
-            if b.error is not None and inst.backward_options().cxx != inst.options.cxx:
-                b = inst.backward_with_forward_compiler()  # the loop compiler rejected it
-                compile_batch([b], inst.options)
-            if b.error is not None:
-                raise b.error
-            fn = load_symbol(b.lib_path, b.symbol, "backward")
-            fn.restype = None
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
-            inst.backward_entry = fn  # type: ignore[attr-defined]
-
-
-class KernelInstance:
-    """A kernel specialised for concrete parameter types: IR, C++ block, cache key, and once loaded, its entry."""
-
-    def __init__(self, kernel: Kernel, types: tuple[Any, ...]) -> None:
-        self.kernel = kernel
-        self.types = types
-        self._ir: Any = None
-        self._deps: list[Any] = []
-        self._launch_ndim = 1
-        self.built: Any = None
-        self._entry: Any = None
-        self._bind_pending = False
-        self._args_type: type[ctypes.Structure] | None = None
-        self.options = kernel.compile_options()
-        #: set when the instance was found in the warm-start index: launch metadata recorded with its binary
-        self.warm: dict[str, Any] | None = None
-        self._warm_fp: str | None = None
-
-    @property
-    def entry(self) -> Any:
-        """The compiled forward entry point (``None`` until loaded).
-
-        A kernel found in the warm-start index has a built, verified library, which is loaded (``dlopen``) only
-        when the entry point is first needed: loading a module whose kernels are all cached costs no library loads.
-        """
-        if self._entry is None and self._bind_pending:
-            with self.kernel.module.lock:
-                if self._bind_pending:
-                    try:
-                        self.bind()
-                    finally:  # cleared only now: another thread that saw it set waits for the lock, then the entry
-                        self._bind_pending = False
-        return self._entry
-
-    @entry.setter
-    def entry(self, value: Any) -> None:
-        self._entry = value
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the entry point is bound or ready to bind at first use (nothing left to compile)."""
-        return self._entry is not None or self._bind_pending
-
-    def defer_bind(self) -> None:
-        """Bind the entry point at its first use (the instance's library is built and verified)."""
-        self._bind_pending = True
-
-    # Lowering happens on first use of the IR: a warm start that finds every kernel in the warm-start index
-    # (runtime/warm_index.py) never parses, lowers or emits anything.
-    @property
-    def ir(self) -> Any:
-        if self._ir is None:
-            self.lower()
-        return self._ir
-
-    @ir.setter
-    def ir(self, value: Any) -> None:
-        self._ir = value
-
-    @property
-    def deps(self) -> list[Any]:
-        if self._ir is None:
-            self.lower()
-        return self._deps
-
-    @deps.setter
-    def deps(self, value: list[Any]) -> None:
-        self._deps = value
-
-    @property
-    def launch_ndim(self) -> int:
-        if self._ir is None:
-            if self.warm is not None:
-                return int(self.warm["launch_ndim"])
-            self.lower()
-        return self._launch_ndim
-
-    @launch_ndim.setter
-    def launch_ndim(self, value: int) -> None:
-        self._launch_ndim = value
-
-    @property
-    def args_type(self) -> type[ctypes.Structure]:
-        if self._args_type is None:
-            self._args_type = make_args_struct(self.kernel.param_names, self.types)
-        return self._args_type
-
-    @args_type.setter
-    def args_type(self, value: type[ctypes.Structure]) -> None:
-        self._args_type = value
-
-    def order_dependent(self) -> bool:
-        """Whether results depend on the order threads run in (recorded in the warm-start index)."""
-        if self._ir is None and self.warm is not None:
-            return bool(self.warm["order_dependent"])
-        from ..compiler.determinism import kernel_order_dependent
-
-        return kernel_order_dependent(self.ir, self.deps)
-
-    def lower(self) -> None:
-        from ..compiler.frontend import LowerContext, lower_function
-
-        ctx = LowerContext(max_unroll=self.kernel.module.option("max_unroll", config.max_unroll))
-        f, ndim = lower_function(self.kernel.src, list(self.types), is_kernel=True, ctx=ctx)
-        self._ir = f
-        self._deps = ctx.deps
-        self._launch_ndim = ndim
-
-    def prepare(self, loop_compiler: bool = True) -> None:
-        """Emit C++ and compute the cache key (once); a kernel found in the warm-start index skips both.
-
-        ``loop_compiler=False`` keeps the default compiler for kernels with loops (and skips the index).
-        """
-        if self.built is None:
-            fp = warm_index.fingerprint(self) if loop_compiler else None
-            if fp is not None:
-                entry = warm_index.lookup(fp)
-                if entry is not None:
-                    b = _pipeline().Built("", entry["symbol"], entry["key"], None, self.kernel.key)
-                    b.lib_path = entry["lib_path"]
-                    self.warm = entry
-                    self.built = b
-                    self.options = self.options.with_cxx(entry.get("cxx"))
-                    return
-                self._warm_fp = fp
-            from ..compiler.pipeline import kernel_options, prepare
-
-            if loop_compiler:
-                self.options = kernel_options(self.ir, self.deps, self.options)
-            self.built = prepare(self.ir, self.deps, self.options, self.kernel.key)
-
-    def bind(self) -> None:
-        load_symbol = _pipeline().load_symbol
-        try:
-            fn = load_symbol(self.built.lib_path, self.built.symbol)
-        except (OSError, AttributeError) as e:
-            # A damaged cache entry: drop it and build again, once.
-            from ..compiler.pipeline import compile_batch
-            from ..runtime.cache import get_cache
-
-            cache = get_cache()
-            cache._discard(cache.root / "ref" / f"k_{self.built.key}.ref")
-            if self.warm is not None:  # a warm-index hit carries no source: emit it the normal way
-                self.warm = None
-                self.built = None
-                self.prepare()
-                self._warm_fp = None
-            compile_batch([self.built], self.options)
-            try:
-                fn = load_symbol(self.built.lib_path, self.built.symbol)
-            except (OSError, AttributeError):
-                raise TreadleError(f"cannot load the compiled kernel '{self.kernel.key}': {e}") from None
-        fn.restype = None
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
-        self.entry = fn
-        if self._warm_fp is not None:
-            from ..runtime import warm_index
-
-            warm_index.record(self._warm_fp, self, self.order_dependent())
-            self._warm_fp = None
-        if self.options.mode == "debug":
-            from ..compiler.pipeline import load_library
-
-            err = load_library(self.built.lib_path).treadle_checked_error
-            err.restype = ctypes.c_int
-            err.argtypes = [ctypes.c_void_p]
-            self.checked_error = err
-
-    def backward_built(self) -> Any:
-        """The emitted backward pass (created on first use: forward-only programs never pay for it)."""
-        if getattr(self, "_bwd_built", None) is None:
-            if not self.kernel.enable_backward:
-                from ..errors import TreadleError
-
-                raise TreadleError(f"kernel '{self.kernel.key}' was defined with enable_backward=False, so it has "
-                                   "no adjoint; remove that option (kernel, module or wp.config) to differentiate it")
-            from ..compiler.pipeline import prepare_adjoint
-
-            self._bwd_built = prepare_adjoint(self.ir, self.deps, self.backward_options(), self.kernel.key)
-        return self._bwd_built
-
-    def backward_options(self) -> Any:
-        """The compile options of the backward pass (``pipeline.adjoint_options``).
-
-        After a failed build with the loop compiler, the forward's options.
-        """
-        if getattr(self, "_bwd_options", None) is None:
-            from ..compiler.pipeline import adjoint_options
-
-            self._bwd_options = adjoint_options(self.options)
-        return self._bwd_options
-
-    def backward_with_forward_compiler(self) -> Any:
-        """Emit the backward pass again for the forward's compile options (after the loop compiler failed on it)."""
-        self._bwd_options, self._bwd_built = self.options, None
-        return self.backward_built()
-
-    def ensure_backward(self) -> Any:
-        """The backward entry point, compiled or fetched from the cache."""
-        fn = getattr(self, "backward_entry", None)
-        if fn is None:
-            load_backward([self])
-            fn = self.backward_entry
-        return fn
-
-    def check_errors(self) -> None:
-        """In checked mode: raise the first failed runtime check of the last launch, at the user's line."""
-        err = getattr(self, "checked_error", None)
-        if err is None:
-            return
-        buf = (ctypes.c_longlong * 8)()
-        if not err(ctypes.addressof(buf)):
-            return
-        from ..errors import CheckedModeError, checked_mode_message
-
-        text = checked_mode_message(list(buf), self.built.locs, self.kernel.key)
-        raise CheckedModeError(text)
-
-    def ensure_loaded(self) -> None:
-        if self.entry is None:
-            self.prepare()
-            if self.built.error is not None:
-                raise self.built.error
-            if self.kernel.is_generic:
-                load_instances([self])
-            else:
-                self.kernel.module.load()
-                if self.entry is None and self.built.error is None:
-                    load_instances([self])
-            if self.built.error is not None:
-                raise self.built.error
-
-
-def args_layout(types: tuple[Any, ...]) -> tuple[list[Any], list[int], int, int]:
-    """Field ctypes and offsets, size and alignment of the ``Args`` struct :func:`make_args_struct` makes.
-
-    Computed with the C layout rules ctypes follows (each field at its alignment, the size padded to the largest),
-    without making the struct type: a ctypes type costs tens of microseconds, and the native launch path needs only
-    the layout.
-    """
-    fields = [ctype_of(t) for t in types]
-    offsets: list[int] = []
-    end, align = 0, 1
-    for ct in fields:
-        a = ctypes.alignment(ct)
-        end = (end + a - 1) // a * a
-        offsets.append(end)
-        end += ctypes.sizeof(ct)
-        align = max(align, a)
-    end += 1  # ``_treadle_pad``
-    return fields, offsets, (end + align - 1) // align * align, align
-
-
-def make_args_struct(names: list[str], types: tuple[Any, ...]) -> type[ctypes.Structure]:
-    """The ctypes mirror of the C++ ``Args`` struct of a kernel."""
-    fields = [(n, ctype_of(t)) for n, t in zip(names, types)]
-    fields.append(("_treadle_pad", ctypes.c_char))
-    return type("Args", (ctypes.Structure,), {"_fields_": fields})
-
-
-def ctype_of(t: Any) -> Any:
-    """The ctypes type that mirrors a kernel value type."""
-    if isinstance(t, ArrayT):
-        return IndexedArrayDesc if t.indexed else ArrayDesc
-    if scalars.is_scalar_type(t):
-        return t._type_
-    if is_composite(t):
-        return t
-    if is_struct(t):
-        return t.ctype
-    raise TypeError(f"type {type_str(t)} cannot be a kernel argument")
-
-
 class Kernel:
     """A function decorated with ``@kernel``."""
 
@@ -512,7 +144,7 @@ class Kernel:
         self.param_names: list[str] = []
         self.param_types: list[Any] = []
         self.defaults: dict[str, Any] = {}
-        self.instances: dict[Any, KernelInstance] = {}
+        self.instances: dict[Any, CpuKernelInstance] = {}
         self._error: Exception | None = None
         if not self._fast_signature(fn):
             self._parse_signature()
@@ -605,7 +237,7 @@ class Kernel:
         """``verify_fp`` for this kernel (kernel option, else module option, else ``wp.config.verify_fp``)."""
         return bool(self.options.get("verify_fp", self.module.option("verify_fp", config.verify_fp)))
 
-    def get_instance(self, types: tuple[Any, ...] | None) -> KernelInstance:
+    def get_instance(self, types: tuple[Any, ...] | None) -> CpuKernelInstance:
         """The instance for concrete types (``None``: the declared types of a non-generic kernel)."""
         key_types = tuple(self.param_types) if types is None else types
         mode_key = (key_types, self.options.get("mode", self.module.option("mode", config.mode)))
@@ -613,11 +245,11 @@ class Kernel:
             mode_key += (self.verify_fp(),)
         inst = self.instances.get(mode_key)
         if inst is None:
-            inst = KernelInstance(self, key_types)
+            inst = CpuKernelInstance(self, key_types)
             self.instances[mode_key] = inst
         return inst
 
-    def add_overload(self, types: list[Any]) -> KernelInstance:
+    def add_overload(self, types: list[Any]) -> CpuKernelInstance:
         """Instantiate a generic kernel for explicit types (``wp.overload``)."""
         key = tuple(normalize_annotation(t) for t in types)
         inst = self.get_instance(key)
@@ -625,7 +257,7 @@ class Kernel:
         return inst
 
     @property
-    def overloads(self) -> dict[tuple[Any, ...], KernelInstance]:
+    def overloads(self) -> dict[tuple[Any, ...], CpuKernelInstance]:
         """The instances added with ``wp.overload``, by argument types."""
         return dict(self.__dict__.get("_explicit_overloads", {}))
 
@@ -727,7 +359,7 @@ def constant(x: Any) -> Any:
     return x
 
 
-__all__ = ["Kernel", "KernelInstance", "Module", "kernel", "func", "constant", "get_module", "AnyT"]
+__all__ = ["Kernel", "Module", "kernel", "func", "constant", "get_module", "AnyT"]
 
 
 def overload(kernel_or_fn: Any, arg_types: Any = None) -> Any:

@@ -16,33 +16,31 @@ While a CPU graph capture is active (``runtime/graph.py``), launches are recorde
 from __future__ import annotations
 
 import ctypes
-import operator
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ... import config
-from ..autodiff.state import active_tape
-from ..backends.cpu import symbol_address
+from ..backends.args import cached_bounds as _bounds
+from ..backends.args import launch_bounds, make_packer, value_type
+from ..backends.cpu import build as _cpu_build
+from ..backends.cpu.kernels import CpuKernelInstance as KernelInstance
+from ..backends.launch_params import ParamSetters
 from ..compiler import frontend as _frontend  # noqa: F401 - imported with treadle, not at the first kernel load
-from ..compiler import pipeline as _pipeline
-from ..errors import LaunchError
-from ..interop.common import coerce_foreign_array
+from ..compiler.instance import args_layout
+from ..core.abi import ARRAY_KEEP_GRAD, ArrayDesc, LaunchBounds
+from ..core.errors import LaunchError
 from ..runtime import fastlaunch as _fastlaunch  # needed by every first launch: imported with treadle
 from ..runtime import graph as _graph
 from ..runtime import threadpool as _tp
-from ..runtime import warm_env as _warm_env  # noqa: F401 - needed by every kernel load, imported with treadle
-from ..runtime import warm_index as _warm_index  # noqa: F401
 from ..runtime.device import get_device
-from . import scalars
-from .abi import ARRAY_KEEP_GRAD, MAX_DIMS, ArrayDesc, LaunchBounds
+from ..runtime.native import symbol_address
+from ..runtime.recording import active_tape
+from ..types import scalars
+from ..types.typesys import ArrayT, contains_any, is_composite, is_struct
 from .array import array
-from .kernel import Kernel, KernelInstance, args_layout
-from .launch_params import ParamSetters
-from .typesys import ArrayT, GenericComposite, contains_any, is_composite, is_struct, type_str
+from .kernel import Kernel
 
 #: Launches with fewer threads than this run on the calling thread (no parallel region); see ``threadpool``.
 SERIAL_THRESHOLD = _tp.SERIAL_THRESHOLD
@@ -55,188 +53,16 @@ def _num_threads() -> int:
     return _tp.num_threads()
 
 
-def launch_bounds(dim: Any) -> LaunchBounds:
-    """The launch grid for ``dim`` (an int or a tuple of up to 4 ints)."""
-    if isinstance(dim, (int, np.integer)):
-        shape: tuple[int, ...] = (int(dim),)
-    else:
-        try:
-            shape = tuple(operator.index(d) for d in dim)  # no silent truncation of 2.5 or parsing of "3"
-        except TypeError:
-            raise LaunchError(f"launch dim must be an int or a tuple of ints, got {dim!r}") from None
-    if not 1 <= len(shape) <= MAX_DIMS:
-        raise LaunchError(f"launch dim must have 1 to {MAX_DIMS} dimensions, got {len(shape)}")
-    if any(s < 0 for s in shape):
-        raise LaunchError(f"launch dim must not be negative, got {shape}")
-    b = LaunchBounds()
-    size = 1
-    for i, s in enumerate(shape):
-        b.shape[i] = s
-        size *= s
-    for i in range(len(shape), MAX_DIMS):
-        b.shape[i] = 1
-    b.ndim = len(shape)
-    b.size = size
-    return b
-
-
-def value_type(v: Any, declared: Any) -> Any:
-    """The kernel type of a launch argument (for generic kernels)."""
-    if isinstance(declared, ArrayT):
-        if isinstance(v, array):
-            return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
-        if isinstance(v, np.ndarray):
-            from .scalars import scalar_from_numpy
-
-            dt = scalar_from_numpy(v.dtype) if declared.dtype is Any else declared.dtype
-            return ArrayT(dt, v.ndim if not is_composite(dt) else v.ndim - len(dt._shape_))
-        # Interop hook: torch tensors / __dlpack__ objects passed straight to a generic kernel (interop/common.py).
-        from ..interop.common import foreign_array_type
-
-        return foreign_array_type(v, declared) or declared
-    if isinstance(declared, GenericComposite):
-        if declared.matches(type(v)):
-            return type(v)
-        raise LaunchError(f"a {type(v).__name__} argument does not match the generic parameter type {declared!r}")
-    if declared is Any:
-        if isinstance(v, bool):
-            return scalars.bool
-        if isinstance(v, int):
-            return scalars.int32
-        if isinstance(v, float):
-            return scalars.float32
-        if isinstance(v, scalars.scalar_base):
-            return type(v)
-        if is_composite(type(v)):
-            return type(v)
-        st = getattr(v, "_struct_type_", None)
-        if st is not None:
-            return st
-        if isinstance(v, array):
-            return ArrayT(v.dtype, v.ndim, getattr(v, "_indexed_", False))
-        raise LaunchError(f"cannot infer a kernel type for a {type(v).__name__} argument")
-    return declared
-
-
-def pack_arg(name: str, t: Any, v: Any, device: Any, kernel: Kernel) -> Any:
-    """Convert one Python argument to its ctypes value, with a clear error if it does not fit."""
-    if isinstance(t, ArrayT):
-        if v is None:
-            return ArrayDesc()
-        if not isinstance(v, array):
-            if isinstance(v, np.ndarray) or hasattr(v, "__array_interface__"):
-                v = _wrap_numpy(v, t, name, kernel)
-            else:
-                # Interop hook (slow path only): torch tensors and from_torch(..., return_ctype=True) descriptors
-                # come back as a packed ArrayDesc, other __dlpack__ objects as a zero-copy Treadle array view.
-                foreign = coerce_foreign_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
-                if foreign is None:
-                    raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array, got "
-                                      f"{type(v).__name__}")
-                if not isinstance(foreign, array):
-                    return foreign  # an ArrayDesc, already checked
-                v = foreign
-        if v.ndim != t.ndim:
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {t.ndim}-d array, got a "
-                              f"{v.ndim}-d array of shape {v.shape}")
-        if not contains_any(t.dtype) and v.dtype != t.dtype:
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects an array of {type_str(t.dtype)}, "
-                              f"got an array of {type_str(v.dtype)}")
-        if device is not None and v.device != device:
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' is on device '{v.device}' but the launch "
-                              f"is on '{device}'; move it with arr.to('{device}')")
-        return v.__ctype__()
-    if scalars.is_scalar_type(t):
-        if isinstance(v, scalars.scalar_base):
-            v = v.value
-        elif isinstance(v, np.generic):
-            v = v.item()
-        if t is scalars.bool:
-            return bool(v)
-        if scalars.is_int_type(t):
-            if isinstance(v, float) or not isinstance(v, (int, bool)):
-                raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)}, got "
-                                  f"{type(v).__name__} {v!r}")
-            return int(v)
-        if not isinstance(v, (int, float)):
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)}, got "
-                              f"{type(v).__name__}")
-        if t is scalars.float16:
-            return int(np.float16(v).view(np.uint16))
-        return float(v)
-    if is_composite(t):
-        if isinstance(v, t):
-            return v
-        if v is not None and (np.ndim(v) == 0 if isinstance(v, (np.generic, np.ndarray)) else
-                              isinstance(v, (int, float, bool, scalars.scalar_base))):
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)} but got a single value "
-                              f"of type {type(v).__name__} ({v!r}); pass a {type_str(t)} (e.g. "
-                              f"{type_str(t)}(...)) or a sequence of its components")
-        try:
-            return t(*v) if not isinstance(v, np.ndarray) else t(v)
-        except Exception:
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects {type_str(t)}, got "
-                              f"{type(v).__name__} {v!r}") from None
-    if is_struct(t):
-        st = getattr(v, "_struct_type_", None)
-        if st is not t:
-            raise LaunchError(f"kernel '{kernel.key}' argument '{name}' expects a {type_str(t)} struct, got "
-                              f"{type(v).__name__}")
-        return v.__ctype__()
-    raise LaunchError(f"kernel '{kernel.key}' argument '{name}' has an unsupported type {type_str(t)}")
-
-
-def _wrap_numpy(v: Any, t: ArrayT, name: str, kernel: Kernel) -> Any:
-
-    try:
-        return array(v, dtype=t.dtype if not contains_any(t.dtype) else None, copy=False)
-    except Exception as e:
-        raise LaunchError(f"kernel '{kernel.key}' argument '{name}': cannot use this NumPy array as "
-                          f"{t}: {e}") from None
-
-
-def make_packer(name: str, t: Any, kernel: Kernel) -> Any:
-    """A function ``(value, device) -> ctypes value`` specialised for one parameter type (chosen once)."""
-    if isinstance(t, ArrayT):
-        want_dtype = None if contains_any(t.dtype) else t.dtype
-        ndim = t.ndim
-
-        def pack_array(v: Any, device: Any) -> Any:
-            if type(v) is array or isinstance(v, array):
-                if v.ndim == ndim and (want_dtype is None or v.dtype == want_dtype) and v.device is device:
-                    return v.__ctype__()
-            return pack_arg(name, t, v, device, kernel)
-
-        return pack_array
-    if t is scalars.float32 or t is scalars.float64:
-
-        def pack_float(v: Any, device: Any) -> Any:
-            if type(v) is float:
-                return v
-            return pack_arg(name, t, v, device, kernel)
-
-        return pack_float
-    if t is scalars.int32 or t is scalars.int64 or t is scalars.uint32 or t is scalars.uint64:
-
-        def pack_int(v: Any, device: Any) -> Any:
-            if type(v) is int:
-                return v
-            return pack_arg(name, t, v, device, kernel)
-
-        return pack_int
-    return lambda v, device: pack_arg(name, t, v, device, kernel)
-
-
 def _range_entry(inst: KernelInstance, kind: str) -> int:
     """The address of an instance's range entry (``<sym>_cpu_forward_range`` / ``..._backward_range``)."""
     built = inst.built if kind == "forward" else inst.backward_built()
-    return symbol_address(_pipeline.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
+    return symbol_address(_cpu_build.load_library(built.lib_path), f"{built.symbol}_cpu_{kind}_range")
 
 
 class _FrameLayout:
     """Where a frame keeps its command, bounds and arguments: the layout of a C struct of the three.
 
-    Computed from ``ctypes.alignment`` / ``ctypes.sizeof`` of the fields (``kernel.args_layout``) instead of making
+    Computed from ``ctypes.alignment`` / ``ctypes.sizeof`` of the fields (``compiler/instance.py``'s ``args_layout``) instead of making
     ctypes types per kernel: the instance's ``Args`` struct type is made only where Python packs arguments into a
     frame (a type costs as much as the rest of a launch plan).
     """
@@ -655,18 +481,6 @@ def _new_launch(kernel: Kernel, device: Any = None, hooks: Any = None, params: S
                   max_blocks=max_blocks, block_dim=block_dim)
 
 
-_bounds_cache: dict[Any, LaunchBounds] = {}
-
-
-def _bounds(dim: Any) -> LaunchBounds:
-    b = _bounds_cache.get(dim) if type(dim) is int or type(dim) is tuple else None
-    if b is None:
-        b = launch_bounds(dim)
-        if (type(dim) is int or type(dim) is tuple) and len(_bounds_cache) < 4096:
-            _bounds_cache[dim] = b
-    return b
-
-
 def _plan_for(kernel: Kernel, args: list[Any]) -> LaunchPlan:
     if kernel.is_generic:
         types = tuple(value_type(v, t) for v, t in zip(args, kernel.param_types))
@@ -741,7 +555,7 @@ _LAUNCH_AGAIN: Any = None
 def _cuda_launch_again() -> Any:
     """``backends.cuda_launch.launch_again``, imported once (an import statement per launch costs a microsecond)."""
     global _LAUNCH_AGAIN
-    from ..backends.cuda_launch import launch_again
+    from ..backends.cuda.launch import launch_again
 
     _LAUNCH_AGAIN = launch_again
     return launch_again
@@ -804,14 +618,20 @@ def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Seque
                 f"kernel '{kernel.key}' takes {len(names)} argument(s) ({', '.join(names)}) but the launch passes "
                 f"{len(args)} (inputs + outputs)"
             )
-    if dev.is_cuda:  # the CUDA backend: same packing, launched through the driver (backends/cuda_launch.py)
-        from ..backends.cuda_launch import launch_cuda
+    if dev.is_cuda:  # the CUDA backend: same packing, launched through the driver (backends/cuda/launch.py)
+        from ..backends.cuda.launch import launch_cuda
 
         return launch_cuda(kernel, dim, args, dev, inputs, outputs, list(adj_inputs) + list(adj_outputs), adjoint,
                            record_tape, record_cmd, stream, block_dim, max_blocks)
-    if config.mode == "interpret":  # interpreter mode: run the IR in Python, see treadle/_src/compiler/interpret.py
-        from ..compiler.interpret import interpret_launch
-        return interpret_launch(kernel, dim, args, dev, inputs, outputs, adjoint, list(adj_inputs) + list(adj_outputs), record_tape, record_cmd)
+    if config.mode == "interpret":  # interpreter mode: the IR runs in Python (backends/interpret/interpreter.py)
+        if adjoint:  # the compiled backward pass, which replays the forward computation itself
+            with config.override(mode="release"):
+                launch(kernel, dim, inputs, outputs, adj_inputs=list(adj_inputs) + list(adj_outputs), device=device,
+                       adjoint=True, record_tape=False)
+            return None
+        from ..backends.interpret.interpreter import interpret_launch
+
+        return interpret_launch(kernel, dim, args, dev, inputs, outputs, record_tape, record_cmd)
     bounds = _bounds(dim)
     plan = _plan_for(kernel, args)
     if adjoint:

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import scalars
+from ..types import scalars
+from ..types.typesys import TupleT, contains_any, is_composite, type_str, types_match
 from .array import array
-from .typesys import TupleT, contains_any, is_composite, type_str, types_match
 
 _lock = threading.Lock()
 _kernels: dict[tuple[Any, ...], Any] = {}

@@ -1,10 +1,15 @@
-"""Module management: options per module and explicit (pre)loading."""
+"""Module management: options per module, explicit (pre)loading, ahead-of-time compilation."""
 
 from __future__ import annotations
 
 import inspect
+import os
+import types
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from ..backends import aot
 from .kernel import Module, get_module, modules
 
 
@@ -48,3 +53,30 @@ def force_load(device: Any = None, modules_: Any = None, block_dim: Any = None) 
     targets = modules_ if modules_ is not None else list(modules().modules.values())
     for m in targets:
         (m if isinstance(m, Module) else get_module(m)).load(device)
+
+
+def compile_aot_module(module: Any, device: Any = None, arch: int | Iterable[int] | None = None,
+                       module_dir: str | os.PathLike[str] | None = None, use_ptx: bool | None = None,
+                       strip_hash: bool | None = None) -> list[Path]:
+    """Compile every kernel of ``module`` ahead of time; returns the artifact paths in target order.
+
+    Args:
+        module: a :class:`~treadle.Module`, a Python module, or a module name.
+        device: device(s) to compile for when ``arch`` is not given (their exact architectures, or the CPU).
+        arch: CUDA architecture(s) such as ``80`` or ``[80, 90]``; no GPU is needed.
+        module_dir: output directory (default: ``<kernel cache>/aot``).
+        use_ptx: PTX instead of CUBIN (``None``: CUBIN).
+        strip_hash: leave the content hash out of file names (also stored as the module's ``strip_hash`` option).
+
+    Raises:
+        TypeError: ``module`` is not a module.
+        CompileError: a kernel failed to compile (the message leads with its Python line).
+    """
+    if isinstance(module, Module):
+        mod = module
+    elif isinstance(module, (types.ModuleType, str)):
+        mod = get_module(module)
+    else:
+        raise TypeError(f"compile_aot_module() expects a Module, a Python module or a module name, got "
+                        f"{type(module).__name__}")
+    return aot.compile_module(mod, device, arch, module_dir, use_ptx, strip_hash)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import config
-from ..errors import CheckedModeError, LaunchError, TreadleError
+from ..core.errors import CheckedModeError, LaunchError, TreadleError
 from . import memory
 from .device import Device, DeviceUnavailableError, get_runtime, register_device_provider, reset_runtime
 
@@ -797,7 +797,7 @@ def _round_up(n: int) -> int:
 
 def checked_message(name: str, rec: list[int], locs: list[Any]) -> str:
     """The message of a failed checked-mode check (``rec``: location, thread, dimension, index, extent)."""
-    from ..errors import checked_mode_message
+    from ..core.errors import checked_mode_message
 
     return checked_mode_message(rec, locs, name)
 

@@ -10,7 +10,7 @@ graph. ``capture_end`` ends the capture and instantiates the graph; ``capture_la
 Treadle neither begins nor ends it and ``capture_end`` returns ``None``.
 
 Device-side error reports (checked mode, loop checkpoints) need a host read-back, which capture forbids: launches
-recorded in a graph skip it (see ``backends/cuda_launch.py``).
+recorded in a graph skip it (see ``backends/cuda/launch.py``).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import TreadleError
-from . import memory
+from ..core.errors import TreadleError
+from . import memory, state
 
 
 class DeviceUnavailableError(TreadleError, ValueError, RuntimeError):
@@ -241,26 +241,15 @@ def _no_cuda_message(ident: str) -> str:
     )
 
 
-class _RuntimeHolder:
-    """The one lazily created runtime, plus the registered device providers (kept across resets)."""
+def _start_cpu() -> None:
+    from .threadpool import warm_up
 
-    def __init__(self) -> None:
-        self.providers: list[Any] = []
-        self.runtime: Runtime | None = None
-
-    def get(self) -> Runtime:
-        if self.runtime is None:
-            self.runtime = Runtime(self.providers)
-            from .threadpool import warm_up
-
-            warm_up()  # the CPU device's toolchain and runtime, as a GPU's driver is loaded here
-        return self.runtime
-
-    def reset(self) -> None:
-        self.runtime = None
+    warm_up()  # the CPU device's toolchain and runtime, as a GPU's driver is loaded here
 
 
-_HOLDER = _RuntimeHolder()
+_HOLDER = state.DEVICES
+_HOLDER.factory = lambda providers: Runtime(providers)
+_HOLDER.start = _start_cpu
 
 
 def register_device_provider(provider: Any) -> None:

@@ -43,7 +43,7 @@ _STATE = _State()
 
 
 def _source_path() -> Path:
-    from ..backends.cpu import NATIVE_DIR
+    from .native import NATIVE_DIR
 
     return NATIVE_DIR / "fastlaunch.cpp"
 
@@ -62,14 +62,14 @@ def _abi() -> str:
 
 
 def _sources() -> tuple[Path, ...]:
-    from ..backends.cpu import NATIVE_DIR
+    from .native import NATIVE_DIR
 
     return (_source_path(), NATIVE_DIR / "threads.h")
 
 
 def build_extension() -> Path:
     """Compile the extension (once per source, Python ABI and toolchain) and return the path of the library."""
-    from ..backends.cpu import get_cpu_backend
+    from .native import get_native_compiler
     from .threadpool import shared_library
 
     def build(out: Path) -> None:
@@ -78,7 +78,7 @@ def build_extension() -> Path:
         include = Path(sysconfig.get_paths()["include"])
         if not (include / "Python.h").exists():
             raise RuntimeError(f"Python.h not found in {include} (install the Python development headers)")
-        get_cpu_backend().compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
+        get_native_compiler().compile_raw(_source_path().read_text(), out, [*_FLAGS, "-I", str(include)])
 
     return shared_library("treadle_fastlaunch", [" ".join(_FLAGS), _abi()], build, _sources())
 
@@ -132,13 +132,13 @@ def load(run1_address: int) -> Any:
         try:
             path = _STATE.path or build_extension()
             module = _load(path)
-            from ..autodiff import state as tape_state
-            from ..lang.abi import ArrayDesc
-            from ..lang.array import array
-            from . import device, graph, threadpool
+            from ..core.abi import ArrayDesc
+            from ..types.arrays import array_class
+            from . import recording, state, threadpool
 
-            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, config, graph.STATE, tape_state._local,
-                        device._HOLDER, array, ArrayDesc)
+            # the front end's array class, registered with the type layer: the arrays the extension packs itself
+            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, config, state.CAPTURE, recording._local,
+                        state.DEVICES, array_class(), ArrayDesc)
             _STATE.module = module
             _STATE.path = path
         except Exception as e:  # noqa: BLE001 - any failure leaves the Python paths in charge

@@ -17,23 +17,13 @@ and friends are not recorded).
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import state
 from .device import get_device
 
-
-class _CaptureState:
-    """Active captures: a process-wide count (cheap to test on every launch) and the per-thread graph."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.local = threading.local()
-        self.lock = threading.Lock()
-
-
-STATE = _CaptureState()
+STATE = state.CAPTURE
 
 
 def capturing() -> bool:

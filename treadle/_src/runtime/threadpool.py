@@ -131,8 +131,8 @@ class CpuRuntime:
 
 def _use_native_run1(rt: CpuRuntime) -> None:
     """Make ``rt.run1`` the native extension's (no ctypes call) when the extension is available."""
-    from ..backends.cpu import symbol_address
     from . import fastlaunch
+    from .native import symbol_address
 
     ext = fastlaunch.load(symbol_address(rt.lib, "treadle_rt_run1"))
     if ext is not None:
@@ -158,7 +158,7 @@ def _source() -> str:
 
 def _product_key(stem: str, key_parts: list[str], sources: tuple[Path, ...]) -> str | None:
     """The environment memo's key of a native product, or ``None`` when a source is not one the stamp covers."""
-    from ..backends.cpu import NATIVE_DIR
+    from .native import NATIVE_DIR
 
     native = str(NATIVE_DIR)
     names = [os.path.basename(p) for p in map(str, sources)
@@ -198,16 +198,16 @@ def shared_library(stem: str, key_parts: list[str], build: Callable[[Path], None
     directory). Where every source is a native file, a warm start takes the library's path from the environment
     memo (``warm_env.product``: its stamp covers the compiler and those files) instead of reading and hashing them.
     """
-    from ..backends.cpu import get_cpu_backend, shared_cache
     from . import warm_env
     from .cache import _make_private_dir
+    from .native import get_native_compiler, shared_cache
 
     memo_key = _product_key(stem, key_parts, sources)
     known = _known(stem, memo_key)
     if known is not None:
         return known
     h = hashlib.sha256()
-    for part in (config.version, get_cpu_backend().toolchain().identity, *key_parts,
+    for part in (config.version, get_native_compiler().toolchain().identity, *key_parts,
                  *(src.read_text() for src in sources)):
         h.update(part.encode())
         h.update(b"\0")
@@ -237,7 +237,7 @@ _RT_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=
 
 
 def _runtime_sources() -> tuple[Path, ...]:
-    from ..backends.cpu import NATIVE_DIR
+    from .native import NATIVE_DIR
 
     return (NATIVE_DIR / "threads.h",)
 
@@ -247,10 +247,10 @@ def build_runtime_library() -> Path:
 
     It lives in ``backends.cpu.shared_cache()``; a library there that another user could have replaced is rebuilt.
     """
-    from ..backends.cpu import get_cpu_backend
+    from .native import get_native_compiler
 
     return shared_library("treadle_rt", [" ".join(_RT_FLAGS)],
-                          lambda out: get_cpu_backend().compile_raw(_source(), out, _RT_FLAGS), _runtime_sources())
+                          lambda out: get_native_compiler().compile_raw(_source(), out, _RT_FLAGS), _runtime_sources())
 
 
 class _Holder:
@@ -313,7 +313,7 @@ def get_cpu_runtime() -> CpuRuntime:
                 if _HOLDER.error is not None:
                     raise _HOLDER.error
                 path = _HOLDER.built or build_runtime_library()
-                from ..backends.cpu import load_native_library
+                from .native import load_native_library
 
                 lib = load_native_library(str(path), getattr(ctypes, "RTLD_GLOBAL", 0))
                 rt = CpuRuntime(lib, path)

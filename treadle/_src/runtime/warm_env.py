@@ -111,7 +111,7 @@ def _st(st: os.stat_result) -> str:
 
 def compute_stamp() -> tuple[str, dict[str, Any]] | None:
     """The stamp and the compilers it saw (``None`` where it cannot be taken: no boot id, no compiler found)."""
-    from ..backends.cpu import LOOP_KERNELS_WITH_GXX, NATIVE_DIR
+    from .native import LOOP_KERNELS_WITH_GXX, NATIVE_DIR
     from .warm_index import treadle_signature
 
     boot = _boot_id()
@@ -182,14 +182,13 @@ def prime() -> None:
         _forget_facts()
         _state[key] = (root, stamp, facts)
         return
-    from ..backends.cpu import get_cpu_backend
-    from ..backends.toolchain import prime_toolchain
-    from ..compiler.pipeline import prime_header_hash
+    from .native import get_native_compiler, prime_header_hash
+    from .toolchain import prime_toolchain
 
     _loaded[key] = (root, stamp, memo)
     prime_header_hash(memo["header_hash"])
     prime_toolchain(facts["cxx"], memo["version"], memo["cpu_fp"])
-    get_cpu_backend().prime_loop_compiler(memo["loop_cxx"], facts["loop_sig"])
+    get_native_compiler().prime_loop_compiler(memo["loop_cxx"], facts["loop_sig"])
 
 
 def _valid(memo: Any, stamp: str, facts: dict[str, Any]) -> bool:
@@ -210,15 +209,14 @@ def remember() -> None:
     _state[key] = None
     root, stamp, facts = pending
     with contextlib.suppress(Exception):  # a memo that is not written only costs the next start
-        from ..backends.cpu import get_cpu_backend
-        from ..backends.toolchain import cpu_fingerprint, get_toolchain
-        from ..compiler.pipeline import header_hash
         from .cache import get_cache
+        from .native import get_native_compiler, header_hash
+        from .toolchain import cpu_fingerprint, get_toolchain
 
         tc = get_toolchain(get_cache().root)
         memo = {"format": FORMAT, "stamp": stamp, "cxx": tc.path, "version": tc.version,
                 "cpu_fp": cpu_fingerprint(), "header_hash": header_hash(),
-                "loop_cxx": get_cpu_backend().loop_compiler() or ""}
+                "loop_cxx": get_native_compiler().loop_compiler() or ""}
         again = compute_stamp()  # nothing changed while the facts were derived
         if again is None or again[0] != stamp or not _valid(memo, stamp, facts):
             return
@@ -293,13 +291,12 @@ def remember_product(stem: str, key: str, path: str) -> None:
 
 
 def _forget_facts() -> None:
-    from ..backends.cpu import get_cpu_backend
-    from ..backends.toolchain import forget_toolchain
-    from ..compiler.pipeline import prime_header_hash
+    from .native import get_native_compiler, prime_header_hash
+    from .toolchain import forget_toolchain
 
     forget_toolchain()
     prime_header_hash(None)
-    get_cpu_backend().forget_toolchains()
+    get_native_compiler().forget_toolchains()
 
 
 def forget() -> None:

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import treadle as wp
 
-from ..autodiff.state import suspend_tapes as no_tape
 from ..runtime.graph import capturing
+from ..runtime.recording import suspend_tapes as no_tape
 
 # ``no_tape`` is used across this package: kernels that build topologies are never recorded on a Tape (they have no
 # adjoint, and reuse their scratch arrays in place, which a Tape would rightly refuse to differentiate through).
@@ -321,58 +321,64 @@ def bsr_matrix_t(dtype: Any) -> Any:
 # -- the matrix ----------------------------------------------------------------------------------------------------------
 
 
+#: The operations that matrices delegate to modules above this one (operators, transposes, copies), registered by
+#: :mod:`.operators` when the package is imported: this module stays at the bottom of the package's imports.
+_OPERATIONS: dict[str, typing.Callable[..., Any]] = {}
+
+
+def register_operations(**fns: typing.Callable[..., Any]) -> None:
+    """Register the functions that :class:`MatrixOperators` and :class:`BsrMatrix` methods delegate to."""
+    _OPERATIONS.update(fns)
+
+
+def operation(name: str) -> typing.Callable[..., Any]:
+    """The registered implementation of one delegated matrix operation."""
+    try:
+        return _OPERATIONS[name]
+    except KeyError:  # only reachable if the package's __init__ (which imports .operators) was bypassed
+        raise RuntimeError(f"sparse matrix operation {name!r} is not registered (import treadle.sparse)") from None
+
+
+def transposed_block_type(block_type: Any) -> Any:
+    """The block type of a transposed matrix."""
+    if not wp.types.type_is_matrix(block_type):
+        return block_type
+    r, c = block_shape_of(block_type)
+    return wp.types.matrix(shape=(c, r), dtype=scalar_of(block_type))
+
+
 class MatrixOperators:
-    """The arithmetic operators of matrices and matrix expressions (implemented in :mod:`.expressions`)."""
+    """The arithmetic operators of matrices and matrix expressions (implemented in :mod:`.operators`)."""
 
     def __add__(self, y: Any) -> Any:
-        from .expressions import add
-
-        return add(self, y, 1.0)
+        return operation("add")(self, y, 1.0)
 
     def __radd__(self, x: Any) -> Any:
-        from .expressions import add
-
-        return add(x, self, 1.0) if isinstance(x, MatrixOperators) else NotImplemented
+        return operation("add")(x, self, 1.0) if isinstance(x, MatrixOperators) else NotImplemented
 
     def __sub__(self, y: Any) -> Any:
-        from .expressions import add
-
-        return add(self, y, -1.0)
+        return operation("add")(self, y, -1.0)
 
     def __rsub__(self, x: Any) -> Any:
-        from .expressions import add
-
-        return add(x, self, -1.0) if isinstance(x, MatrixOperators) else NotImplemented
+        return operation("add")(x, self, -1.0) if isinstance(x, MatrixOperators) else NotImplemented
 
     def __mul__(self, s: Any) -> Any:
-        from .expressions import mul
-
-        return mul(self, s)
+        return operation("mul")(self, s)
 
     def __rmul__(self, s: Any) -> Any:
-        from .expressions import mul
-
-        return mul(self, s)
+        return operation("mul")(self, s)
 
     def __truediv__(self, s: Any) -> Any:
-        from .expressions import truediv
-
-        return truediv(self, s)
+        return operation("truediv")(self, s)
 
     def __neg__(self) -> Any:
-        from .expressions import neg
-
-        return neg(self)
+        return operation("neg")(self)
 
     def __matmul__(self, y: Any) -> Any:
-        from .expressions import matmul
-
-        return matmul(self, y)
+        return operation("matmul")(self, y)
 
     def __rmatmul__(self, x: Any) -> Any:
-        from .expressions import rmatmul
-
-        return rmatmul(self, x)
+        return operation("rmatmul")(self, x)
 
 
 class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
@@ -592,9 +598,7 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
 
     def transpose(self) -> BsrMatrix:
         """A transposed copy of the matrix (see :func:`bsr_transposed`)."""
-        from .transpose import bsr_transposed
-
-        return bsr_transposed(self)
+        return operation("bsr_transposed")(self)
 
     def __repr__(self) -> str:
         def arr(a: Any) -> str:
@@ -606,24 +610,16 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
 
     # in-place operators update this matrix
     def __iadd__(self, y: Any) -> Any:
-        from .expressions import iadd
-
-        return iadd(self, y)
+        return operation("iadd")(self, y)
 
     def __isub__(self, y: Any) -> Any:
-        from .expressions import isub
-
-        return isub(self, y)
+        return operation("isub")(self, y)
 
     def __imul__(self, s: Any) -> Any:
-        from .expressions import imul
-
-        return imul(self, s)
+        return operation("imul")(self, s)
 
     def __imatmul__(self, y: Any) -> Any:
-        from .expressions import imatmul
-
-        return imatmul(self, y)
+        return operation("imatmul")(self, y)
 
 
 def _reinterpret(a: Any, dtype: Any, shape: tuple[int, ...]) -> Any:

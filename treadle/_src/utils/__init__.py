@@ -1,1 +1,1 @@
-"""Array utilities, profiling and logging built on Treadle (the ``warp.utils`` group of the reference API)."""
+"""Array utilities built on Treadle (the ``warp.utils`` group of the reference API)."""

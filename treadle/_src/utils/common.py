@@ -14,7 +14,7 @@ from typing import Any
 
 import treadle as wp
 
-from ..errors import TreadleError
+from ..core.errors import TreadleError
 from ..runtime.threadpool import MIN_CHUNK, SERIAL_THRESHOLD, num_threads
 
 

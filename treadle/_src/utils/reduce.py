@@ -13,6 +13,7 @@ from typing import Any
 
 import treadle as wp
 
+from ..runtime.graph import capturing
 from .common import (
     UtilsTypeError,
     UtilsValueError,
@@ -280,6 +281,9 @@ def _reduce(fname: str, a: Any, b: Any, out: Any, count: Any, axis: Any) -> Any:
                                       f"elements ({n})")
             n = c
             flats = [x[:n] for x in flats]
+        if out is None and n > 0 and capturing():
+            raise NotImplementedError(f"{fname}() returns its result to the host, which a graph capture cannot "
+                                      "replay; pass out= (a 1-element array) while capturing")
         result = out if out is not None else wp.empty(1, dtype=out_dtype, device=device)
         views = [view2d(x) for x in flats]
         res2d = view2d(result)
@@ -361,6 +365,7 @@ def array_sum(values: Any, out: Any = None, value_count: int | None = None, axis
         IndexError: ``axis`` is out of range.
         UtilsTypeError: unsupported data type, or an ``out`` of the wrong type.
         UtilsValueError: ``out`` of the wrong shape or device, or ``value_count`` larger than the array.
+        NotImplementedError: ``out`` is ``None`` (a host result) during a graph capture.
 
     """
     check_array("values", values)
@@ -389,6 +394,7 @@ def array_inner(a: Any, b: Any, out: Any = None, count: int | None = None, axis:
         IndexError: ``axis`` is out of range.
         UtilsTypeError: unsupported or different data types, or an ``out`` of the wrong type.
         UtilsValueError: different devices, ``out`` of the wrong shape, or ``count`` larger than the arrays.
+        NotImplementedError: ``out`` is ``None`` (a host result) during a graph capture.
 
     """
     check_array("a", a)

@@ -11,6 +11,7 @@ from typing import Any
 
 import treadle as wp
 
+from ..runtime.graph import capturing
 from .common import UtilsTypeError, UtilsValueError, blocks, check_array, check_count, check_same_device, type_name
 from .reduce import _scan_totals
 
@@ -94,6 +95,7 @@ def runlength_encode(values: Any, run_values: Any, run_lengths: Any, run_count: 
         UtilsTypeError: a dtype other than ``int32``.
         UtilsValueError: different devices, outputs shorter than ``value_count``, a negative ``value_count`` or one
             larger than ``values``.
+        NotImplementedError: ``run_count`` is ``None`` during a graph capture (the count could not be replayed).
 
     """
     for name, a in (("values", values), ("run_values", run_values), ("run_lengths", run_lengths)):
@@ -127,6 +129,9 @@ def runlength_encode(values: Any, run_values: Any, run_lengths: Any, run_count: 
                               f"{run_values.shape[0]} and {run_lengths.shape[0]}")
     if run_count is not None and run_count.size < 1:
         raise UtilsValueError("run_count must hold at least one element")
+    if run_count is None and n > 0 and capturing():
+        raise NotImplementedError("runlength_encode() returns the run count to the host, which a graph capture "
+                                  "cannot replay; pass run_count= (a 1-element int32 array) while capturing")
     device = values.device
     count = run_count if run_count is not None else wp.empty(1, dtype=wp.int32, device=device)
     if n == 0:

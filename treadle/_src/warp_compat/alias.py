@@ -43,7 +43,9 @@ _VENDORED_PARENTS = {"warp._src", "warp._src.thirdparty"}
 
 
 def _treadle() -> types.ModuleType:
-    return importlib.import_module("treadle")
+    import treadle
+
+    return treadle
 
 
 def _is_treadle_module(module: object) -> bool:

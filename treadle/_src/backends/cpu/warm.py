@@ -1,0 +1,60 @@
+"""The CPU backend's warm-start key: the compiler's fingerprint of a kernel with what its CPU build depends on.
+
+The compiler fingerprints what lowering reads (``compiler/fingerprint.py``); a CPU binary also depends on Treadle's
+code-generating sources (``warm_index.treadle_signature``), the native headers (``native.header_hash``), the
+compiler identity and flags, and the compiler chosen for kernels with loops. :func:`warm_key` joins the two; the
+runtime's warm-start index (``runtime/warm_index.py``) maps the key to the cached binary.
+
+The facts the backend's part needs (header digest, toolchain, CPU, loop compiler) come from the environment stamp's
+memo when it matches (``runtime/warm_env.py``), so that a warm start does not derive them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .... import config
+from ...compiler import fingerprint
+from ...runtime import warm_env, warm_index
+from ...runtime.native import get_native_compiler, header_hash
+
+
+def settings(options: Any) -> str:
+    """The part of every key that does not depend on the kernel: format, sources, headers, compiler, flags."""
+    compiler = get_native_compiler()
+    return "\x00".join((warm_index.FORMAT, config.version, warm_index.treadle_signature(), header_hash(),
+                         compiler.identity(options),
+                         compiler.loop_compiler_signature()))  # kernels with loops may be built by another compiler
+
+
+def warm_key(inst: Any) -> str | None:
+    """The warm-start key of a CPU kernel instance, or ``None`` when it cannot be taken safely.
+
+    None in checked mode, with kernel caching off or dumps asked for (those builds always take the normal path), and
+    for kernels the compiler cannot fingerprint.
+    """
+    if not config.cache_kernels or config.dump or inst.options.mode == "debug":
+        return None
+    try:
+        warm_env.prime()
+        src = inst.fingerprint()
+        if src is None:
+            return None
+        memo = fingerprint.batch_memo()
+        o = inst.options
+        if memo is None:
+            part = settings(o)
+        else:  # a module load: the settings cannot change from one kernel to the next
+            key = ("cpu", o.mode, o.opt_level, tuple(o.extra), o.verify_fp, o.cxx)
+            cached = memo.get(key)
+            if cached is None:
+                cached = memo[key] = settings(o)
+            part = cached
+        warm_env.remember()
+    except Exception:  # noqa: BLE001 - a key problem must never break a launch: take the normal path
+        return None
+    return hashlib.sha256(f"{part}\x00{src}".encode()).hexdigest()
+
+
+__all__ = ["settings", "warm_key"]

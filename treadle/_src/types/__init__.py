@@ -1,0 +1,1 @@
+"""Types: scalars, vectors/matrices/quaternions/transforms, structs, the compiler's type system, the array protocol."""
