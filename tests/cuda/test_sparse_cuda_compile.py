@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import treadle as wp
-from treadle._src.backends import cuda as cb
+from treadle._src.backends.cuda import build as cb
 from treadle._src.lang.kernel import Kernel
 
 pytestmark = pytest.mark.skipif(not cb.nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")

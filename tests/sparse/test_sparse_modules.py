@@ -62,6 +62,7 @@ def test_public_names_match_the_reference():
         "bsr_set_from_triplets", "bsr_set_identity", "bsr_set_transpose", "bsr_set_zero", "bsr_transposed",
         "bsr_zeros"}
     assert reference_sparse <= set(sp.__all__)
-    reference_linear = {"BiCGSTAB", "CG", "CR", "GMRES", "LinearOperator", "LinearSolverState", "aslinearoperator",
+    reference_linear = {"BiCGSTAB", "CG", "CR", "FSAI", "GMRES", "LinearOperator", "LinearSolverState", "aslinearoperator",
                         "bicgstab", "cg", "cr", "gmres", "preconditioner"}
     assert reference_linear <= set(lin.__all__)
+    assert all(hasattr(lin, n) for n in lin.__all__) and all(hasattr(sp, n) for n in sp.__all__)
