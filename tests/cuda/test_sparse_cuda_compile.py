@@ -39,7 +39,8 @@ def _cases(f):
 
 def _run_workloads():
     pytest.importorskip("scipy.sparse")
-    for sub, name in (("sparse", "test_bsr_build"), ("sparse", "test_bsr_ops"), ("optim", "test_linear_solvers")):
+    for sub, name in (("sparse", "test_bsr_build"), ("sparse", "test_bsr_ops"), ("optim", "test_linear_solvers"),
+                      ("optim", "test_fsai")):
         sys.path.insert(0, str(TESTS / sub))
         try:
             mod = importlib.import_module(name)
@@ -50,7 +51,7 @@ def _run_workloads():
                 continue
             params = inspect.signature(f).parameters
             if any(p not in ("device", "shape", "scalar", "solver", "block", "dtype", "left", "new_shape",
-                             "chunks") for p in params):
+                             "chunks", "max_row_size", "step", "factor", "rtol") for p in params):
                 continue
             for kw in _cases(f):
                 if "device" in params:

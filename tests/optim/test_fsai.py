@@ -273,3 +273,57 @@ def test_update_and_solve_under_graph_capture():
         assert 0 < int(it.numpy()[0]) <= 60 and r2.numpy()[0] <= a2.numpy()[0]
         np.testing.assert_allclose((A * s) @ x.numpy(), 1.0, atol=1e-8)
         np.testing.assert_allclose(_csr(P.G).toarray(), _dense_fsai((A * s).toarray(), _csr(P.G)), rtol=1e-10)
+
+
+_COMPARE = """
+import sys, numpy as np, importlib
+impl = sys.argv[1]
+wp = importlib.import_module(impl)
+wps = importlib.import_module(impl + ".sparse")
+L = importlib.import_module(impl + ".optim.linear")
+data = np.load(sys.argv[2])
+n = int(data["n"])
+M = wps.bsr_from_triplets(n, n, wp.array(data["rows"]), wp.array(data["cols"]), wp.array(data["vals"], dtype=wp.float64))
+out = {}
+for name, kw in (("default", {}), ("wide", dict(max_row_size=16, kap_tolerance=0.0)),
+                 ("steps", dict(max_row_size=12, max_step_size=3, kap_tolerance=0.0))):
+    P = L.FSAI(M, **kw)
+    nnz = int(P.G.offsets.numpy()[n])
+    out[name + "_offsets"] = P.G.offsets.numpy()[: n + 1]
+    out[name + "_columns"] = P.G.columns.numpy()[:nnz]
+    out[name + "_values"] = P.G.values.numpy()[:nnz]
+np.savez(sys.argv[3], **out)
+"""
+
+
+def test_factors_match_the_reference_when_installed(tmp_path):
+    """The same supports and values as warp-lang's FSAI (run in a subprocess; skipped without warp-lang)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("warp") is None:
+        pytest.skip("warp-lang is not installed")
+    probe = subprocess.run([sys.executable, "-c", "import warp.optim.linear as L; print(hasattr(L, 'FSAI'))"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    if probe.stdout.strip() != "True":
+        pytest.skip("the installed warp-lang has no FSAI")
+    A = _random_spd(np.random.default_rng(4), 80, 0.05)
+    A.sort_indices()
+    coo = A.tocoo()
+    np.savez(tmp_path / "A.npz", n=80, rows=coo.row.astype(np.int32), cols=coo.col.astype(np.int32), vals=coo.data)
+    (tmp_path / "compare.py").write_text(_COMPARE)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    for impl in ("warp", "treadle"):
+        r = subprocess.run([sys.executable, "compare.py", impl, "A.npz", f"{impl}.npz"], capture_output=True,
+                           text=True, cwd=tmp_path, env=env if impl == "treadle" else None, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    ref, ours = np.load(tmp_path / "warp.npz"), np.load(tmp_path / "treadle.npz")
+    for key in ref.files:
+        if key.endswith("_values"):
+            np.testing.assert_allclose(ours[key], ref[key], rtol=1e-12, atol=1e-14)
+        else:
+            np.testing.assert_array_equal(ours[key], ref[key])
