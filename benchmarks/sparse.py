@@ -8,7 +8,8 @@ warp-lang (CPU).
 - ``bsr_mm`` (``A @ A``) with 1x1 and 3x3 blocks;
 - assembly of a CSR matrix from 1M triplets (``N^3`` rows, duplicates summed);
 - 100 iterations of unpreconditioned conjugate gradients on the Poisson matrix (tolerances at zero, so every
-  library runs the same number of iterations).
+  library runs the same number of iterations);
+- construction of the FSAI preconditioner of the Poisson matrix (default options; SciPy has none).
 
 The libraries take turns within every round of repetitions on the same inputs; the table gives each one's fastest
 wall time and the ratios ``peer / treadle`` (> 1: Treadle is faster). The machine may be shared: only same-run
@@ -102,6 +103,8 @@ def library(wp: Any, tri: tuple[np.ndarray, ...], size: int, rand: tuple[np.ndar
         "assembly": lambda: sparse.bsr_set_from_triplets(assembled, rr, rc, rv, prune_numerical_zeros=False),
         "cg": run_cg,
     }
+    if hasattr(linear, "FSAI"):
+        out["fsai"] = lambda: linear.FSAI(A1)
     for run in out.values():  # compile and warm up
         run()
     wp.synchronize()
@@ -138,6 +141,7 @@ ROWS = [
     ("mm_3x3", "bsr_mm A @ A, 3x3 blocks"),
     ("assembly", "CSR from 1M triplets (duplicates summed)"),
     ("cg", f"cg, {CG_ITERS} iterations, Poisson (CSR)"),
+    ("fsai", "FSAI setup, Poisson (CSR), default options"),
 ]
 
 
@@ -189,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     nan = float("nan")
     for key, label in ROWS:
-        t = res["Treadle"][key]
+        t = res["Treadle"].get(key, nan)
         s = res["SciPy"].get(key, nan)
         w = res.get("Warp CPU", {}).get(key, nan)
         print(f"| {label} | {t * 1e3:.3g} | {s * 1e3:.3g} | {s / t:.2f}x | {w * 1e3:.3g} | {w / t:.2f}x |")

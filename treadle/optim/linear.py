@@ -3,13 +3,15 @@
 :func:`cg` (conjugate gradient) and :func:`cr` (conjugate residual) for symmetric systems, :func:`bicgstab` and
 :func:`gmres` for general ones, each also as a reusable preallocated state (:class:`CG`, :class:`CR`,
 :class:`BiCGSTAB`, :class:`GMRES`). The system matrix is a :class:`treadle.sparse.BsrMatrix`, a dense or diagonal
-array, or any :class:`LinearOperator` (:func:`aslinearoperator`); :func:`preconditioner` builds Jacobi and block
-Jacobi preconditioners. Batched operators (``batch_offsets``) solve independent subproblems together. Every step runs
-as Treadle kernels on the system's device.
+array, or any :class:`LinearOperator` (:func:`aslinearoperator`); :func:`preconditioner` builds Jacobi, block
+Jacobi and factorised sparse approximate inverse (:class:`FSAI`) preconditioners. Batched operators
+(``batch_offsets``) solve independent subproblems together. Every step runs as Treadle kernels on the system's
+device.
 """
 
 from __future__ import annotations
 
+from .._src.optim.linear.fsai import FSAI as FSAI
 from .._src.optim.linear.gmres import GMRES as GMRES
 from .._src.optim.linear.gmres import gmres as gmres
 from .._src.optim.linear.krylov import CG as CG
@@ -26,6 +28,7 @@ from .._src.optim.linear.state import LinearSolverState as LinearSolverState
 __all__ = [
     "CG",
     "CR",
+    "FSAI",
     "GMRES",
     "BiCGSTAB",
     "LinearOperator",

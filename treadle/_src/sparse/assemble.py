@@ -29,7 +29,8 @@ def _aliased(dest: BsrMatrix, sources: Sequence[Any]) -> bool:
 
 def assemble(dest: BsrMatrix, entries: Entries, topology: str, values_fn: ValuesFn | None,
              sources: Sequence[Any] = (), requires_grad: bool = False, want_blocks: bool = False,
-             runs_out: tuple[Any, Any, Any] | None = None, fn: str = "") -> Runs:
+             runs_out: tuple[Any, Any, Any] | None = None, sorted_out: tuple[Any, Any] | None = None,
+             fn: str = "") -> Runs:
     """Coalesce ``entries`` into ``dest`` under ``topology`` and compute its values with ``values_fn(runs, out)``.
 
     Args:
@@ -41,6 +42,7 @@ def assemble(dest: BsrMatrix, entries: Entries, topology: str, values_fn: Values
         requires_grad: whether the values array of the result needs a gradient.
         want_blocks: also map every source index to its block (``Runs.entry_block``).
         runs_out: arrays to write the runs into (see :func:`.topology.coalesce`).
+        sorted_out: arrays to write the sorted entries into (see :func:`.topology.coalesce`).
         fn: the public function's name, for error messages.
 
     Returns:
@@ -49,7 +51,8 @@ def assemble(dest: BsrMatrix, entries: Entries, topology: str, values_fn: Values
     device = entries.device
     if topology == "masked":
         tmp = new_matrix(dest.nrow, dest.ncol, dest.values.dtype, device, requires_grad=requires_grad)
-        runs = assemble(tmp, entries, "compact", values_fn, (), requires_grad, want_blocks, runs_out, fn)
+        runs = assemble(tmp, entries, "compact", values_fn, (), requires_grad, want_blocks, runs_out, sorted_out,
+                        fn)
         if values_fn is not None:
             masked_assign(dest, tmp)
         return runs
@@ -68,7 +71,8 @@ def assemble(dest: BsrMatrix, entries: Entries, topology: str, values_fn: Values
             values = wp.empty(dest.values.shape[0], dtype=dest.values.dtype, device=device, requires_grad=rg)
         counts = wp.empty_like(dest.row_counts) if aliased else dest.row_counts
         runs = coalesce(entries, dest_offsets=dest.offsets, dest_counts=counts, dest_columns=columns, padded=True,
-                        status=dest._ensure_status(), want_blocks=want_blocks, runs_out=runs_out)
+                        status=dest._ensure_status(), want_blocks=want_blocks, runs_out=runs_out,
+                        sorted_out=sorted_out)
         if values_fn is not None:
             values_fn(runs, values)
         dest.columns, dest.values, dest.row_counts = columns, values, counts
@@ -86,10 +90,9 @@ def assemble(dest: BsrMatrix, entries: Entries, topology: str, values_fn: Values
         columns = wp.empty(cap, dtype=int, device=device)
     values = dest.values
     if aliased or values.shape[0] < cap or (rg and not values.requires_grad):
-        values = wp.empty(max(cap, values.shape[0] if not aliased else cap), dtype=dest.values.dtype,
-                          device=device, requires_grad=rg)
+        values = wp.empty(cap, dtype=dest.values.dtype, device=device, requires_grad=rg)
     runs = coalesce(entries, dest_columns=columns, compact_offsets=offsets, want_blocks=want_blocks,
-                    runs_out=runs_out)
+                    runs_out=runs_out, sorted_out=sorted_out)
     if values_fn is not None:
         values_fn(runs, values)
     dest.offsets, dest.columns, dest.values = offsets, columns, values

@@ -113,9 +113,8 @@ def bsr_set_zero(bsr: BsrMatrix, rows_of_blocks: int | None = None, cols_of_bloc
         return
     if topology == "compact":
         if bsr.offsets is None or bsr.offsets.shape[0] < nrow + 1:
-            bsr.offsets = wp.zeros(nrow + 1, dtype=int, device=device)
-        else:
-            bsr.offsets[:nrow + 1].zero_()
+            bsr.offsets = wp.empty(nrow + 1, dtype=int, device=device)
+        bsr.offsets[:nrow + 1].zero_()
         bsr.nrow, bsr.ncol, bsr.nnz = nrow, ncol, 0
         bsr.row_counts = None
         if nnz_capacity is not None:
@@ -141,9 +140,8 @@ def bsr_set_zero(bsr: BsrMatrix, rows_of_blocks: int | None = None, cols_of_bloc
         bsr.offsets = new_offsets
         cap = int(nnz_capacity) if nnz_capacity is not None else min(int(bsr.nnz), bsr.columns.shape[0])
     if bsr.row_counts is None or bsr.row_counts.shape[0] != nrow:
-        bsr.row_counts = wp.zeros(nrow, dtype=int, device=device)
-    else:
-        bsr.row_counts.zero_()
+        bsr.row_counts = wp.empty(nrow, dtype=int, device=device)
+    bsr.row_counts.zero_()
     reserve(bsr, cap)
     bsr.nnz = cap
     bsr._ensure_status()

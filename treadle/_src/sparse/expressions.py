@@ -1,4 +1,4 @@
-"""Lazy matrix expressions (``alpha * A``, ``A.transpose()`` of a scaled matrix) and the matrix operators.
+"""Lazy matrix expressions (``alpha * A``, ``A.transpose()`` of a scaled matrix); the operators are in :mod:`.operators`.
 
 ``2.0 * A``, ``A / 3``, ``-A`` make a :class:`BsrExpression`: nothing is computed until it is used, and the
 functions that take matrices fold the scale into their own coefficients (``bsr_mv(2 * A, x)`` is one product).
@@ -16,7 +16,7 @@ import numpy as np
 
 import treadle as wp
 
-from .matrix import BsrMatrix, BsrTypeError, MatrixOperators, type_name
+from .matrix import BsrMatrix, BsrTypeError, MatrixOperators, operation, transposed_block_type, type_name
 
 
 def is_scalar(x: Any) -> bool:
@@ -28,7 +28,8 @@ def is_scalar(x: Any) -> bool:
     return wp.types.type_is_scalar(type(x)) and hasattr(x, "value")
 
 
-def _number(x: Any) -> Any:
+def number(x: Any) -> Any:
+    """The Python value of a coefficient (a Treadle scalar gives its ``value``)."""
     return x.value if hasattr(x, "value") and not isinstance(x, (numbers.Number, np.number)) else x
 
 
@@ -82,8 +83,6 @@ class BsrExpression(MatrixOperators, typing.Generic[_BlockType]):
     def dtype(self) -> Any:
         """Block type."""
         if self.transposed:
-            from .transpose import transposed_block_type
-
             return transposed_block_type(self.mat.dtype)
         return self.mat.dtype
 
@@ -124,9 +123,9 @@ class BsrExpression(MatrixOperators, typing.Generic[_BlockType]):
 
     def eval(self) -> BsrMatrix:
         """A new matrix holding the expression's value."""
-        from .transpose import bsr_copy, transposed
-
-        return transposed(self.mat, self.scale) if self.transposed else bsr_copy(self)
+        if self.transposed:
+            return operation("transposed")(self.mat, self.scale)
+        return operation("bsr_copy")(self)
 
     def transpose(self) -> BsrExpression:
         """The transposed expression (still lazy)."""
@@ -143,9 +142,7 @@ def as_operand(x: Any, fn: str, name: str) -> tuple[BsrMatrix, Any]:
         return x, 1.0
     if isinstance(x, BsrExpression):
         if x.transposed:
-            from .transpose import transposed
-
-            return transposed(x.mat), x.scale
+            return operation("transposed")(x.mat), x.scale
         return x.mat, x.scale
     raise BsrTypeError(f"{fn}(): {name} must be a BsrMatrix or a matrix expression (such as 2.0 * A), got "
                        f"{type(x).__name__}")
@@ -161,92 +158,11 @@ def as_linear(x: Any, fn: str, name: str) -> tuple[BsrMatrix, Any, bool]:
                        f"{type(x).__name__}")
 
 
-# -- operators --------------------------------------------------------------------------------------------------------
-
-
 def scaled(x: Any, s: Any) -> BsrExpression:
     """``s * x`` as an expression."""
     if isinstance(x, BsrExpression):
-        return BsrExpression(x.mat, _number(x.scale) * _number(s), x.transposed)
-    return BsrExpression(x, _number(s))
-
-
-def add(x: Any, y: Any, sign: float) -> Any:
-    from .axpy import bsr_axpy
-    from .transpose import bsr_copy
-
-    if not isinstance(y, (BsrMatrix, BsrExpression)):
-        return NotImplemented
-    z = x.eval() if isinstance(x, BsrExpression) else bsr_copy(x)
-    return bsr_axpy(y, z, alpha=sign)
-
-
-def matmul(x: Any, y: Any) -> Any:
-    from .products import bsr_mm, bsr_mv
-
-    if isinstance(y, (BsrMatrix, BsrExpression)):
-        return bsr_mm(x, y)
-    if isinstance(y, wp.array):
-        return bsr_mv(x, y)
-    return NotImplemented
-
-
-def rmatmul(x: Any, y: Any) -> Any:
-    # y @ x with y an array: the transposed product
-    from .products import bsr_mv
-
-    if isinstance(y, wp.array):
-        return bsr_mv(x, y, transpose=True)
-    return NotImplemented
-
-
-def mul(x: Any, s: Any) -> Any:
-    if is_scalar(s):
-        return scaled(x, s)
-    return NotImplemented
-
-
-def truediv(x: Any, s: Any) -> Any:
-    if is_scalar(s):
-        return scaled(x, 1.0 / _number(s))
-    return NotImplemented
-
-
-def neg(x: Any) -> Any:
-    return scaled(x, -1.0)
-
-
-def iadd(x: BsrMatrix, y: Any) -> Any:
-    from .axpy import bsr_axpy
-
-    if not isinstance(y, (BsrMatrix, BsrExpression)):
-        return NotImplemented
-    return bsr_axpy(y, x)
-
-
-def isub(x: BsrMatrix, y: Any) -> Any:
-    from .axpy import bsr_axpy
-
-    if not isinstance(y, (BsrMatrix, BsrExpression)):
-        return NotImplemented
-    return bsr_axpy(y, x, alpha=-1.0)
-
-
-def imul(x: BsrMatrix, s: Any) -> Any:
-    from .diag import scale
-
-    if not is_scalar(s):
-        return NotImplemented
-    scale(x, _number(s))
-    return x
-
-
-def imatmul(x: BsrMatrix, y: Any) -> Any:
-    from .products import bsr_mm
-
-    if not isinstance(y, (BsrMatrix, BsrExpression)):
-        return NotImplemented
-    return bsr_mm(x, y, x)
+        return BsrExpression(x.mat, number(x.scale) * number(s), x.transposed)
+    return BsrExpression(x, number(s))
 
 
 def describe(x: Any) -> str:

@@ -19,8 +19,6 @@ from __future__ import annotations
 import typing
 from typing import Any, Literal
 
-import numpy as np
-
 import treadle as wp
 
 from ..runtime.graph import capturing
@@ -323,58 +321,64 @@ def bsr_matrix_t(dtype: Any) -> Any:
 # -- the matrix ----------------------------------------------------------------------------------------------------------
 
 
+#: The operations that matrices delegate to modules above this one (operators, transposes, copies), registered by
+#: :mod:`.operators` when the package is imported: this module stays at the bottom of the package's imports.
+_OPERATIONS: dict[str, typing.Callable[..., Any]] = {}
+
+
+def register_operations(**fns: typing.Callable[..., Any]) -> None:
+    """Register the functions that :class:`MatrixOperators` and :class:`BsrMatrix` methods delegate to."""
+    _OPERATIONS.update(fns)
+
+
+def operation(name: str) -> typing.Callable[..., Any]:
+    """The registered implementation of one delegated matrix operation."""
+    try:
+        return _OPERATIONS[name]
+    except KeyError:  # only reachable if the package's __init__ (which imports .operators) was bypassed
+        raise RuntimeError(f"sparse matrix operation {name!r} is not registered (import treadle.sparse)") from None
+
+
+def transposed_block_type(block_type: Any) -> Any:
+    """The block type of a transposed matrix."""
+    if not wp.types.type_is_matrix(block_type):
+        return block_type
+    r, c = block_shape_of(block_type)
+    return wp.types.matrix(shape=(c, r), dtype=scalar_of(block_type))
+
+
 class MatrixOperators:
-    """The arithmetic operators of matrices and matrix expressions (implemented in :mod:`.expressions`)."""
+    """The arithmetic operators of matrices and matrix expressions (implemented in :mod:`.operators`)."""
 
     def __add__(self, y: Any) -> Any:
-        from .expressions import add
-
-        return add(self, y, 1.0)
+        return operation("add")(self, y, 1.0)
 
     def __radd__(self, x: Any) -> Any:
-        from .expressions import add
-
-        return add(x, self, 1.0) if isinstance(x, MatrixOperators) else NotImplemented
+        return operation("add")(x, self, 1.0) if isinstance(x, MatrixOperators) else NotImplemented
 
     def __sub__(self, y: Any) -> Any:
-        from .expressions import add
-
-        return add(self, y, -1.0)
+        return operation("add")(self, y, -1.0)
 
     def __rsub__(self, x: Any) -> Any:
-        from .expressions import add
-
-        return add(x, self, -1.0) if isinstance(x, MatrixOperators) else NotImplemented
+        return operation("add")(x, self, -1.0) if isinstance(x, MatrixOperators) else NotImplemented
 
     def __mul__(self, s: Any) -> Any:
-        from .expressions import mul
-
-        return mul(self, s)
+        return operation("mul")(self, s)
 
     def __rmul__(self, s: Any) -> Any:
-        from .expressions import mul
-
-        return mul(self, s)
+        return operation("mul")(self, s)
 
     def __truediv__(self, s: Any) -> Any:
-        from .expressions import truediv
-
-        return truediv(self, s)
+        return operation("truediv")(self, s)
 
     def __neg__(self) -> Any:
-        from .expressions import neg
-
-        return neg(self)
+        return operation("neg")(self)
 
     def __matmul__(self, y: Any) -> Any:
-        from .expressions import matmul
-
-        return matmul(self, y)
+        return operation("matmul")(self, y)
 
     def __rmatmul__(self, x: Any) -> Any:
-        from .expressions import rmatmul
-
-        return rmatmul(self, x)
+        return operation("rmatmul")(self, x)
 
 
 class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
@@ -495,11 +499,8 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
             raise NotImplementedError("nnz_sync() cannot read the block count while a graph capture that recorded a "
                                       "topology update of this matrix is in progress; read it after launching the "
                                       "graph")
-        if capturing():
-            # reading the current value is what the caller asks for; nothing recorded changes it
-            self.nnz = int(self.offsets[self.nrow:self.nrow + 1].numpy()[0])
-            return self.nnz
-        self._recorded_topology = False
+        if not capturing():
+            self._recorded_topology = False
         self.nnz = int(self.offsets[self.nrow:self.nrow + 1].numpy()[0])
         return self.nnz
 
@@ -597,9 +598,7 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
 
     def transpose(self) -> BsrMatrix:
         """A transposed copy of the matrix (see :func:`bsr_transposed`)."""
-        from .transpose import bsr_transposed
-
-        return bsr_transposed(self)
+        return operation("bsr_transposed")(self)
 
     def __repr__(self) -> str:
         def arr(a: Any) -> str:
@@ -611,42 +610,37 @@ class BsrMatrix(MatrixOperators, typing.Generic[_BlockType]):
 
     # in-place operators update this matrix
     def __iadd__(self, y: Any) -> Any:
-        from .expressions import iadd
-
-        return iadd(self, y)
+        return operation("iadd")(self, y)
 
     def __isub__(self, y: Any) -> Any:
-        from .expressions import isub
-
-        return isub(self, y)
+        return operation("isub")(self, y)
 
     def __imul__(self, s: Any) -> Any:
-        from .expressions import imul
-
-        return imul(self, s)
+        return operation("imul")(self, s)
 
     def __imatmul__(self, y: Any) -> Any:
-        from .expressions import imatmul
+        return operation("imatmul")(self, y)
 
-        return imatmul(self, y)
+
+def _reinterpret(a: Any, dtype: Any, shape: tuple[int, ...]) -> Any:
+    """A view of the contiguous array ``a`` with another element type and shape, its gradient viewed alike.
+
+    Views keep the memory they look at alive.
+    """
+    if not a.is_contiguous:
+        raise BsrError("the values array must be contiguous to be reinterpreted")
+    same = wp.types.types_equal(a.dtype, dtype)
+    v = a.reshape(shape) if same else a.view(dtype).reshape(shape)
+    if a.grad is not None and v.grad is None:
+        g = a.grad
+        v.grad = g.reshape(shape) if same else g.view(dtype).reshape(shape)
+    return v
 
 
 def scalar_view(values: Any) -> Any:
     """A 3-d scalar view ``(n, block rows, block cols)`` of a contiguous 1-d array of blocks (gradient included)."""
     r, c = block_shape_of(values.dtype)
-    scalar = scalar_of(values.dtype)
-    n = values.shape[0]
-    grad = None
-    if values.grad is not None:
-        grad = scalar_view(values.grad)
-    if not values.is_contiguous:
-        raise BsrError("the values array must be contiguous to be seen as scalars")
-    return wp.array(ptr=values.ptr, shape=(n, r, c), dtype=scalar, device=values.device, grad=grad)
-
-
-def is_bsr(x: Any) -> bool:
-    """Whether ``x`` is a :class:`BsrMatrix`."""
-    return isinstance(x, BsrMatrix)
+    return _reinterpret(values, scalar_of(values.dtype), (values.shape[0], r, c))
 
 
 # -- allocation ---------------------------------------------------------------------------------------------------------
@@ -757,26 +751,6 @@ def row_end_args(m: BsrMatrix) -> tuple[Any, int]:
     return m.row_counts, int(m.row_counts is not None)
 
 
-def dense_host(m: BsrMatrix) -> np.ndarray:
-    """The matrix as a dense NumPy array (host copy; for tests, debugging and small matrices)."""
-    r, c = m.block_shape
-    out = np.zeros((m.nrow * r, m.ncol * c), dtype=np.float64)
-    offsets = m.offsets.numpy()
-    counts = None if m.row_counts is None else m.row_counts.numpy()
-    cols = m.columns.numpy()
-    vals = scalar_view(m.values).numpy() if m.values.shape[0] else np.zeros((0, r, c))
-    for row in range(m.nrow):
-        beg = int(offsets[row])
-        end = int(offsets[row + 1]) if counts is None else beg + int(counts[row])
-        for b in range(beg, end):
-            col = int(cols[b])
-            out[row * r:(row + 1) * r, col * c:(col + 1) * c] += vals[b]
-    return out
-
-
 def block_view(values: Any, block_type: Any) -> Any:
     """A 1-d view with ``block_type`` elements of a contiguous 3-d scalar array ``(n, rows, cols)``, gradient too."""
-    grad = None
-    if values.grad is not None:
-        grad = block_view(values.grad, block_type)
-    return wp.array(ptr=values.ptr, shape=(values.shape[0],), dtype=block_type, device=values.device, grad=grad)
+    return _reinterpret(values, block_type, (values.shape[0],))

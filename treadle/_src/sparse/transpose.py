@@ -22,7 +22,6 @@ from .matrix import (
     BsrError,
     BsrMatrix,
     BsrTypeError,
-    block_shape_of,
     check_devices,
     check_topology,
     make_block_type,
@@ -30,6 +29,8 @@ from .matrix import (
     no_tape,
     reserve,
     scalar_of,
+    scalar_view,
+    transposed_block_type,
 )
 from .topology import Runs, _dummy, group_triplets
 from .triplets import row_entries
@@ -105,8 +106,6 @@ def _reshape_factors(src_shape: tuple[int, int], dst_shape: tuple[int, int], tot
 
 
 def _assign_reshaped(dest: BsrMatrix, src: BsrMatrix, alpha: float, topology: str, structure_only: bool) -> None:
-    from .matrix import scalar_view
-
     sr, sc = src.block_shape
     dr, dc = dest.block_shape
     nsub_r = max(1, sr // dr)
@@ -295,14 +294,6 @@ def bsr_copy(A: Any, scalar_type: Any = None, block_shape: tuple[int, int] | Non
             dest.nnz = cap
     assign(dest, mat, alpha, structure_only, topology, fn)
     return dest
-
-
-def transposed_block_type(block_type: Any) -> Any:
-    """The block type of a transposed matrix."""
-    if not wp.types.type_is_matrix(block_type):
-        return block_type
-    r, c = block_shape_of(block_type)
-    return wp.types.matrix(shape=(c, r), dtype=scalar_of(block_type))
 
 
 def set_transpose(dest: BsrMatrix, src: BsrMatrix, alpha: float, topology: str, fn: str) -> None:

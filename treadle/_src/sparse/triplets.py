@@ -102,6 +102,8 @@ class BsrTripletMap:
         d = self._device
         self._cols = wp.empty(c, dtype=int, device=d)
         self._srcs = wp.empty(c, dtype=int, device=d)
+        self._sorted_cols = wp.empty(c, dtype=int, device=d)
+        self._sorted_srcs = wp.empty(c, dtype=int, device=d)
         self._run_beg = wp.empty(c, dtype=int, device=d)
         self._run_end = wp.empty(c, dtype=int, device=d)
         self._blocks = wp.empty(c, dtype=int, device=d)
@@ -195,9 +197,10 @@ def bsr_set_from_triplets(dest: BsrMatrix, rows: Any, columns: Any, values: Any 
         gather(runs, vals, out_values)
 
     runs_out = (mapping._run_beg, mapping._run_end, mapping._blocks) if mapping is not None else None
+    sorted_out = (mapping._sorted_cols, mapping._sorted_srcs) if mapping is not None else None
     runs = assemble(dest, entries, topology, values_fn if vals is not None else None,
                     sources=[rows, columns, vals, count], requires_grad=vals is not None and vals.requires_grad,
-                    want_blocks=mapping is not None, runs_out=runs_out, fn=fn)
+                    want_blocks=mapping is not None, runs_out=runs_out, sorted_out=sorted_out, fn=fn)
     if mapping is not None:
         mapping._bind(dest, n, runs)
     return mapping

@@ -2,6 +2,7 @@
 
 from .dot import TiledDot as TiledDot
 from .dot import _create_segmented_tiled_dot_kernels as _create_segmented_tiled_dot_kernels
+from .fsai import FSAI as FSAI
 from .gmres import GMRES as GMRES
 from .gmres import gmres as gmres
 from .krylov import CG as CG

@@ -100,16 +100,14 @@ def _create_segmented_tiled_dot_kernels(tile_size: int) -> tuple[Any, Any, Any]:
 
 
 def flat_scalars(a: Any) -> Any:
-    """A contiguous 1-d array of vectors or scalars seen as a flat array of its scalars."""
+    """A contiguous 1-d array of vectors or scalars seen as a flat array of its scalars (a view)."""
     if a.ndim != 1:
         raise ValueError(f"expected a one-dimensional array, got shape {a.shape}")
     if not wp.types.type_is_vector(a.dtype):
         return a
     if not a.is_contiguous:
         raise ValueError("the solvers need contiguous vectors")
-    length = int(a.dtype._length_)
-    return wp.array(ptr=a.ptr, shape=(a.shape[0] * length,), dtype=wp.types.type_scalar_type(a.dtype),
-                    device=a.device)
+    return a.view(wp.types.type_scalar_type(a.dtype)).flatten()
 
 
 def default_tile_size(n: int) -> int:

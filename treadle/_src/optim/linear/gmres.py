@@ -202,11 +202,12 @@ class GMRES(LinearSolverState):
         k, n, d = self.restart, self._n, self._device
         B = max(self._batch_count, 1)
         self._V = wp.zeros((k + 1, n), dtype=self._scalar, device=d)
-        size = wp.types.type_size_in_bytes(self._scalar)
-        self._V_rows = [wp.array(ptr=self._V.ptr + m * n * size, shape=self._b_shape, dtype=self._b_dtype, device=d)
-                        for m in range(k + 1)]
-        self._V_flat = [wp.array(ptr=self._V.ptr + m * n * size, shape=(n,), dtype=self._scalar, device=d)
-                        for m in range(k + 1)]
+        self._V_flat = [self._V[m] for m in range(k + 1)]
+        if wp.types.type_is_vector(self._b_dtype):
+            length = int(self._b_dtype._length_)
+            self._V_rows = [v.reshape((n // length, length)).view(self._b_dtype) for v in self._V_flat]
+        else:
+            self._V_rows = list(self._V_flat)
         self._r, self._fr = self._vector()
         self._w, self._fw = self._vector()
         self._u, self._fu = self._vector()

@@ -17,6 +17,7 @@ import treadle as wp
 from ...sparse.diag import get_diag
 from ...sparse.matrix import BsrMatrix, scalar_view
 from .dot import flat_scalars
+from .fsai import FSAI
 from .operator import LinearOperator, _diag_operator
 
 
@@ -298,7 +299,8 @@ def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
             - ``"block_jacobi_sequential"``: the same by LDLᵀ factorisation (symmetric positive-definite blocks; others
               become the identity);
             - ``"block_jacobi_tile"``: the same by Cholesky factorisation (float32 or float64 coefficients);
-            - ``"fsai"``: a factorised sparse approximate inverse (see :class:`FSAI`);
+            - ``"fsai"``: the adaptive factorised sparse approximate inverse of a symmetric positive-definite
+              BsrMatrix with its default options (use :class:`FSAI` to choose them);
             - ``"id"``: no preconditioner (returns ``None``).
 
             The block variants need a square BsrMatrix with square blocks, and are the diagonal one for 1x1 blocks.
@@ -308,6 +310,7 @@ def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
 
     Raises:
         ValueError: an unknown ``ptype``, or a matrix the chosen kind cannot handle.
+        TypeError: ``ptype="fsai"`` with a matrix that is not a float16/float32/float64 BsrMatrix.
     """
     if ptype == "id":
         return None
@@ -316,7 +319,5 @@ def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
     if ptype in ("block_jacobi_direct", "block_jacobi_sequential", "block_jacobi_tile"):
         return _block_jacobi(A, ptype)
     if ptype == "fsai":
-        from .fsai import FSAI
-
         return FSAI(A)
     raise ValueError(f"Unsupported preconditioner type {ptype!r}; expected one of {', '.join(map(repr, _TYPES))}")

@@ -92,8 +92,8 @@ def scalar_size(op: LinearOperator) -> int:
     """Scalar degrees of freedom of an operator (a diagonal operator's shape counts entries, maybe vectors)."""
     shape = op.shape
     if len(shape) == 1:
-        length = getattr(op.dtype, "_length_", None)
-        return int(shape[0]) * (int(length) if length else 1)
+        length = int(op.dtype._length_) if wp.types.type_is_vector(op.dtype) else 1
+        return int(shape[0]) * length
     return int(shape[0])
 
 

@@ -1,0 +1,323 @@
+"""Kernels of the factorised sparse approximate inverse (:class:`~.fsai.FSAI`): support search, refits, commits.
+
+One thread handles one scalar row ``i`` of the factor ``G``. The row's support ``S`` (column indices ``<= i``, ``i``
+always at position 0 of the thread's support list) grows from ``{i}``: each step adds the columns ``j < i`` outside
+``S`` with the largest scaled residual ``|(A g)_j| / sqrt(a_jj)`` of the current unit-diagonal row ``g`` (the
+gradient of the row's Kaporin energy ``g A g^T``), then solves the local system ``A[S, S] y = e_i`` again by a
+Cholesky factorisation of the diagonally equilibrated ``D A[S, S] D`` (``D = diag(a_ss)^(-1/2)``), ordered with
+``i`` last. With that order the energy of the unit-diagonal row is ``a_ii L_ll^2`` and the factor row is
+``g = D L^(-T) e_l``, so no separate solve is needed. A pivot below the floor truncates the row before that step.
+
+Scalar coefficients are read from the block storage directly (block row/column ``r // bs``, entry ``r % bs``), so
+block matrices need no scalar copy; columns must be sorted within each block row. Local work is float64 in
+per-thread scratch rows of global arrays (``sup``, ``gt``, ``dinv``: ``B x m``; ``work``: ``B x m x m``), the rows
+being processed in batches of ``B``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import treadle as wp
+
+
+@wp.func
+def _find_block(columns: wp.array(dtype=int), beg: int, end: int, col: int) -> int:
+    # binary search of a sorted block row; -1 when the block is not stored
+    lo = beg
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if columns[mid] < col:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < end:
+        if columns[lo] == col:
+            return lo
+    return -1
+
+
+@wp.func
+def _row_beg(offsets: wp.array(dtype=int), br: int) -> int:
+    return offsets[br]
+
+
+@wp.func
+def _row_end(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int, br: int) -> int:
+    if has_counts != 0:
+        return offsets[br] + counts[br]
+    return offsets[br + 1]
+
+
+@wp.func
+def _coef(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int, columns: wp.array(dtype=int),
+          values: wp.array3d(dtype=Any), bs: int, r: int, c: int) -> wp.float64:
+    # scalar coefficient A[r, c] (0 when its block is not stored)
+    br = r // bs
+    bc = c // bs
+    s = _find_block(columns, _row_beg(offsets, br), _row_end(offsets, counts, has_counts, br), bc)
+    if s < 0:
+        return wp.float64(0.0)
+    return wp.float64(values[s, r - br * bs, c - bc * bs])
+
+
+@wp.func
+def _valid_diag(a: wp.float64) -> bool:
+    return wp.isfinite(a) and a > wp.float64(0.0)
+
+
+@wp.kernel(enable_backward=False)
+def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int,
+                columns: wp.array(dtype=int), values: wp.array3d(dtype=Any), bs: int, n: int, m: int, step: int,
+                kap_tol: wp.float64, floor: wp.float64, row0: int, sup: wp.array2d(dtype=int),
+                gt: wp.array2d(dtype=wp.float64), dinv: wp.array2d(dtype=wp.float64),
+                work: wp.array3d(dtype=wp.float64), out_cols: wp.array2d(dtype=int),
+                out_vals: wp.array2d(dtype=wp.float64), out_cnt: wp.array(dtype=int), flags: wp.array(dtype=int)):
+    t = wp.tid()
+    i = row0 + t
+    if i >= n:
+        return
+    aii = _coef(offsets, counts, has_counts, columns, values, bs, i, i)
+    if not _valid_diag(aii):
+        flags[i] = 2
+        out_cnt[i] = 1
+        out_cols[i, 0] = i
+        out_vals[i, 0] = wp.float64(0.0)
+        return
+    di = wp.float64(1.0) / wp.sqrt(aii)
+    sup[t, 0] = i
+    gt[t, 0] = wp.float64(1.0)
+    dinv[t, 0] = di
+    k = 1
+    lll = wp.float64(1.0)  # L_ll of the accepted factorisation (equilibrated; 1 for S = {i})
+    truncated = 0
+    while k < m:
+        k0 = k
+        # -- pick up to `step` new columns by the scaled residual of the current row
+        for _s in range(step):
+            if k >= m:
+                break
+            best = -1
+            bestv = wp.float64(0.0)
+            bestd = wp.float64(0.0)
+            for q in range(k0):
+                r = sup[t, q]
+                br = r // bs
+                for slot in range(_row_beg(offsets, br), _row_end(offsets, counts, has_counts, br)):
+                    bc = columns[slot]
+                    for cc in range(bs):
+                        j = bc * bs + cc
+                        if j < i:
+                            ins = 0
+                            for p in range(k):
+                                if sup[t, p] == j:
+                                    ins = 1
+                            if ins == 0:
+                                rj = wp.float64(0.0)
+                                for p in range(k0):
+                                    rj += gt[t, p] * _coef(offsets, counts, has_counts, columns, values, bs,
+                                                           sup[t, p], j)
+                                ajj = _coef(offsets, counts, has_counts, columns, values, bs, j, j)
+                                if _valid_diag(ajj):
+                                    v = wp.abs(rj) / wp.sqrt(ajj)
+                                    if v > bestv:
+                                        bestv = v
+                                        best = j
+                                        bestd = ajj
+            if best < 0:
+                break
+            sup[t, k] = best
+            dinv[t, k] = wp.float64(1.0) / wp.sqrt(bestd)
+            k += 1
+        if k == k0:
+            break
+        # -- Cholesky of the equilibrated A[S, S], support index k-1-p at position p (so i is last)
+        ok = 1
+        for p in range(k):
+            if ok == 0:
+                break
+            ip = k - 1 - p
+            for q in range(p + 1):
+                iq = k - 1 - q
+                a = _coef(offsets, counts, has_counts, columns, values, bs, sup[t, ip], sup[t, iq])
+                a = a * dinv[t, ip] * dinv[t, iq]
+                for s in range(q):
+                    a -= work[t, p, s] * work[t, q, s]
+                if q == p:
+                    if not (a >= floor and wp.isfinite(a)):
+                        ok = 0
+                    else:
+                        work[t, p, p] = wp.sqrt(a)
+                else:
+                    work[t, p, q] = a / work[t, q, q]
+        if ok == 0:
+            k = k0
+            truncated = 1
+            break
+        # -- w = L^(-T) e_l (position p <-> support index k-1-p), then the unit-diagonal row g = D w L_ll / D_i
+        nl = work[t, k - 1, k - 1]
+        for pp in range(k):
+            p = k - 1 - pp
+            acc = wp.float64(0.0)
+            if p == k - 1:
+                acc = wp.float64(1.0)
+            for q in range(p + 1, k):
+                acc -= work[t, q, p] * gt[t, k - 1 - q]
+            gt[t, k - 1 - p] = acc / work[t, p, p]
+        for p in range(k):
+            gt[t, p] = gt[t, p] * dinv[t, p] * nl / di
+        old = lll * lll
+        lll = nl
+        if kap_tol > wp.float64(0.0):
+            if (old - nl * nl) < kap_tol * old:
+                break
+    # -- write the factor row g = g_unit * D_i / L_ll with ascending columns
+    scale = di / lll
+    prev = -1
+    for o in range(k):
+        pick = -1
+        for p in range(k):
+            c = sup[t, p]
+            if c > prev:
+                if pick < 0:
+                    pick = p
+                elif c < sup[t, pick]:
+                    pick = p
+        prev = sup[t, pick]
+        out_cols[i, o] = prev
+        out_vals[i, o] = gt[t, pick] * scale
+    out_cnt[i] = k
+    flags[i] = truncated
+
+
+@wp.kernel(enable_backward=False)
+def slot_rows(offsets: wp.array(dtype=int), rows: wp.array(dtype=int)):
+    # the row of every slot of a compact CSR matrix
+    i = wp.tid()
+    for s in range(offsets[i], offsets[i + 1]):
+        rows[s] = i
+
+
+@wp.kernel(enable_backward=False)
+def gather_rows(offsets: wp.array(dtype=int), out_cols: wp.array2d(dtype=int),
+                out_vals: wp.array2d(dtype=wp.float64), cols: wp.array(dtype=int), vals: wp.array(dtype=Any),
+                index: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    beg = offsets[i]
+    for o in range(offsets[i + 1] - beg):
+        cols[beg + o] = out_cols[i, o]
+        vals[beg + o] = vals.dtype(out_vals[i, o])
+        index[beg + o] = wp.float64(beg + o)
+
+
+@wp.kernel(enable_backward=False)
+def check_topology(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), ref_offsets: wp.array(dtype=int),
+                   ref_columns: wp.array(dtype=int), status: wp.array(dtype=int)):
+    # one thread per block row: a row whose bounds or columns differ counts as one mismatch
+    r = wp.tid()
+    beg = offsets[r]
+    end = offsets[r + 1]
+    if beg != ref_offsets[r] or end != ref_offsets[r + 1]:
+        wp.atomic_add(status, 0, 1)
+        return
+    for s in range(beg, end):
+        if columns[s] != ref_columns[s]:
+            wp.atomic_add(status, 0, 1)
+            return
+
+
+@wp.kernel(enable_backward=False)
+def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int,
+               columns: wp.array(dtype=int), values: wp.array3d(dtype=Any), bs: int, n: int,
+               g_offsets: wp.array(dtype=int), g_columns: wp.array(dtype=int), floor: wp.float64,
+               regularize: int, limit: wp.float64, row0: int, work: wp.array3d(dtype=wp.float64),
+               dinv: wp.array2d(dtype=wp.float64), stage: wp.array(dtype=wp.float64),
+               status: wp.array(dtype=int)):
+    # the factor row on its fixed support (sorted columns, i last); status: [1] invalid diagonals, [2] failed
+    # local factorisations, [3] regularised rows
+    t = wp.tid()
+    i = row0 + t
+    if i >= n:
+        return
+    beg = g_offsets[i]
+    k = g_offsets[i + 1] - beg
+    aii = _coef(offsets, counts, has_counts, columns, values, bs, i, i)
+    if not _valid_diag(aii):
+        wp.atomic_add(status, 1, 1)
+        for p in range(k - 1):
+            stage[beg + p] = wp.float64(0.0)
+        stage[beg + k - 1] = wp.float64(1.0)
+        return
+    bad = 0
+    raised = 0
+    for p in range(k):
+        ajj = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[beg + p], g_columns[beg + p])
+        if _valid_diag(ajj):
+            dinv[t, p] = wp.float64(1.0) / wp.sqrt(ajj)
+        else:
+            bad = 1
+    if bad == 0:
+        for p in range(k):
+            if bad != 0:
+                break
+            for q in range(p + 1):
+                a = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[beg + p], g_columns[beg + q])
+                a = a * dinv[t, p] * dinv[t, q]
+                for s in range(q):
+                    a -= work[t, p, s] * work[t, q, s]
+                if q == p:
+                    if not wp.isfinite(a):
+                        bad = 1
+                    elif a < floor:
+                        if regularize != 0:
+                            a = floor
+                            raised = 1
+                        else:
+                            bad = 1
+                    if bad == 0:
+                        work[t, p, p] = wp.sqrt(a)
+                else:
+                    work[t, p, q] = a / work[t, q, q]
+    if bad == 0:
+        # g = D L^(-T) e_l: back substitution from the last position
+        for pp in range(k):
+            p = k - 1 - pp
+            acc = wp.float64(0.0)
+            if p == k - 1:
+                acc = wp.float64(1.0)
+            for q in range(p + 1, k):
+                acc -= work[t, q, p] * stage[beg + q]
+            stage[beg + p] = acc / work[t, p, p]
+        for p in range(k):
+            v = stage[beg + p] * dinv[t, p]
+            if not (wp.isfinite(v) and wp.abs(v) <= limit):
+                bad = 1
+            stage[beg + p] = v
+        if stage[beg + k - 1] <= wp.float64(0.0):
+            bad = 1
+    if bad != 0:
+        wp.atomic_add(status, 2, 1)
+        # the scaled diagonal stands in for the row (used only when failures are regularised)
+        for p in range(k - 1):
+            stage[beg + p] = wp.float64(0.0)
+        stage[beg + k - 1] = wp.float64(1.0) / wp.sqrt(aii)
+    elif raised != 0:
+        wp.atomic_add(status, 3, 1)
+
+
+@wp.kernel(enable_backward=False)
+def commit_values(status: wp.array(dtype=int), regularize: int, stage: wp.array(dtype=wp.float64),
+                  g_values: wp.array(dtype=Any), gt_values: wp.array(dtype=Any), perm: wp.array(dtype=int),
+                  apply_g: wp.array(dtype=Any), apply_gt: wp.array(dtype=Any)):
+    # applied only when the refit is accepted (decided on the device, so that a captured update needs no readback)
+    s = wp.tid()
+    if status[0] != 0:
+        return
+    if regularize == 0 and (status[1] != 0 or status[2] != 0):
+        return
+    g_values[s] = g_values.dtype(stage[s])
+    gt_values[s] = gt_values.dtype(stage[perm[s]])
+    # the applied copies hold the rounded factor in the matrix scalar type
+    apply_g[s] = apply_g.dtype(g_values.dtype(stage[s]))
+    apply_gt[s] = apply_gt.dtype(gt_values.dtype(stage[perm[s]]))
