@@ -168,3 +168,21 @@ def test_deformed_embedded_surface() -> None:
     assert fem.integrate(one, domain=fem.Cells(geo)) == pytest.approx(long_side, rel=1e-5)
     q = fem.RegularQuadrature(fem.BoundarySides(geo), 2)
     assert fem.integrate(one, quadrature=q) == pytest.approx(2.0 * long_side + 2.0, rel=1e-5)
+
+
+@fem.integrand
+def _filtered_lookup(s: fem.Sample, domain: fem.Domain, filt: wp.array(dtype=int), out: wp.array(dtype=int)):
+    sf = fem.lookup(domain, domain(s), 10.0, filt, 1)
+    out[s.element_index] = sf.element_index
+
+
+@pytest.mark.parametrize("kind", ["grid2d", "tri"])
+def test_filtered_lookup_finds_the_closest_selected_cell(kind: str) -> None:
+    geo = make_geometry(kind, 3)
+    n = geo.cell_count()
+    filt = np.zeros(n, dtype=np.int32)
+    filt[n // 2] = 1
+    out = wp.zeros(n, dtype=int)
+    fem.interpolate(_filtered_lookup, at=fem.RegularQuadrature(fem.Cells(geo), 0),
+                    values={"filt": wp.array(filt), "out": out})
+    np.testing.assert_array_equal(out.numpy(), np.full(n, n // 2))

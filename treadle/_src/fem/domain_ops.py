@@ -6,7 +6,7 @@ from typing import Any
 from . import codegen
 from .field.field import FieldError, Resolved
 from .geometry.sides import side_sample_funcs
-from .types import ElementKind
+from .types import ElementKind, coords_type, sample_type
 
 _LOOKUP: dict[int, Any] = {}
 
@@ -31,8 +31,33 @@ def _lookup_func(geo_funcs: SimpleNamespace, S: Any) -> Any:
     def lookup_guess(args: CellArg, x: Any, guess: Any):
         return cell_lookup(args, x)
 
+    closest = geo_funcs.cell_closest_point
+    SampleT = sample_type(S)
+    Coords = coords_type(S)
+
+    def lookup_filter(args: CellArg, x: Any, max_dist: float, filter_array: Any, filter_target: Any):
+        # the closest of the cells whose filter value is the target (one filter value per cell)
+        best = S(1.0e30)
+        best_cell = -1
+        best_coords = Coords()
+        for c in range(filter_array.shape[0]):
+            if filter_array[c] == filter_target:
+                r = closest(args, c, x)
+                if r[1] < best:
+                    best = r[1]
+                    best_cell = c
+                    best_coords = r[0]
+        s = SampleT()
+        s.element_index = best_cell
+        s.element_coords = best_coords
+        s.qp_index = -1
+        s.test_dof = -1
+        s.trial_dof = -1
+        return s
+
     f.add_overload(_renamed(lookup_dist, "lookup"))
     f.add_overload(_renamed(lookup_guess, "lookup"))
+    f.add_overload(_renamed(lookup_filter, "lookup"))
     _LOOKUP[id(geo_funcs)] = f
     return f
 
