@@ -186,3 +186,18 @@ def test_filtered_lookup_finds_the_closest_selected_cell(kind: str) -> None:
     fem.interpolate(_filtered_lookup, at=fem.RegularQuadrature(fem.Cells(geo), 0),
                     values={"filt": wp.array(filt), "out": out})
     np.testing.assert_array_equal(out.numpy(), np.full(n, n // 2))
+
+
+def test_edge_counts_and_reference_prototypes() -> None:
+    n = 3
+    assert fem.Grid3D(res=wp.vec3i(n)).edge_count() == 3 * n * (n + 1) ** 2
+    assert make_geometry("hex", n).edge_count() == 3 * n * (n + 1) ** 2
+    # five tetrahedra per cube: the cube edges plus one diagonal per face
+    tet = make_geometry("tet", n)
+    assert tet.cell_count() == 5 * n**3
+    faces = 3 * n * n * (n + 1)
+    assert tet.edge_count() == 3 * n * (n + 1) ** 2 + faces
+    assert fem.Element.TRIANGLE.prototype.measure() == pytest.approx(0.5)
+    assert fem.Element.TETRAHEDRON.prototype.measure() == pytest.approx(1.0 / 6.0)
+    coords, weights = fem.Element.SQUARE.prototype.instantiate_quadrature(3)
+    assert len(coords) == 4 and sum(weights) == pytest.approx(1.0)

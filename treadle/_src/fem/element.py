@@ -32,6 +32,15 @@ class Element(enum.Enum):
     TRIANGLE = 4
     TETRAHEDRON = 5
 
+    @property
+    def prototype(self) -> object:
+        """The reference element object (measure, center, quadrature rules)."""
+        from .geometry import element as prototypes
+
+        return {Element.LINE_SEGMENT: prototypes.LinearEdge, Element.SQUARE: prototypes.Square,
+                Element.CUBE: prototypes.Cube, Element.TRIANGLE: prototypes.Triangle,
+                Element.TETRAHEDRON: prototypes.Tetrahedron}[self]()
+
 
 #: Dimension of each reference element.
 ELEMENT_DIMENSION = {Element.LINE_SEGMENT: 1, Element.SQUARE: 2, Element.CUBE: 3, Element.TRIANGLE: 2,

@@ -302,6 +302,11 @@ class Grid3D(Geometry):
         """``(nx + 1) (ny + 1) (nz + 1)``."""
         return (int(self.res[0]) + 1) * (int(self.res[1]) + 1) * (int(self.res[2]) + 1)
 
+    def edge_count(self) -> int:
+        """Edges along x, y and z."""
+        nx, ny, nz = (int(r) for r in self.res)
+        return nx * (ny + 1) * (nz + 1) + (nx + 1) * ny * (nz + 1) + (nx + 1) * (ny + 1) * nz
+
     def side_count(self) -> int:
         """Faces normal to x, y and z."""
         nx, ny, nz = (int(v) for v in self.res)

@@ -587,6 +587,17 @@ class _Mesh(Geometry):
         """The cells' vertex indices (host copy)."""
         return self._cells_np
 
+    def edge_count(self) -> int:
+        """Number of distinct edges of the cells."""
+        from ..space.shape.base import ELEMENT_EDGES
+
+        pairs = ELEMENT_EDGES[self.reference_cell()]
+        if not pairs:  # segments and triangles' own sides: the sides are the edges
+            pairs = [tuple(f) for f in CELL_FACETS[self.reference_cell()]]
+        cells = self._cells_np
+        e = np.concatenate([cells[:, [a, b]] for a, b in pairs])
+        return int(len(np.unique(np.sort(e, axis=1), axis=0)))
+
     def build_bvh(self, device: Any = None) -> None:
         """Build the bounding volume hierarchy of the cells that accelerates ``lookup``."""
         pos = self.positions.numpy().astype(np.float64)
