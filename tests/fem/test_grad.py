@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import treadle as wp
 import treadle.fem as fem
@@ -77,3 +78,18 @@ def test_linear_form_jacobian_matches_finite_differences() -> None:
         e[i] = eps
         fd = (f(x0 + e) - f(x0 - e)) / (2 * eps)
         assert abs(grad[i] - fd) < 2e-3 * max(1.0, abs(fd)), (i, grad[i], fd)
+
+
+def test_array_axpy_mixed_precision_and_its_adjoint() -> None:
+    x = wp.full(10, 2.0, dtype=float, requires_grad=True)
+    y = wp.array(np.arange(10), dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        fem.linalg.array_axpy(x=x, y=y, alpha=0.5, beta=4.0)
+    np.testing.assert_allclose(y.numpy(), 0.5 * 2.0 + 4.0 * np.arange(10))
+    y.grad.fill_(1.0)
+    tape.backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(10, 0.5))
+    np.testing.assert_allclose(y.grad.numpy(), np.full(10, 4.0))
+    with pytest.raises(TypeError, match="different shapes"):
+        fem.linalg.array_axpy(x=wp.zeros(10, dtype=wp.vec2), y=y)

@@ -95,7 +95,7 @@ def generalized_inner(x: _Mat, y: _Vec):  # noqa: F811 - overload
 @wp.kernel
 def _axpy(x: wp.array(dtype=Any), y: wp.array(dtype=Any), alpha: Any, beta: Any):
     i = wp.tid()
-    y[i] = alpha * x[i] + beta * y[i]
+    y[i] = alpha * y.dtype(x[i]) + beta * y[i]
 
 
 def _scalar(t: Any) -> Any:
@@ -103,7 +103,9 @@ def _scalar(t: Any) -> Any:
 
 
 def array_axpy(x: Any, y: Any, alpha: float = 1.0, beta: float = 1.0) -> None:
-    """``y = alpha * x + beta * y`` for two arrays of the same shape and dtype (recorded on a tape).
+    """``y = alpha * x + beta * y`` for two arrays of the same shape (recorded on a tape).
+
+    ``x`` may have another scalar type than ``y`` (``float32`` into ``float64``): its values are converted.
 
     Args:
         x: the added array.
@@ -114,13 +116,32 @@ def array_axpy(x: Any, y: Any, alpha: float = 1.0, beta: float = 1.0) -> None:
     """
     if tuple(x.shape) != tuple(y.shape):
         raise ValueError(f"array_axpy: x has shape {tuple(x.shape)}, y has {tuple(y.shape)}")
-    if x.dtype != y.dtype:
-        raise TypeError(f"array_axpy: x has dtype {x.dtype.__name__}, y has {y.dtype.__name__}")
+    if getattr(x.dtype, "_shape_", None) != getattr(y.dtype, "_shape_", None):
+        raise TypeError(f"array_axpy: x has dtype {x.dtype.__name__}, y has {y.dtype.__name__} (different shapes)")
     if x.device != y.device:
         raise ValueError(f"array_axpy: x is on {x.device}, y on {y.device}")
-    S = _scalar(y.dtype)
-    wp.launch(_axpy, dim=x.size, inputs=[x.flatten() if x.ndim > 1 else x, y.flatten() if y.ndim > 1 else y,
-                                         S(alpha), S(beta)], device=y.device)
+    from ..runtime.recording import active_tape, suspend_tapes
+
+    def flat(a: Any) -> Any:
+        return a.flatten() if a.ndim > 1 else a
+
+    def axpy(src: Any, dst: Any, a: float, b: float) -> None:
+        S = _scalar(dst.dtype)
+        wp.launch(_axpy, dim=src.size, inputs=[flat(src), flat(dst), S(a), S(b)], device=dst.device)
+
+    tape = active_tape()
+    # y is updated in place; its adjoint (linear in y) needs no old value, so the tape gets the adjoint directly
+    with suspend_tapes():
+        axpy(x, y, alpha, beta)
+    if tape is not None and (x.requires_grad or y.requires_grad):
+        def backward() -> None:
+            if y.grad is None:
+                return
+            if x.grad is not None:
+                axpy(y.grad, x.grad, alpha, 1.0)
+            axpy(y.grad, y.grad, 0.0, beta)
+
+        tape.record_func(backward, arrays=[x, y], name="array_axpy")
 
 
 # ---------------------------------------------------------------------------------------------- QR, eigenvalues
