@@ -208,3 +208,34 @@ def test_nonconforming_field_background_outside_its_geometry() -> None:
     total = 3.0  # boundary length
     got = fem.integrate(_field_value, quadrature=q, fields={"f": fem.NonconformingField(b, f, background=2.0)})
     assert got == pytest.approx(0.25 + 2.0 * (total - 0.25), rel=1e-5)
+
+
+@fem.integrand
+def _tensor_div_dot(s: fem.Sample, tau: fem.Field, v: fem.Field):
+    return wp.dot(fem.div(tau, s), v(s))
+
+
+@fem.integrand
+def _tensor_grad_part(s: fem.Sample, tau: fem.Field, v: fem.Field):
+    return wp.ddot(wp.transpose(tau(s)), fem.grad(v, s))
+
+
+@fem.integrand
+def _tensor_flux(s: fem.Sample, domain: fem.Domain, tau: fem.Field, v: fem.Field):
+    return wp.dot(tau(s) * v(s), fem.normal(domain, s))
+
+
+def test_tensor_divergence_contracts_the_first_index() -> None:
+    # int div(tau) . v + int tau^T : grad(v) = int (tau v) . n, with div(tau)_j = sum_i d tau_ij / dx_i
+    rng = np.random.default_rng(5)
+    geo = fem.Grid2D(res=wp.vec2i(4))
+    tau = fem.make_polynomial_space(geo, degree=2, dtype=wp.mat22).make_field()
+    tau.dof_values = wp.array(rng.random((tau.dof_values.shape[0], 2, 2)).astype(np.float32), dtype=wp.mat22)
+    v = fem.make_polynomial_space(geo, degree=1, dtype=wp.vec2).make_field()
+    v.dof_values = wp.array(rng.random((v.dof_values.shape[0], 2)).astype(np.float32), dtype=wp.vec2)
+    qc = fem.RegularQuadrature(fem.Cells(geo), order=3)
+    qb = fem.RegularQuadrature(fem.BoundarySides(geo), order=3)
+    lhs = fem.integrate(_tensor_div_dot, quadrature=qc, fields={"tau": tau, "v": v}) + \
+        fem.integrate(_tensor_grad_part, quadrature=qc, fields={"tau": tau, "v": v})
+    rhs = fem.integrate(_tensor_flux, quadrature=qb, fields={"tau": tau.trace(), "v": v.trace()})
+    assert lhs == pytest.approx(rhs, rel=1e-4, abs=1e-5)

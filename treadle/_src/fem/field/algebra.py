@@ -34,7 +34,8 @@ def divergence_type(value: Any) -> Any:
     """Type of the divergence of values of type ``value`` (``None`` for scalars)."""
     S = scalar_of(value)
     if is_matrix_type(value):
-        return wp.types.vector(value._shape_[0], S)
+        # the divergence contracts the first index: div(tau)_j = sum_i d tau_ij / dx_i
+        return wp.types.vector(value._shape_[1], S)
     if is_vector_type(value):
         return S
     return None
@@ -88,7 +89,7 @@ def value_funcs(value: Any, ref_dim: int, world_dim: int) -> SimpleNamespace:
     if Div is not None:
         if is_matrix_type(value):
             def div_term(v: T, gw: Any) -> Div:
-                return v * gw
+                return gw * v
 
             def div_zero() -> Div:
                 return Div()
