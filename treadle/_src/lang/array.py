@@ -873,6 +873,24 @@ class array:
     def __mod__(self, other: Any) -> array:
         return self._arith(other, np.fmod)
 
+    # in place, as the reference does: the array keeps its memory (views of it, and gradients that views share,
+    # see the result)
+    def _arith_inplace(self, other: Any, op: Any) -> array:
+        self.assign(self._arith(other, op))
+        return self
+
+    def __iadd__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.add)
+
+    def __isub__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.subtract)
+
+    def __imul__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.multiply)
+
+    def __itruediv__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.true_divide)
+
     def __rmod__(self, other: Any) -> array:
         return self._arith(other, np.fmod, True)
 
