@@ -8,5 +8,6 @@ from .._src.fem.cache import dynamic_func as dynamic_func
 from .._src.fem.cache import dynamic_kernel as dynamic_kernel
 from .._src.fem.cache import set_default_temporary_store as set_default_temporary_store
 
-__all__ = ["Temporary", "TemporaryStore", "borrow_temporary", "borrow_temporary_like", "dynamic_func",
+# TemporaryStore is documented with treadle.fem, which exports it too
+__all__ = ["Temporary", "borrow_temporary", "borrow_temporary_like", "dynamic_func",
            "dynamic_kernel", "set_default_temporary_store"]

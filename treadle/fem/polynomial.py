@@ -4,4 +4,5 @@ from .._src.fem.polynomial import Polynomial as Polynomial
 from .._src.fem.polynomial import lagrange_scales as lagrange_scales
 from .._src.fem.polynomial import quadrature_1d as quadrature_1d
 
-__all__ = ["Polynomial", "lagrange_scales", "quadrature_1d"]
+# Polynomial is documented with treadle.fem, which exports it too
+__all__ = ["lagrange_scales", "quadrature_1d"]
