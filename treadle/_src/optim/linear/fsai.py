@@ -153,6 +153,7 @@ class FSAI(LinearOperator):
             b = _batch(n, self._m)
             self._refit_scratch = (wp.empty(1, dtype=int, device=self.device),
                                    wp.empty((b, self._m, self._m), dtype=wp.float64, device=self.device),
+                                   wp.empty((b, self._m), dtype=wp.float64, device=self.device),
                                    wp.empty((b, self._m), dtype=wp.float64, device=self.device))
 
     # -- construction -----------------------------------------------------------------------------------------------
@@ -168,13 +169,15 @@ class FSAI(LinearOperator):
         flags = wp.zeros(max(1, n), dtype=int, device=device)
         b = _batch(n, m)
         sup = wp.empty((b, m), dtype=int, device=device)
+        cur = wp.empty((b, m), dtype=int, device=device)
+        cend = wp.empty((b, m), dtype=int, device=device)
         gt = wp.empty((b, m), dtype=wp.float64, device=device)
         dinv = wp.empty((b, m), dtype=wp.float64, device=device)
         work = wp.empty((b, m, m), dtype=wp.float64, device=device)
         for row0 in range(0, n, b):
             wp.launch(fk.select_rows, min(b, n - row0), device=device,
                       inputs=[A.offsets, counts, has, A.columns, values, self._bs, n, m, step, wp.float64(kap_tol),
-                              wp.float64(self._floor), row0, sup, gt, dinv, work, out_cols, out_vals, out_cnt,
+                              wp.float64(self._floor), row0, sup, cur, cend, gt, dinv, work, out_cols, out_vals, out_cnt,
                               flags])
         fl = flags.numpy()[:n]
         bad = np.flatnonzero(fl == 2)
@@ -270,14 +273,14 @@ class FSAI(LinearOperator):
         if self._validate and self._nrow:
             wp.launch(fk.check_topology, self._nrow, device=device,
                       inputs=[A.offsets, A.columns, self._ref_offsets, self._ref_columns, status])
-        counts, work, dinv = self._refit_scratch
+        counts, work, dinv, zw = self._refit_scratch
         values = scalar_view(A.values)
         b = int(work.shape[0])
         for row0 in range(0, n, b):
             wp.launch(fk.refit_rows, min(b, n - row0), device=device,
                       inputs=[A.offsets, counts, 0, A.columns, values, self._bs, n, self.G.offsets, self.G.columns,
                               wp.float64(self._floor), int(self._regularize),
-                              wp.float64(_LIMITS[self._factor_dtype]), row0, work, dinv, self._stage, status])
+                              wp.float64(_LIMITS[self._factor_dtype]), row0, work, dinv, zw, self._stage, status])
         if self._nnz:
             wp.launch(fk.commit_values, self._nnz, device=device,
                       inputs=[status, int(self._regularize), self._stage, self.G.values, self.GT.values, self._perm,
