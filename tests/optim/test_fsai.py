@@ -298,6 +298,17 @@ for mat in ("random", "grid"):
         out[key + "_columns"] = P.G.columns.numpy()[:nnz]
         out[key + "_values"] = P.G.values.numpy()[:nnz]
         out[key + "_truncated"] = np.array(P.truncated_rows)
+# refits on the kept supports: new values, and values whose pivots fall below the floor (regularised)
+n = int(data["random_n"])
+def matrix(vals):
+    return wps.bsr_from_triplets(n, n, wp.array(data["random_rows"]), wp.array(data["random_cols"]),
+                                 wp.array(vals, dtype=wp.float64), prune_numerical_zeros=False)
+for name, kw, vals in (("refit", {}, data["refit_vals"]),
+                       ("regularized", dict(regularize_refit=True, pivot_floor=0.6), data["weak_vals"])):
+    P = L.FSAI(matrix(data["random_vals"]), max_row_size=12, reuse_pattern=True, **kw)
+    P.update(matrix(vals))
+    out[name + "_values"] = P.G.values.numpy()[: int(P.G.offsets.numpy()[n])]
+    out[name + "_status"] = P.update_status.numpy()
 np.savez(sys.argv[3], **out)
 """
 
@@ -323,6 +334,14 @@ def test_factors_match_the_reference_when_installed(tmp_path):
         coo = A.tocoo()
         data.update({f"{mat}_n": A.shape[0], f"{mat}_rows": coo.row.astype(np.int32),
                      f"{mat}_cols": coo.col.astype(np.int32), f"{mat}_vals": coo.data})
+    # the random matrix's triplets with other values (same topology): a shifted diagonal, and a stronger
+    # off-diagonal coupling whose local pivots fall below a floor of 0.6
+    A = _random_spd(np.random.default_rng(4), 80, 0.05)
+    A.sort_indices()
+    coo = A.tocoo()
+    diag = coo.row == coo.col
+    data["refit_vals"] = coo.data + diag * np.linspace(0.5, 2.0, coo.data.shape[0])
+    data["weak_vals"] = coo.data * np.where(diag, 1.0, 2.5)
     np.savez(tmp_path / "A.npz", **data)
     (tmp_path / "compare.py").write_text(_COMPARE)
     root = str(Path(__file__).resolve().parents[2])
@@ -333,6 +352,7 @@ def test_factors_match_the_reference_when_installed(tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
     ref, ours = np.load(tmp_path / "warp.npz"), np.load(tmp_path / "treadle.npz")
     assert sum(int(ref[k]) > 0 for k in ref.files if k.endswith("_truncated")) >= 2  # the pivot floor is exercised
+    assert int(ref["regularized_status"][3]) > 0  # and the refits' regularisation
     for key in ref.files:
         if key.endswith("_values"):
             np.testing.assert_allclose(ours[key], ref[key], rtol=1e-12, atol=1e-14)

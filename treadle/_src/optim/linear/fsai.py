@@ -165,6 +165,7 @@ class FSAI(LinearOperator):
         values = scalar_view(A.values)
         out_cols = wp.empty((max(1, n), m), dtype=int, device=device)
         out_vals = wp.empty((max(1, n), m), dtype=wp.float64, device=device)
+        out_rank = wp.empty((max(1, n), m), dtype=int, device=device)
         out_cnt = wp.zeros(n + 1, dtype=int, device=device)
         flags = wp.zeros(max(1, n), dtype=int, device=device)
         b = _batch(n, m)
@@ -177,8 +178,8 @@ class FSAI(LinearOperator):
         for row0 in range(0, n, b):
             wp.launch(fk.select_rows, min(b, n - row0), device=device,
                       inputs=[A.offsets, counts, has, A.columns, values, self._bs, n, m, step, wp.float64(kap_tol),
-                              wp.float64(self._floor), row0, sup, cur, cend, gt, dinv, work, out_cols, out_vals, out_cnt,
-                              flags])
+                              wp.float64(self._floor), row0, sup, cur, cend, gt, dinv, work, out_cols, out_vals,
+                              out_rank, out_cnt, flags])
         fl = flags.numpy()[:n]
         bad = np.flatnonzero(fl == 2)
         if bad.size:
@@ -193,9 +194,11 @@ class FSAI(LinearOperator):
         cols = wp.empty(max(1, nnz), dtype=int, device=device)
         vals = wp.empty(max(1, nnz), dtype=self._factor_dtype, device=device)
         index = wp.empty(max(1, nnz), dtype=wp.float64, device=device)
+        self._order = wp.empty(max(1, nnz), dtype=int, device=device)
         if n:
             wp.launch(fk.slot_rows, n, inputs=[offsets, rows], device=device)
-            wp.launch(fk.gather_rows, n, inputs=[offsets, out_cols, out_vals, cols, vals, index], device=device)
+            wp.launch(fk.gather_rows, n, device=device,
+                      inputs=[offsets, out_cols, out_vals, out_rank, cols, vals, index, self._order])
         if nnz:
             v = vals.numpy()[:nnz]
             if not np.all(np.isfinite(v)):
@@ -279,7 +282,7 @@ class FSAI(LinearOperator):
         for row0 in range(0, n, b):
             wp.launch(fk.refit_rows, min(b, n - row0), device=device,
                       inputs=[A.offsets, counts, 0, A.columns, values, self._bs, n, self.G.offsets, self.G.columns,
-                              wp.float64(self._floor), int(self._regularize),
+                              self._order, wp.float64(self._floor), int(self._regularize),
                               wp.float64(_LIMITS[self._factor_dtype]), row0, work, dinv, zw, self._stage, status])
         if self._nnz:
             wp.launch(fk.commit_values, self._nnz, device=device,

@@ -75,7 +75,8 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
                 cur: wp.array2d(dtype=int), cend: wp.array2d(dtype=int), gt: wp.array2d(dtype=wp.float64),
                 dinv: wp.array2d(dtype=wp.float64),
                 work: wp.array3d(dtype=wp.float64), out_cols: wp.array2d(dtype=int),
-                out_vals: wp.array2d(dtype=wp.float64), out_cnt: wp.array(dtype=int), flags: wp.array(dtype=int)):
+                out_vals: wp.array2d(dtype=wp.float64), out_rank: wp.array2d(dtype=int), out_cnt: wp.array(dtype=int),
+                flags: wp.array(dtype=int)):
     t = wp.tid()
     i = row0 + t
     if i >= n:
@@ -86,6 +87,7 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
         out_cnt[i] = 1
         out_cols[i, 0] = i
         out_vals[i, 0] = wp.float64(0.0)
+        out_rank[i, 0] = 0
         return
     di = wp.float64(1.0) / wp.sqrt(aii)
     sup[t, 0] = i
@@ -208,6 +210,7 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
         prev = sup[t, pick]
         out_cols[i, o] = prev
         out_vals[i, o] = gt[t, pick] * scale
+        out_rank[i, pick] = o
     out_cnt[i] = k
     flags[i] = truncated
 
@@ -222,14 +225,17 @@ def slot_rows(offsets: wp.array(dtype=int), rows: wp.array(dtype=int)):
 
 @wp.kernel(enable_backward=False)
 def gather_rows(offsets: wp.array(dtype=int), out_cols: wp.array2d(dtype=int),
-                out_vals: wp.array2d(dtype=wp.float64), cols: wp.array(dtype=int), vals: wp.array(dtype=Any),
-                index: wp.array(dtype=wp.float64)):
+                out_vals: wp.array2d(dtype=wp.float64), out_rank: wp.array2d(dtype=int), cols: wp.array(dtype=int),
+                vals: wp.array(dtype=Any), index: wp.array(dtype=wp.float64), order: wp.array(dtype=int)):
+    # compact rows; order[beg + p] is the slot of the row's p-th support entry in insertion order (refits factor
+    # in that order, as the construction did)
     i = wp.tid()
     beg = offsets[i]
     for o in range(offsets[i + 1] - beg):
         cols[beg + o] = out_cols[i, o]
         vals[beg + o] = vals.dtype(out_vals[i, o])
         index[beg + o] = wp.float64(beg + o)
+        order[beg + o] = beg + out_rank[i, o]
 
 
 @wp.kernel(enable_backward=False)
@@ -251,7 +257,8 @@ def check_topology(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), r
 @wp.kernel(enable_backward=False)
 def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int,
                columns: wp.array(dtype=int), values: wp.array3d(dtype=Any), bs: int, n: int,
-               g_offsets: wp.array(dtype=int), g_columns: wp.array(dtype=int), floor: wp.float64,
+               g_offsets: wp.array(dtype=int), g_columns: wp.array(dtype=int), order: wp.array(dtype=int),
+               floor: wp.float64,
                regularize: int, limit: wp.float64, row0: int, work: wp.array3d(dtype=wp.float64),
                dinv: wp.array2d(dtype=wp.float64), zw: wp.array2d(dtype=wp.float64),
                stage: wp.array(dtype=wp.float64), status: wp.array(dtype=int)):
@@ -270,14 +277,11 @@ def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_co
             stage[beg + p] = wp.float64(0.0)
         stage[beg + k - 1] = wp.float64(1.0)
         return
-    # positions of the local factorisation: i first (the row's last slot), then the other slots in order, as in
-    # the support search
+    # positions of the local factorisation: the support entries in the order the construction added them (i first)
     bad = 0
     raised = 0
     for p in range(k):
-        sp = beg + k - 1
-        if p > 0:
-            sp = beg + p - 1
+        sp = order[beg + p]
         ajj = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[sp], g_columns[sp])
         if _valid_diag(ajj):
             dinv[t, p] = wp.float64(1.0) / wp.sqrt(ajj)
@@ -287,13 +291,9 @@ def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_co
         for p in range(k):
             if bad != 0:
                 break
-            sp = beg + k - 1
-            if p > 0:
-                sp = beg + p - 1
+            sp = order[beg + p]
             for q in range(p + 1):
-                sq = beg + k - 1
-                if q > 0:
-                    sq = beg + q - 1
+                sq = order[beg + q]
                 a = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[sp], g_columns[sq])
                 a = a * dinv[t, p] * dinv[t, q]
                 for s in range(q):
@@ -333,10 +333,7 @@ def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_co
             v = zw[t, p] * dinv[t, p] / nz
             if not (wp.isfinite(v) and wp.abs(v) <= limit):
                 bad = 1
-            sp = beg + k - 1
-            if p > 0:
-                sp = beg + p - 1
-            stage[sp] = v
+            stage[order[beg + p]] = v
         if not (stage[beg + k - 1] > wp.float64(0.0)):
             bad = 1
     if bad != 0:
