@@ -42,9 +42,10 @@ class FSAI(LinearOperator):
     lower-triangular factor ``G`` starts from the diagonal and grows, up to ``max_row_size`` entries, by the columns
     ``j < i`` with the largest scaled residual ``|(A g)_j| / sqrt(a_jj)`` of the current row (``max_step_size`` of
     them per step), until the relative decrease of the row's energy falls below ``kap_tolerance``. Each step solves
-    the row's local system by a Cholesky factorisation of the diagonally equilibrated submatrix; a pivot below
-    ``pivot_floor`` ends the row's growth before that step (the row is counted in :attr:`truncated_rows`). Rows are
-    scaled so that ``G A G^T`` has a unit diagonal.
+    the row's local system by a Cholesky factorisation of the diagonally equilibrated submatrix, in the order the
+    entries were added (the diagonal first); an entry whose pivot falls below ``pivot_floor`` ends the row's growth
+    before it (the row is counted in :attr:`truncated_rows`). Rows are scaled so that ``G A G^T`` has a unit
+    diagonal. :meth:`update` refits in the same order.
 
     Args:
         A: square :class:`treadle.sparse.BsrMatrix` with square blocks and float16, float32 or float64
