@@ -282,22 +282,39 @@ wp = importlib.import_module(impl)
 wps = importlib.import_module(impl + ".sparse")
 L = importlib.import_module(impl + ".optim.linear")
 data = np.load(sys.argv[2])
-n = int(data["n"])
-M = wps.bsr_from_triplets(n, n, wp.array(data["rows"]), wp.array(data["cols"]), wp.array(data["vals"], dtype=wp.float64))
 out = {}
-for name, kw in (("default", {}), ("wide", dict(max_row_size=16, kap_tolerance=0.0)),
-                 ("steps", dict(max_row_size=12, max_step_size=3, kap_tolerance=0.0))):
-    P = L.FSAI(M, **kw)
-    nnz = int(P.G.offsets.numpy()[n])
-    out[name + "_offsets"] = P.G.offsets.numpy()[: n + 1]
-    out[name + "_columns"] = P.G.columns.numpy()[:nnz]
-    out[name + "_values"] = P.G.values.numpy()[:nnz]
+for mat in ("random", "grid"):
+    n = int(data[mat + "_n"])
+    M = wps.bsr_from_triplets(n, n, wp.array(data[mat + "_rows"]), wp.array(data[mat + "_cols"]),
+                              wp.array(data[mat + "_vals"], dtype=wp.float64))
+    for name, kw in (("default", {}), ("wide", dict(max_row_size=16, kap_tolerance=0.0)),
+                     ("steps", dict(max_row_size=12, max_step_size=3, kap_tolerance=0.0)),
+                     ("floor", dict(max_row_size=16, kap_tolerance=0.0, pivot_floor=0.85)),
+                     ("floor_steps", dict(max_row_size=16, max_step_size=4, pivot_floor=0.95))):
+        P = L.FSAI(M, **kw)
+        nnz = int(P.G.offsets.numpy()[n])
+        key = mat + "_" + name
+        out[key + "_offsets"] = P.G.offsets.numpy()[: n + 1]
+        out[key + "_columns"] = P.G.columns.numpy()[:nnz]
+        out[key + "_values"] = P.G.values.numpy()[:nnz]
+        out[key + "_truncated"] = np.array(P.truncated_rows)
+# refits on the kept supports: new values, and values whose pivots fall below the floor (regularised)
+n = int(data["random_n"])
+def matrix(vals):
+    return wps.bsr_from_triplets(n, n, wp.array(data["random_rows"]), wp.array(data["random_cols"]),
+                                 wp.array(vals, dtype=wp.float64), prune_numerical_zeros=False)
+for name, kw, vals in (("refit", {}, data["refit_vals"]),
+                       ("regularized", dict(regularize_refit=True, pivot_floor=0.6), data["weak_vals"])):
+    P = L.FSAI(matrix(data["random_vals"]), max_row_size=12, reuse_pattern=True, **kw)
+    P.update(matrix(vals))
+    out[name + "_values"] = P.G.values.numpy()[: int(P.G.offsets.numpy()[n])]
+    out[name + "_status"] = P.update_status.numpy()
 np.savez(sys.argv[3], **out)
 """
 
 
 def test_factors_match_the_reference_when_installed(tmp_path):
-    """The same supports and values as warp-lang's FSAI (run in a subprocess; skipped without warp-lang)."""
+    """The same supports, truncations and values as warp-lang's FSAI (in a subprocess; skipped without it)."""
     import importlib.util
     import os
     import subprocess
@@ -310,10 +327,22 @@ def test_factors_match_the_reference_when_installed(tmp_path):
                            capture_output=True, text=True, cwd=tmp_path)
     if probe.stdout.strip() != "True":
         pytest.skip("the installed warp-lang has no FSAI")
+    data = {}
+    # a random matrix, and a grid Laplacian (whose residuals tie, so the order of the sums decides the supports)
+    for mat, A in (("random", _random_spd(np.random.default_rng(4), 80, 0.05)), ("grid", _poisson(9))):
+        A.sort_indices()
+        coo = A.tocoo()
+        data.update({f"{mat}_n": A.shape[0], f"{mat}_rows": coo.row.astype(np.int32),
+                     f"{mat}_cols": coo.col.astype(np.int32), f"{mat}_vals": coo.data})
+    # the random matrix's triplets with other values (same topology): a shifted diagonal, and a stronger
+    # off-diagonal coupling whose local pivots fall below a floor of 0.6
     A = _random_spd(np.random.default_rng(4), 80, 0.05)
     A.sort_indices()
     coo = A.tocoo()
-    np.savez(tmp_path / "A.npz", n=80, rows=coo.row.astype(np.int32), cols=coo.col.astype(np.int32), vals=coo.data)
+    diag = coo.row == coo.col
+    data["refit_vals"] = coo.data + diag * np.linspace(0.5, 2.0, coo.data.shape[0])
+    data["weak_vals"] = coo.data * np.where(diag, 1.0, 2.5)
+    np.savez(tmp_path / "A.npz", **data)
     (tmp_path / "compare.py").write_text(_COMPARE)
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root}
@@ -322,6 +351,8 @@ def test_factors_match_the_reference_when_installed(tmp_path):
                            text=True, cwd=tmp_path, env=env if impl == "treadle" else None, timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]
     ref, ours = np.load(tmp_path / "warp.npz"), np.load(tmp_path / "treadle.npz")
+    assert sum(int(ref[k]) > 0 for k in ref.files if k.endswith("_truncated")) >= 2  # the pivot floor is exercised
+    assert int(ref["regularized_status"][3]) > 0  # and the refits' regularisation
     for key in ref.files:
         if key.endswith("_values"):
             np.testing.assert_allclose(ours[key], ref[key], rtol=1e-12, atol=1e-14)

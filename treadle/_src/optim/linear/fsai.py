@@ -42,9 +42,10 @@ class FSAI(LinearOperator):
     lower-triangular factor ``G`` starts from the diagonal and grows, up to ``max_row_size`` entries, by the columns
     ``j < i`` with the largest scaled residual ``|(A g)_j| / sqrt(a_jj)`` of the current row (``max_step_size`` of
     them per step), until the relative decrease of the row's energy falls below ``kap_tolerance``. Each step solves
-    the row's local system by a Cholesky factorisation of the diagonally equilibrated submatrix; a pivot below
-    ``pivot_floor`` ends the row's growth before that step (the row is counted in :attr:`truncated_rows`). Rows are
-    scaled so that ``G A G^T`` has a unit diagonal.
+    the row's local system by a Cholesky factorisation of the diagonally equilibrated submatrix, in the order the
+    entries were added (the diagonal first); an entry whose pivot falls below ``pivot_floor`` ends the row's growth
+    before it (the row is counted in :attr:`truncated_rows`). Rows are scaled so that ``G A G^T`` has a unit
+    diagonal. :meth:`update` refits in the same order.
 
     Args:
         A: square :class:`treadle.sparse.BsrMatrix` with square blocks and float16, float32 or float64
@@ -153,6 +154,7 @@ class FSAI(LinearOperator):
             b = _batch(n, self._m)
             self._refit_scratch = (wp.empty(1, dtype=int, device=self.device),
                                    wp.empty((b, self._m, self._m), dtype=wp.float64, device=self.device),
+                                   wp.empty((b, self._m), dtype=wp.float64, device=self.device),
                                    wp.empty((b, self._m), dtype=wp.float64, device=self.device))
 
     # -- construction -----------------------------------------------------------------------------------------------
@@ -164,18 +166,21 @@ class FSAI(LinearOperator):
         values = scalar_view(A.values)
         out_cols = wp.empty((max(1, n), m), dtype=int, device=device)
         out_vals = wp.empty((max(1, n), m), dtype=wp.float64, device=device)
+        out_rank = wp.empty((max(1, n), m), dtype=int, device=device)
         out_cnt = wp.zeros(n + 1, dtype=int, device=device)
         flags = wp.zeros(max(1, n), dtype=int, device=device)
         b = _batch(n, m)
         sup = wp.empty((b, m), dtype=int, device=device)
+        cur = wp.empty((b, m), dtype=int, device=device)
+        cend = wp.empty((b, m), dtype=int, device=device)
         gt = wp.empty((b, m), dtype=wp.float64, device=device)
         dinv = wp.empty((b, m), dtype=wp.float64, device=device)
         work = wp.empty((b, m, m), dtype=wp.float64, device=device)
         for row0 in range(0, n, b):
             wp.launch(fk.select_rows, min(b, n - row0), device=device,
                       inputs=[A.offsets, counts, has, A.columns, values, self._bs, n, m, step, wp.float64(kap_tol),
-                              wp.float64(self._floor), row0, sup, gt, dinv, work, out_cols, out_vals, out_cnt,
-                              flags])
+                              wp.float64(self._floor), row0, sup, cur, cend, gt, dinv, work, out_cols, out_vals,
+                              out_rank, out_cnt, flags])
         fl = flags.numpy()[:n]
         bad = np.flatnonzero(fl == 2)
         if bad.size:
@@ -190,9 +195,11 @@ class FSAI(LinearOperator):
         cols = wp.empty(max(1, nnz), dtype=int, device=device)
         vals = wp.empty(max(1, nnz), dtype=self._factor_dtype, device=device)
         index = wp.empty(max(1, nnz), dtype=wp.float64, device=device)
+        self._order = wp.empty(max(1, nnz), dtype=int, device=device)
         if n:
             wp.launch(fk.slot_rows, n, inputs=[offsets, rows], device=device)
-            wp.launch(fk.gather_rows, n, inputs=[offsets, out_cols, out_vals, cols, vals, index], device=device)
+            wp.launch(fk.gather_rows, n, device=device,
+                      inputs=[offsets, out_cols, out_vals, out_rank, cols, vals, index, self._order])
         if nnz:
             v = vals.numpy()[:nnz]
             if not np.all(np.isfinite(v)):
@@ -270,14 +277,14 @@ class FSAI(LinearOperator):
         if self._validate and self._nrow:
             wp.launch(fk.check_topology, self._nrow, device=device,
                       inputs=[A.offsets, A.columns, self._ref_offsets, self._ref_columns, status])
-        counts, work, dinv = self._refit_scratch
+        counts, work, dinv, zw = self._refit_scratch
         values = scalar_view(A.values)
         b = int(work.shape[0])
         for row0 in range(0, n, b):
             wp.launch(fk.refit_rows, min(b, n - row0), device=device,
                       inputs=[A.offsets, counts, 0, A.columns, values, self._bs, n, self.G.offsets, self.G.columns,
-                              wp.float64(self._floor), int(self._regularize),
-                              wp.float64(_LIMITS[self._factor_dtype]), row0, work, dinv, self._stage, status])
+                              self._order, wp.float64(self._floor), int(self._regularize),
+                              wp.float64(_LIMITS[self._factor_dtype]), row0, work, dinv, zw, self._stage, status])
         if self._nnz:
             wp.launch(fk.commit_values, self._nnz, device=device,
                       inputs=[status, int(self._regularize), self._stage, self.G.values, self.GT.values, self._perm,

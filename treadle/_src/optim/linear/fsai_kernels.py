@@ -1,17 +1,18 @@
 """Kernels of the factorised sparse approximate inverse (:class:`~.fsai.FSAI`): support search, refits, commits.
 
-One thread handles one scalar row ``i`` of the factor ``G``. The row's support ``S`` (column indices ``<= i``, ``i``
-always at position 0 of the thread's support list) grows from ``{i}``: each step adds the columns ``j < i`` outside
-``S`` with the largest scaled residual ``|(A g)_j| / sqrt(a_jj)`` of the current unit-diagonal row ``g`` (the
-gradient of the row's Kaporin energy ``g A g^T``), then solves the local system ``A[S, S] y = e_i`` again by a
-Cholesky factorisation of the diagonally equilibrated ``D A[S, S] D`` (``D = diag(a_ss)^(-1/2)``), ordered with
-``i`` last. With that order the energy of the unit-diagonal row is ``a_ii L_ll^2`` and the factor row is
-``g = D L^(-T) e_l``, so no separate solve is needed. A pivot below the floor truncates the row before that step.
+One thread handles one scalar row ``i`` of the factor ``G``. The row's support ``S`` (column indices ``<= i``, kept
+in insertion order with ``i`` first) grows from ``{i}``: each step merges the sorted rows of ``A`` on the support
+into the residual ``r = A g`` of the current unit-diagonal row ``g`` (the gradient of the row's energy
+``g A g^T``), adds the columns ``j < i`` outside ``S`` with the largest ``|r_j| / sqrt(a_jj)``, and extends the
+Cholesky factorisation ``L L^T`` of the diagonally equilibrated ``D A[S, S] D`` (``D = diag(a_ss)^(-1/2)``) by the
+new entries' rows, the earlier rows being unchanged. With ``i`` first, ``z = L^-1 e_0`` and ``w = L^-T z`` give
+``A[S, S]^-1 e_i = d_i D w``: the unit-diagonal row is ``D w / (d_i |z|^2)``, its equilibrated energy
+``1 / |z|^2``, and the factor row ``D w / |z|``. A pivot below the floor ends the row's growth before that entry.
 
 Scalar coefficients are read from the block storage directly (block row/column ``r // bs``, entry ``r % bs``), so
 block matrices need no scalar copy; columns must be sorted within each block row. Local work is float64 in
-per-thread scratch rows of global arrays (``sup``, ``gt``, ``dinv``: ``B x m``; ``work``: ``B x m x m``), the rows
-being processed in batches of ``B``.
+per-thread scratch rows of global arrays (``B x m`` and ``B x m x m``), the rows being processed in batches of
+``B``.
 """
 
 from __future__ import annotations
@@ -71,9 +72,11 @@ def _valid_diag(a: wp.float64) -> bool:
 def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int,
                 columns: wp.array(dtype=int), values: wp.array3d(dtype=Any), bs: int, n: int, m: int, step: int,
                 kap_tol: wp.float64, floor: wp.float64, row0: int, sup: wp.array2d(dtype=int),
-                gt: wp.array2d(dtype=wp.float64), dinv: wp.array2d(dtype=wp.float64),
+                cur: wp.array2d(dtype=int), cend: wp.array2d(dtype=int), gt: wp.array2d(dtype=wp.float64),
+                dinv: wp.array2d(dtype=wp.float64),
                 work: wp.array3d(dtype=wp.float64), out_cols: wp.array2d(dtype=int),
-                out_vals: wp.array2d(dtype=wp.float64), out_cnt: wp.array(dtype=int), flags: wp.array(dtype=int)):
+                out_vals: wp.array2d(dtype=wp.float64), out_rank: wp.array2d(dtype=int), out_cnt: wp.array(dtype=int),
+                flags: wp.array(dtype=int)):
     t = wp.tid()
     i = row0 + t
     if i >= n:
@@ -84,13 +87,15 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
         out_cnt[i] = 1
         out_cols[i, 0] = i
         out_vals[i, 0] = wp.float64(0.0)
+        out_rank[i, 0] = 0
         return
     di = wp.float64(1.0) / wp.sqrt(aii)
     sup[t, 0] = i
     gt[t, 0] = wp.float64(1.0)
     dinv[t, 0] = di
+    work[t, 0, 0] = wp.float64(1.0)
     k = 1
-    lll = wp.float64(1.0)  # L_ll of the accepted factorisation (equilibrated; 1 for S = {i})
+    lll = wp.float64(1.0)  # sqrt of the row's equilibrated energy 1 / |L^-1 e_0|^2 (1 for S = {i})
     truncated = 0
     while k < m:
         k0 = k
@@ -101,30 +106,42 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
             best = -1
             bestv = wp.float64(0.0)
             bestd = wp.float64(0.0)
+            # merge the sorted rows of the support: r_j = sum_q g_q A[s_q, j] for every column j < i they hold,
+            # in ascending j (cursor = slot * bs + column within the block)
             for q in range(k0):
-                r = sup[t, q]
-                br = r // bs
-                for slot in range(_row_beg(offsets, br), _row_end(offsets, counts, has_counts, br)):
-                    bc = columns[slot]
-                    for cc in range(bs):
-                        j = bc * bs + cc
-                        if j < i:
-                            ins = 0
-                            for p in range(k):
-                                if sup[t, p] == j:
-                                    ins = 1
-                            if ins == 0:
-                                rj = wp.float64(0.0)
-                                for p in range(k0):
-                                    rj += gt[t, p] * _coef(offsets, counts, has_counts, columns, values, bs,
-                                                           sup[t, p], j)
-                                ajj = _coef(offsets, counts, has_counts, columns, values, bs, j, j)
-                                if _valid_diag(ajj):
-                                    v = wp.abs(rj) / wp.sqrt(ajj)
-                                    if v > bestv:
-                                        bestv = v
-                                        best = j
-                                        bestd = ajj
+                br = sup[t, q] // bs
+                cur[t, q] = _row_beg(offsets, br) * bs
+                cend[t, q] = _row_end(offsets, counts, has_counts, br) * bs
+            while True:
+                jmin = i
+                for q in range(k0):
+                    c = cur[t, q]
+                    if c < cend[t, q]:
+                        j = columns[c // bs] * bs + c % bs
+                        if j < jmin:
+                            jmin = j
+                if jmin >= i:
+                    break
+                rj = wp.float64(0.0)
+                for q in range(k0):
+                    c = cur[t, q]
+                    if c < cend[t, q]:
+                        if columns[c // bs] * bs + c % bs == jmin:
+                            r = sup[t, q]
+                            rj += gt[t, q] * wp.float64(values[c // bs, r % bs, c % bs])
+                            cur[t, q] = c + 1
+                ins = 0
+                for p in range(k):
+                    if sup[t, p] == jmin:
+                        ins = 1
+                if ins == 0:
+                    ajj = _coef(offsets, counts, has_counts, columns, values, bs, jmin, jmin)
+                    if _valid_diag(ajj):
+                        v = wp.abs(rj) / wp.sqrt(ajj)
+                        if v > bestv:
+                            bestv = v
+                            best = jmin
+                            bestd = ajj
             if best < 0:
                 break
             sup[t, k] = best
@@ -132,47 +149,53 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
             k += 1
         if k == k0:
             break
-        # -- Cholesky of the equilibrated A[S, S], support index k-1-p at position p (so i is last)
-        ok = 1
-        for p in range(k):
-            if ok == 0:
-                break
-            ip = k - 1 - p
+        # -- Cholesky of the equilibrated A[S, S] in support order (i first): the rows of the earlier entries are
+        # kept, each new entry appends one; a pivot below the floor ends the row before that entry
+        for p in range(k0, k):
+            ip = sup[t, p]
             for q in range(p + 1):
-                iq = k - 1 - q
-                a = _coef(offsets, counts, has_counts, columns, values, bs, sup[t, ip], sup[t, iq])
-                a = a * dinv[t, ip] * dinv[t, iq]
+                a = _coef(offsets, counts, has_counts, columns, values, bs, ip, sup[t, q]) * dinv[t, p] * dinv[t, q]
                 for s in range(q):
                     a -= work[t, p, s] * work[t, q, s]
                 if q == p:
                     if not (a >= floor and wp.isfinite(a)):
-                        ok = 0
+                        truncated = 1
                     else:
                         work[t, p, p] = wp.sqrt(a)
                 else:
                     work[t, p, q] = a / work[t, q, q]
-        if ok == 0:
-            k = k0
-            truncated = 1
-            break
-        # -- w = L^(-T) e_l (position p <-> support index k-1-p), then the unit-diagonal row g = D w L_ll / D_i
-        nl = work[t, k - 1, k - 1]
+            if truncated != 0:
+                k = p
+                break
+        # -- z = L^-1 e_0, w = L^-T z: y = A[S, S]^-1 e_i = D w d_i, so the unit-diagonal row is
+        # g = D w / (d_i |z|^2) and its equilibrated energy 1 / |z|^2
+        zz = wp.float64(0.0)
+        for p in range(k):
+            acc = wp.float64(0.0)
+            if p == 0:
+                acc = wp.float64(1.0)
+            for q in range(p):
+                acc -= work[t, p, q] * gt[t, q]
+            gt[t, p] = acc / work[t, p, p]
+            zz += gt[t, p] * gt[t, p]
         for pp in range(k):
             p = k - 1 - pp
-            acc = wp.float64(0.0)
-            if p == k - 1:
-                acc = wp.float64(1.0)
+            acc = gt[t, p]
             for q in range(p + 1, k):
-                acc -= work[t, q, p] * gt[t, k - 1 - q]
-            gt[t, k - 1 - p] = acc / work[t, p, p]
+                acc -= work[t, q, p] * gt[t, q]
+            gt[t, p] = acc / work[t, p, p]
         for p in range(k):
-            gt[t, p] = gt[t, p] * dinv[t, p] * nl / di
+            gt[t, p] = gt[t, p] * dinv[t, p] / (di * zz)
+        nl = wp.float64(1.0) / wp.sqrt(zz)
+        if truncated != 0:
+            lll = nl
+            break
         old = lll * lll
         lll = nl
         if kap_tol > wp.float64(0.0):
             if (old - nl * nl) < kap_tol * old:
                 break
-    # -- write the factor row g = g_unit * D_i / L_ll with ascending columns
+    # -- write the factor row g_unit * d_i |z| with ascending columns
     scale = di / lll
     prev = -1
     for o in range(k):
@@ -187,6 +210,7 @@ def select_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_c
         prev = sup[t, pick]
         out_cols[i, o] = prev
         out_vals[i, o] = gt[t, pick] * scale
+        out_rank[i, pick] = o
     out_cnt[i] = k
     flags[i] = truncated
 
@@ -201,14 +225,17 @@ def slot_rows(offsets: wp.array(dtype=int), rows: wp.array(dtype=int)):
 
 @wp.kernel(enable_backward=False)
 def gather_rows(offsets: wp.array(dtype=int), out_cols: wp.array2d(dtype=int),
-                out_vals: wp.array2d(dtype=wp.float64), cols: wp.array(dtype=int), vals: wp.array(dtype=Any),
-                index: wp.array(dtype=wp.float64)):
+                out_vals: wp.array2d(dtype=wp.float64), out_rank: wp.array2d(dtype=int), cols: wp.array(dtype=int),
+                vals: wp.array(dtype=Any), index: wp.array(dtype=wp.float64), order: wp.array(dtype=int)):
+    # compact rows; order[beg + p] is the slot of the row's p-th support entry in insertion order (refits factor
+    # in that order, as the construction did)
     i = wp.tid()
     beg = offsets[i]
     for o in range(offsets[i + 1] - beg):
         cols[beg + o] = out_cols[i, o]
         vals[beg + o] = vals.dtype(out_vals[i, o])
         index[beg + o] = wp.float64(beg + o)
+        order[beg + o] = beg + out_rank[i, o]
 
 
 @wp.kernel(enable_backward=False)
@@ -230,10 +257,11 @@ def check_topology(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), r
 @wp.kernel(enable_backward=False)
 def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_counts: int,
                columns: wp.array(dtype=int), values: wp.array3d(dtype=Any), bs: int, n: int,
-               g_offsets: wp.array(dtype=int), g_columns: wp.array(dtype=int), floor: wp.float64,
+               g_offsets: wp.array(dtype=int), g_columns: wp.array(dtype=int), order: wp.array(dtype=int),
+               floor: wp.float64,
                regularize: int, limit: wp.float64, row0: int, work: wp.array3d(dtype=wp.float64),
-               dinv: wp.array2d(dtype=wp.float64), stage: wp.array(dtype=wp.float64),
-               status: wp.array(dtype=int)):
+               dinv: wp.array2d(dtype=wp.float64), zw: wp.array2d(dtype=wp.float64),
+               stage: wp.array(dtype=wp.float64), status: wp.array(dtype=int)):
     # the factor row on its fixed support (sorted columns, i last); status: [1] invalid diagonals, [2] failed
     # local factorisations, [3] regularised rows
     t = wp.tid()
@@ -249,10 +277,12 @@ def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_co
             stage[beg + p] = wp.float64(0.0)
         stage[beg + k - 1] = wp.float64(1.0)
         return
+    # positions of the local factorisation: the support entries in the order the construction added them (i first)
     bad = 0
     raised = 0
     for p in range(k):
-        ajj = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[beg + p], g_columns[beg + p])
+        sp = order[beg + p]
+        ajj = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[sp], g_columns[sp])
         if _valid_diag(ajj):
             dinv[t, p] = wp.float64(1.0) / wp.sqrt(ajj)
         else:
@@ -261,8 +291,10 @@ def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_co
         for p in range(k):
             if bad != 0:
                 break
+            sp = order[beg + p]
             for q in range(p + 1):
-                a = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[beg + p], g_columns[beg + q])
+                sq = order[beg + q]
+                a = _coef(offsets, counts, has_counts, columns, values, bs, g_columns[sp], g_columns[sq])
                 a = a * dinv[t, p] * dinv[t, q]
                 for s in range(q):
                     a -= work[t, p, s] * work[t, q, s]
@@ -280,21 +312,29 @@ def refit_rows(offsets: wp.array(dtype=int), counts: wp.array(dtype=int), has_co
                 else:
                     work[t, p, q] = a / work[t, q, q]
     if bad == 0:
-        # g = D L^(-T) e_l: back substitution from the last position
+        # z = L^-1 e_0, w = L^-T z, g = D w / |z|
+        zz = wp.float64(0.0)
+        for p in range(k):
+            acc = wp.float64(0.0)
+            if p == 0:
+                acc = wp.float64(1.0)
+            for q in range(p):
+                acc -= work[t, p, q] * zw[t, q]
+            zw[t, p] = acc / work[t, p, p]
+            zz += zw[t, p] * zw[t, p]
         for pp in range(k):
             p = k - 1 - pp
-            acc = wp.float64(0.0)
-            if p == k - 1:
-                acc = wp.float64(1.0)
+            acc = zw[t, p]
             for q in range(p + 1, k):
-                acc -= work[t, q, p] * stage[beg + q]
-            stage[beg + p] = acc / work[t, p, p]
+                acc -= work[t, q, p] * zw[t, q]
+            zw[t, p] = acc / work[t, p, p]
+        nz = wp.sqrt(zz)
         for p in range(k):
-            v = stage[beg + p] * dinv[t, p]
+            v = zw[t, p] * dinv[t, p] / nz
             if not (wp.isfinite(v) and wp.abs(v) <= limit):
                 bad = 1
-            stage[beg + p] = v
-        if stage[beg + k - 1] <= wp.float64(0.0):
+            stage[order[beg + p]] = v
+        if not (stage[beg + k - 1] > wp.float64(0.0)):
             bad = 1
     if bad != 0:
         wp.atomic_add(status, 2, 1)
