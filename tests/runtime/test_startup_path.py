@@ -19,9 +19,9 @@ import treadle as wp
 from treadle._src.backends.cpu import warm
 from treadle._src.compiler import fingerprint
 from treadle._src.compiler import instance as kernel_mod
+from treadle._src.compiler.fingerprint import sources_signature
 from treadle._src.runtime import fastlaunch
 from treadle._src.runtime.native import load_native_library, symbol_address
-from treadle._src.runtime.warm_index import sources_signature
 from treadle._src.types.typesys import ArrayT
 
 
