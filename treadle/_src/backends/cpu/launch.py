@@ -28,6 +28,7 @@ from ...core.abi import ARRAY_KEEP_GRAD, ArrayDesc, LaunchBounds
 from ...core.errors import LaunchError
 from ...runtime import fastlaunch as _fastlaunch
 from ...runtime import graph as _graph
+from ...runtime import state as _state
 from ...runtime import threadpool as _tp
 from ...runtime.native import symbol_address
 from ...types import scalars
@@ -192,8 +193,12 @@ class LaunchPlan:
         It may while the kernel's options have not changed since the plan was made (compile mode, ``verify_fp``,
         the instance still the kernel's) and the launch is on a CPU device.
         """
-        return (config.mode is self.cfg_mode and config.verify_fp is self.cfg_fp
-                and self.inst in self.kernel.instances.values() and (device is self.device or device.is_cpu))
+        if (config.mode is self.cfg_mode and config.verify_fp is self.cfg_fp
+                and self.inst in self.kernel.instances.values() and (device is self.device or device.is_cpu)):
+            if self.fast is not None:
+                self.fast.stamp()  # checked for this configuration: the native path may take it again
+            return True
+        return False
 
     def pack(self, args: Sequence[Any], device: Any) -> ctypes.Structure:
         """A fresh argument struct for ``args`` (checked)."""
@@ -371,8 +376,7 @@ def _native_plan(plan: LaunchPlan) -> Any:
         dtypes.append(dtype)
     return ext.Plan(fr, fr.addr, fr.bounds_addr, fr.addr + layout.args_off, _ArgsOf(fr, plan.names), list(plan.names),
                     list(plan.packers), kinds, list(layout.arg_offsets), ndims, dtypes, plan.kernel, plan.inst,
-                    plan.cfg_mode,
-                    plan.cfg_fp, plan.debug, plan.order_dependent, plan.owner)
+                    _state.LAUNCH.epoch, plan.debug, plan.order_dependent, plan.owner)
 
 
 def _deterministic(kernel: Kernel) -> bool:
