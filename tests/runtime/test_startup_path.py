@@ -1,4 +1,4 @@
-"""The pieces of a warm start's path to its first launches that avoid work (runtime/warm_index.py, lang/launch.py).
+"""The pieces of a warm start's path to its first launches that avoid work (runtime/warm_index.py, backends/cpu/launch.py).
 
 The signature of Treadle's sources is taken with one ``stat`` per file and must still see every edit; argument
 layouts are computed without ctypes struct types and must be the struct's; libraries are loaded without a ctypes
