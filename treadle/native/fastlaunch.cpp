@@ -63,7 +63,7 @@ PyObject* g_device_holder = nullptr;  // runtime.device._HOLDER (its `runtime.de
 PyObject* g_array_type = nullptr;   // treadle's array class
 PyObject* g_desc_type = nullptr;    // abi.ArrayDesc
 
-PyObject *s_launch_fast, *s_fast, *s_instances, *s_runtime, *s_default_device, *s_deterministic, *s_module,
+PyObject *s_launch_fast, *s_fast, *s_runtime, *s_default_device, *s_deterministic, *s_module,
     *s_options, *s_ctype, *s_dtype, *s_device, *s_devices;
 
 // A run of the runtime: the GIL is released only for launches big enough that other Python threads should run
@@ -603,7 +603,7 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
         return nullptr;
     }
     PyObject *kernel = argv[0], *dim = argv[1], *inputs = argv[2], *outputs = argv[3], *device = argv[4];
-    PyObject *plan_py = nullptr, *fast = nullptr, *dev = nullptr, *instances = nullptr;
+    PyObject *plan_py = nullptr, *fast = nullptr, *dev = nullptr;
     PyObject* items[64];
     long long shape[MAX_DIMS];
     int ndim = 0;
@@ -621,26 +621,10 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     if (!fast || Py_TYPE(fast) != &PlanType)
         goto fallback;
     p = reinterpret_cast<Plan*>(fast);
+    // Another epoch: wp.config was written or kernels dropped their instances since the plan was checked (the
+    // Python path checks it again and stamps it).
     if (p->debug || p->owner != PyThread_get_thread_ident() || p->nargs > 64 || p->epoch != g_state->epoch)
         goto fallback;
-    {  // the instance is still the kernel's (not dropped by a module reload or an option change)
-        instances = PyObject_GetAttr(p->kernel, s_instances);
-        if (!instances)
-            goto error;
-        if (!PyDict_CheckExact(instances))
-            goto fallback;
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        bool found = false;
-        while (PyDict_Next(instances, &pos, &k, &v)) {
-            if (v == p->inst) {
-                found = true;
-                break;
-            }
-        }
-        if (!found)
-            goto fallback;
-    }
     if (PyList_CheckExact(inputs)) {
         nin = PyList_GET_SIZE(inputs);
         in_items = &PyList_GET_ITEM(inputs, 0);
@@ -728,7 +712,6 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     Py_XDECREF(plan_py);
     Py_XDECREF(fast);
     Py_XDECREF(dev);
-    Py_XDECREF(instances);
     ++g_launched;
     Py_RETURN_TRUE;
 fallback:
@@ -736,13 +719,11 @@ fallback:
     Py_XDECREF(plan_py);
     Py_XDECREF(fast);
     Py_XDECREF(dev);
-    Py_XDECREF(instances);
     Py_RETURN_FALSE;
 error:
     Py_XDECREF(plan_py);
     Py_XDECREF(fast);
     Py_XDECREF(dev);
-    Py_XDECREF(instances);
     return nullptr;
 }
 
@@ -768,7 +749,7 @@ bool intern_all() {
         const char* text;
     } names[] = {
         {&s_launch_fast, "_launch_fast"}, {&s_fast, "fast"},
-        {&s_instances, "instances"},      {&s_runtime, "runtime"},
+        {&s_runtime, "runtime"},
         {&s_default_device, "default_device"}, {&s_deterministic, "deterministic"},
         {&s_module, "module"},
         {&s_options, "options"},          {&s_ctype, "_ctype"},

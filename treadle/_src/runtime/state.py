@@ -3,7 +3,7 @@
 The native launch extension (``fastlaunch.py``) reads them on every launch, so they live below the modules that use
 them: ``device.py`` installs how the runtime is created and started, ``graph.py`` keeps the captures,
 ``recording.py`` the tapes. :data:`LAUNCH` is the C struct the extension reads instead of Python attributes: the
-configuration epoch (bumped by every write to ``wp.config``), the counts of active captures and tapes, and the
+configuration epoch (bumped by every write to ``wp.config`` and when kernels drop their instances), the counts of active captures and tapes, and the
 settings a launch reads (``print_launches``, ``num_threads``, ``deterministic``).
 """
 
@@ -43,6 +43,11 @@ def _config_changed(name: str | None = None, value: Any = None) -> None:
 
 _config_changed()
 config.on_change(_config_changed)
+
+
+def new_epoch() -> None:
+    """Start a new configuration epoch: remembered plans are checked again before the native path takes them."""
+    LAUNCH.epoch += 1
 
 
 class CaptureState:
