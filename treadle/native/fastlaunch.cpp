@@ -12,10 +12,11 @@
 //
 // The process-wide state a launch depends on is a C struct the Python side keeps up to date (LaunchState below,
 // mirrored by runtime/state.py: LaunchState): a configuration epoch (bumped by every write to wp.config), the
-// counts of active graph captures and tapes, print_launches, num_threads and deterministic. A plan remembers the
+// counts of active graph captures and tapes, print_launches, num_threads, deterministic, and the default device and
+// devices by name of the held device runtime. A plan remembers the
 // epoch it was checked at; a launch with another epoch goes to the Python path, which checks the plan and stamps it.
 //
-//   init(run1_address, cpus, gil_threshold, state_address, device_holder, array_type, desc_type)
+//   init(run1_address, cpus, gil_threshold, state_address, array_type, desc_type)
 //   run1(cmd_address)                  run one launch command (the ctypes-free replacement of treadle_rt_run1)
 //   launch(kernel, dim, inputs, outputs, device, record_tape) -> bool     the wp.launch fast path
 //   counts()                           (launches done natively, launches handed to the Python path)
@@ -44,6 +45,8 @@ struct LaunchState {
     int32_t num_threads;     // wp.config.num_threads (0: every core)
     int32_t deterministic;   // wp.config.deterministic
     int32_t reserved;
+    PyObject* default_device;  // the held device runtime's default device (NULL: no runtime yet); borrowed
+    PyObject* devices;         // its devices by name (a dict); borrowed
 };
 
 // Layout of treadle::launch_bounds_t (mirrored by abi.LaunchBounds) and array_t (abi.ArrayDesc).
@@ -59,12 +62,10 @@ unsigned long long g_launched = 0, g_fell_back = 0;  // launch() outcomes (count
 long g_cpus = 1;
 long long g_gil_threshold = 0;
 const LaunchState* g_state = nullptr;  // filled by the Python side (runtime/state.py: LAUNCH)
-PyObject* g_device_holder = nullptr;  // runtime.device._HOLDER (its `runtime.default_device`)
 PyObject* g_array_type = nullptr;   // treadle's array class
 PyObject* g_desc_type = nullptr;    // abi.ArrayDesc
 
-PyObject *s_launch_fast, *s_fast, *s_runtime, *s_default_device, *s_deterministic, *s_module,
-    *s_options, *s_ctype, *s_dtype, *s_device, *s_devices;
+PyObject *s_launch_fast, *s_fast, *s_deterministic, *s_module, *s_options, *s_ctype, *s_dtype, *s_device;
 
 // A run of the runtime: the GIL is released only for launches big enough that other Python threads should run
 // meanwhile (releasing and taking it back costs more than a small launch).
@@ -488,8 +489,8 @@ PyObject* mod_init(PyObject*, PyObject* args) {
     unsigned long long run1, state;
     long cpus;
     long long threshold;
-    PyObject *holder, *array_type, *desc_type;
-    if (!PyArg_ParseTuple(args, "KlLKOOO", &run1, &cpus, &threshold, &state, &holder, &array_type, &desc_type))
+    PyObject *array_type, *desc_type;
+    if (!PyArg_ParseTuple(args, "KlLKOO", &run1, &cpus, &threshold, &state, &array_type, &desc_type))
         return nullptr;
     if (!run1 || !state) {
         PyErr_SetString(PyExc_ValueError, "init(): null run1 or state");
@@ -499,7 +500,6 @@ PyObject* mod_init(PyObject*, PyObject* args) {
     g_state = reinterpret_cast<const LaunchState*>(state);
     g_cpus = cpus;
     g_gil_threshold = threshold;
-    Py_XSETREF(g_device_holder, Py_NewRef(holder));
     Py_XSETREF(g_array_type, Py_NewRef(array_type));
     Py_XSETREF(g_desc_type, Py_NewRef(desc_type));
     Py_RETURN_NONE;
@@ -645,36 +645,20 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     }
     if (nin + nout != p->nargs)
         goto fallback;
-    if (device == Py_None || PyUnicode_CheckExact(device)) {
-        // get_device(): the runtime's default device, or a name it knows ("cpu"; anything else: Python decides)
-        PyObject* rt = PyObject_GetAttr(g_device_holder, s_runtime);
-        if (!rt)
-            goto error;
-        if (rt == Py_None) {
-            Py_DECREF(rt);
+    if (device == Py_None) {  // get_device(): the runtime's default device
+        dev = Py_XNewRef(g_state->default_device);
+        if (!dev)
             goto fallback;
-        }
-        if (device == Py_None) {
-            dev = PyObject_GetAttr(rt, s_default_device);
-        } else {
-            PyObject* names = attr_opt(rt, s_devices);
-            if (names && PyDict_CheckExact(names)) {
-                dev = PyDict_GetItemWithError(names, device);
-                Py_XINCREF(dev);
-                if (!dev && !PyErr_Occurred()) {
-                    Py_DECREF(names);
-                    Py_DECREF(rt);
-                    goto fallback;
-                }
-            }
-            Py_XDECREF(names);
-        }
-        Py_DECREF(rt);
+    } else if (PyUnicode_CheckExact(device)) {  // a name the runtime knows ("cpu"; anything else: Python decides)
+        if (!g_state->devices || !PyDict_CheckExact(g_state->devices))
+            goto fallback;
+        dev = PyDict_GetItemWithError(g_state->devices, device);
         if (!dev) {
             if (PyErr_Occurred())
                 goto error;
             goto fallback;
         }
+        Py_INCREF(dev);
     } else {
         dev = Py_NewRef(device);
     }
@@ -733,7 +717,7 @@ PyObject* mod_counts(PyObject*, PyObject*) {
 
 PyMethodDef module_methods[] = {
     {"counts", mod_counts, METH_NOARGS, "counts() -> (launched natively, handed to the Python path)"},
-    {"init", mod_init, METH_VARARGS, "init(run1, cpus, gil_threshold, state_address, holder, array_type, desc_type)"},
+    {"init", mod_init, METH_VARARGS, "init(run1, cpus, gil_threshold, state_address, array_type, desc_type)"},
     {"run1", mod_run1, METH_O, "run1(cmd_address): run one launch command"},
     {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(mod_launch)), METH_FASTCALL,
      "launch(kernel, dim, inputs, outputs, device, record_tape) -> bool: the native fast path of wp.launch"},
@@ -749,12 +733,10 @@ bool intern_all() {
         const char* text;
     } names[] = {
         {&s_launch_fast, "_launch_fast"}, {&s_fast, "fast"},
-        {&s_runtime, "runtime"},
-        {&s_default_device, "default_device"}, {&s_deterministic, "deterministic"},
+        {&s_deterministic, "deterministic"},
         {&s_module, "module"},
         {&s_options, "options"},          {&s_ctype, "_ctype"},
         {&s_dtype, "dtype"},              {&s_device, "device"},
-        {&s_devices, "devices"},
     };
     for (auto& n : names) {
         *n.slot = PyUnicode_InternFromString(n.text);

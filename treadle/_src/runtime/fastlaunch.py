@@ -141,8 +141,8 @@ def load(run1_address: int) -> Any:
 
             # the launch state the extension reads (a C struct), and the front end's array class, registered with
             # the type layer: the arrays the extension packs itself
-            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, ctypes.addressof(state.LAUNCH), state.DEVICES,
-                        array_class(), ArrayDesc)
+            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, ctypes.addressof(state.LAUNCH), array_class(),
+                        ArrayDesc)
             _STATE.module = module
             _STATE.path = path
         except Exception as e:  # noqa: BLE001 - any failure leaves the Python paths in charge

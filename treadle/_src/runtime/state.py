@@ -3,8 +3,9 @@
 The native launch extension (``fastlaunch.py``) reads them on every launch, so they live below the modules that use
 them: ``device.py`` installs how the runtime is created and started, ``graph.py`` keeps the captures,
 ``recording.py`` the tapes. :data:`LAUNCH` is the C struct the extension reads instead of Python attributes: the
-configuration epoch (bumped by every write to ``wp.config`` and when kernels drop their instances), the counts of active captures and tapes, and the
-settings a launch reads (``print_launches``, ``num_threads``, ``deterministic``).
+configuration epoch (bumped by every write to ``wp.config`` and when kernels drop their instances), the counts
+of active captures and tapes, the settings a launch reads (``print_launches``, ``num_threads``,
+``deterministic``), and the held device runtime's default device and devices by name (:func:`publish_devices`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ class LaunchState(ctypes.Structure):
 
     _fields_ = [("epoch", ctypes.c_int64), ("captures", ctypes.c_int32), ("tapes", ctypes.c_int32),
                 ("print_launches", ctypes.c_int32), ("num_threads", ctypes.c_int32),
-                ("deterministic", ctypes.c_int32), ("reserved", ctypes.c_int32)]
+                ("deterministic", ctypes.c_int32), ("reserved", ctypes.c_int32),
+                # the held device runtime's default device and its devices by name (NULL: no runtime yet)
+                ("default_device", ctypes.py_object), ("devices", ctypes.py_object)]
 
 
 #: the launch state (its address is handed to the extension once)
@@ -43,6 +46,19 @@ def _config_changed(name: str | None = None, value: Any = None) -> None:
 
 _config_changed()
 config.on_change(_config_changed)
+
+
+def publish_devices(runtime: Any) -> None:
+    """Copy ``runtime``'s default device and devices by name into :data:`LAUNCH` (``None``: no runtime is held).
+
+    ``device.py`` calls it whenever the held runtime's default device changes.
+    """
+    if runtime is None:
+        LAUNCH.default_device = ctypes.py_object()
+        LAUNCH.devices = ctypes.py_object()
+    else:
+        LAUNCH.default_device = ctypes.py_object(runtime.default_device)
+        LAUNCH.devices = ctypes.py_object(runtime.devices)
 
 
 def new_epoch() -> None:
@@ -92,6 +108,7 @@ class RuntimeHolder:
             if self.factory is None:
                 raise RuntimeError("the device runtime is not set up (treadle._src.runtime.device is not imported)")
             self.runtime = self.factory(self.providers)
+            publish_devices(self.runtime)
             if self.start is not None:
                 self.start()
         return self.runtime
@@ -99,6 +116,7 @@ class RuntimeHolder:
     def reset(self) -> None:
         """Drop the runtime (the next use creates it again)."""
         self.runtime = None
+        publish_devices(None)
 
 
 #: the device runtime (``device._HOLDER``)
