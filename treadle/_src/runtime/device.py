@@ -311,6 +311,8 @@ def set_device(ident: Any) -> None:
     rt = get_runtime()
     dev = rt.resolve(ident)
     rt.default_device = dev
+    if rt is _HOLDER.runtime:
+        state.publish_devices(rt)  # what the native launch path reads
     if dev.is_cuda:
         rt.current_cuda_device = dev
     dev.make_current()
@@ -391,6 +393,8 @@ class ScopedDevice:
         assert self._saved is not None
         rt = get_runtime()
         rt.default_device, rt.current_cuda_device = self._saved
+        if rt is _HOLDER.runtime:
+            state.publish_devices(rt)
         rt.default_device.make_current()
 
 
@@ -478,6 +482,8 @@ def unmap_cuda_device(alias: str) -> None:
     del rt.devices[alias]
     if rt.default_device is dev:
         rt.default_device = get_preferred_device()
+    if rt is _HOLDER.runtime:
+        state.publish_devices(rt)
 
 
 def _find_cxx() -> str:

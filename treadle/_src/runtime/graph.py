@@ -129,7 +129,7 @@ def capture_begin(device: Any = None, stream: Any = None, force_module_load: Any
         raise RuntimeError("a graph capture is already active on this thread; call wp.capture_end() first")
     STATE.local.graph = Graph(dev, apic=bool(apic))
     with STATE.lock:
-        STATE.count += 1
+        STATE.enter()
 
 
 def capture_end(device: Any = None, stream: Any = None) -> Graph:
@@ -144,7 +144,7 @@ def capture_end(device: Any = None, stream: Any = None) -> Graph:
         raise RuntimeError("wp.capture_end() without a matching wp.capture_begin() on this thread")
     STATE.local.graph = None
     with STATE.lock:
-        STATE.count -= 1
+        STATE.leave()
     g._finish()
     return g
 
