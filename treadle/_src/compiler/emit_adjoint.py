@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..builtins.registry import Op
 from ..types import scalars
 from ..types.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
-from .access import _METADATA_ONLY
 from .checkpoints import checkpoint_sets
 from .dataflow import Marks
 from .emit_cpp import Emitter, cpp_field, cpp_type
@@ -40,9 +40,6 @@ def differentiable(t: Any) -> bool:
     if isinstance(t, TupleT):
         return any(differentiable(x) for x in t.types)
     return False
-
-
-_NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
 
 
 def adjoint_live(f: ir.FuncIR) -> set[int]:
@@ -154,7 +151,7 @@ def own_index_arrays(f: ir.FuncIR) -> dict[int, ir.Local]:
                 if not isinstance(op, ir.Value) or op.id not in ref:
                     continue
                 pid = ref[op.id]
-                if isinstance(s, ir.Call) and s.overload.builtin.name in _METADATA_ONLY:
+                if isinstance(s, ir.Call) and s.overload.builtin.metadata_only:
                     continue  # shape queries do not touch elements
                 if name != "array" or not isinstance(s, (ir.ArrayLoad, ir.ArrayStore)):
                     ok.discard(pid)
@@ -182,7 +179,7 @@ def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
             idx = ", ".join(em.op(i) for i in s.indices)
             lines.append(f"{ind}{em.decl(s.result)} = treadle::load({em.op(s.array)}, {idx});")
         return True
-    if isinstance(s, ir.Call) and s.overload.builtin.name in _NO_REPLAY:
+    if isinstance(s, ir.Call) and not s.overload.builtin.replay:
         return True
     if isinstance(s, ir.CallFunc):
         args = ", ".join(em.op(a) for a in s.args)
@@ -232,9 +229,6 @@ class _GradBodyEmitter(Emitter):
         super().stmt(s, lines, ind)
 
 
-#: builtins without an adjoint whose derivative is 0 wherever it exists (steps of piecewise-constant functions, bit
-#: reinterpretation): a gradient that reaches them is rightly dropped
-_ZERO_DERIVATIVE = frozenset({"floor", "ceil", "round", "rint", "trunc", "step", "nonzero", "sign", "cast"})
 _warned: set[tuple[str, int, str]] = set()
 
 
@@ -284,7 +278,7 @@ def _warn_dropped(s: ir.Call, active: set[int] | None) -> None:
     back to).
     """
     name = s.overload.builtin.name
-    if name in _ZERO_DERIVATIVE or not any(
+    if s.overload.builtin.zero_derivative or not any(
             isinstance(a, ir.Value) and differentiable(a.type) and (active is None or a.id in active)
             for a in s.args):
         return
@@ -357,7 +351,8 @@ class AdjointEmitter(Emitter):
         """Forward replay: like the forward kernel, but without side effects (stores, atomics, printing)."""
         if isinstance(s, ir.Call) and s.result is not None and s.result.id in self.partner:
             self.line(s, lines, ind)
-            fn = "sin_cos" if s.overload.builtin.name == "sin" else "cos_sin"
+            b = s.overload.builtin
+            fn = f"{b.name}_{b.partner}"
             r = s.result.id
             lines.append(f"{ind}_v{r} = treadle::{fn}({self.op(s.args[0])}, _pc{r});")
             return
@@ -373,7 +368,7 @@ class AdjointEmitter(Emitter):
         out: dict[int, ir.Call] = {}
         for s in ir.walk(f.body):
             if (isinstance(s, ir.Call) and s.result is not None and s.result.id in live and len(s.args) == 1
-                    and s.overload.builtin.name in ("sin", "cos") and s.overload.differentiable
+                    and s.overload.builtin.partner and s.overload.differentiable
                     and s.result.type in (scalars.float32, scalars.float64)):
                 out[s.result.id] = s
         return out
@@ -450,13 +445,13 @@ class AdjointEmitter(Emitter):
             if r is None or not ov.differentiable or not differentiable(r.type):
                 return
             cpp = ov.cpp
-            if cpp in ("op:select", "op:where"):
+            if ov.builtin.op in (Op.SELECT, Op.WHERE):
                 c, a, b = s.args
-                first, second = (b, a) if cpp == "op:select" else (a, b)
+                first, second = (b, a) if ov.builtin.op is Op.SELECT else (a, b)
                 ta, tb = self.adj(first), self.adj(second)
                 lines.append(f"{ind}if ({op(c)}) {{ {f'adj_accum({ta}, adj_v{r.id});' if ta else ''} }}"
                              f" else {{ {f'adj_accum({tb}, adj_v{r.id});' if tb else ''} }}")
-            elif not cpp.startswith("op"):
+            elif ov.builtin.op is None:
                 dummies: list[str] = []
                 adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
                 tmpl = ""
@@ -464,8 +459,8 @@ class AdjointEmitter(Emitter):
                     tmpl = "<" + ",".join(str(x) if isinstance(x, int) else self.ct(x) for x in ov.template) + ">"
                 args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
                 if r.id in self.partner:
-                    cpp, args[0] = ("sin_of_cos" if ov.builtin.name == "sin" else "cos_of_sin"), f"_pc{r.id}"
-                guard = self.nonzero_guard(cpp, r)
+                    cpp, args[0] = f"{ov.builtin.name}_of_{ov.builtin.partner}", f"_pc{r.id}"
+                guard = self.nonzero_guard(ov, r)
                 if guard:
                     lines.append(f"{ind}if ({guard})")
                 self.emit_adj(lines, ind + ("    " if guard else ""),
@@ -589,11 +584,7 @@ class AdjointEmitter(Emitter):
             self.rev_loop(s, lines, ind)
         # Tid, DeclLocal, ArrayView: nothing flows back.
 
-    #: Builtins whose partial derivatives can be infinite or NaN at finite arguments (or overflow).
-    _SINGULAR = frozenset({"sqrt", "cbrt", "log", "log2", "log10", "pow", "div", "acos", "asin", "atan2", "tan",
-                           "exp", "sinh", "cosh", "normalize", "length", "inverse", "mod", "floordiv"})
-
-    def nonzero_guard(self, cpp: str, r: ir.Value) -> str:
+    def nonzero_guard(self, ov: Any, r: ir.Value) -> str:
         """The condition under which a singular builtin's adjoint runs: its result's adjoint is not exactly zero.
 
         Values that never reach an output are skipped statically (``adjoint_live``); this run-time test covers the
@@ -601,7 +592,7 @@ class AdjointEmitter(Emitter):
         division by 0, ...), e.g. a ``wp.where``/``select`` branch not taken, where ``0 * NaN`` would otherwise
         poison the gradient. Other builtins are not tested (the test costs ~10% of a backward pass).
         """
-        if cpp not in self._SINGULAR or not (is_float(r.type) or is_composite(r.type)):
+        if not ov.builtin.singular or not (is_float(r.type) or is_composite(r.type)):
             return ""
         return f"treadle::adj_nonzero<{self.ct(scalar_of(r.type))}>(adj_v{r.id})"
 

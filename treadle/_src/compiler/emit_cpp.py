@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ... import config
+from ..builtins.registry import Op
 from ..types import scalars
 from ..types.typesys import (
     ArrayT,
@@ -504,28 +505,32 @@ class Emitter:
         ov = s.overload
         args = [self.op(a) for a in s.args]
         cpp = ov.cpp
-        if cpp.startswith("op:"):
-            sym = cpp[3:]
-            if sym == "select":
-                return f"({args[0]} ? {args[2]} : {args[1]})"
-            if sym == "where":
-                return f"({args[0]} ? {args[1]} : {args[2]})"
-            if sym == "printf":
-                fmt = ov.fmt.encode("unicode_escape").decode().replace('"', '\\"')
-                conv = [self.printf_arg(a) for a in s.args]
-                return f'treadle::printf_flush("{fmt}"{"".join(", " + c for c in conv)})'
-            if sym == "shape":
-                return f"treadle::int32({args[0]}.shape[{args[1]}])"
-            return f"({args[0]} {sym} {args[1]})"
-        if cpp.startswith("op1:"):
-            if cpp == "op1:(bool)":
-                indexed = getattr(s.args[0].type, "indexed", False)  # indexed arrays: the underlying array's data
-                return f"({args[0]}{'.arr' if indexed else ''}.data != nullptr)"
-            return f"({cpp[4:]}{args[0]})"
+        op = ov.builtin.op
+        if op is not None:
+            return self.operator_expr(op, s, args)
         tmpl = ""
         if ov.template:
             tmpl = "<" + ",".join(str(x) if isinstance(x, int) else cpp_type(x) for x in ov.template) + ">"
         return f"treadle::{cpp}{tmpl}({', '.join(args)})"
+
+    def operator_expr(self, op: Op, s: ir.Call, args: list[str]) -> str:
+        """A builtin written as a C++ operator or special form (``Builtin.op``)."""
+        if op is Op.SELECT:
+            return f"({args[0]} ? {args[2]} : {args[1]})"
+        if op is Op.WHERE:
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if op is Op.PRINTF:
+            fmt = (s.overload.fmt or "").encode("unicode_escape").decode().replace('"', '\\"')
+            conv = [self.printf_arg(a) for a in s.args]
+            return f'treadle::printf_flush("{fmt}"{"".join(", " + c for c in conv)})'
+        if op is Op.SHAPE:
+            return f"treadle::int32({args[0]}.shape[{args[1]}])"
+        if op is Op.ARRAY_VALID:
+            indexed = getattr(s.args[0].type, "indexed", False)  # indexed arrays: the underlying array's data
+            return f"({args[0]}{'.arr' if indexed else ''}.data != nullptr)"
+        if op is Op.NOT:
+            return f"(!{args[0]})"
+        return f"({args[0]} {op.value} {args[1]})"
 
     def printf_arg(self, a: Any) -> str:
         t = a.type

@@ -636,15 +636,16 @@ class Lowerer(CallMixin):
         lv = self.resolve_lvalue(target)  # indices are evaluated exactly once
 
         def update() -> None:
-            if lv.array is not None and not lv.steps and op in ("add", "sub"):
+            atomic = REGISTRY.builtins[op].atomic
+            if lv.array is not None and not lv.steps and atomic in ("add", "sub"):
                 # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
                 v = self.coerce(self.value(node.value), lv.type, node, "the added value")
-                self.emit(ir.ArrayAtomic(self.loc(node), None, op, lv.array, list(lv.indices), v))
+                self.emit(ir.ArrayAtomic(self.loc(node), None, atomic, lv.array, list(lv.indices), v))
                 return
-            if lv.array is not None and not lv.steps and op in _ATOMIC_BITWISE and _atomic_int(lv.type):
+            if lv.array is not None and not lv.steps and atomic and _atomic_int(lv.type):
                 # arr[i] &= v (|=, ^=) on 32/64-bit integer elements is atomic too, as in the reference.
                 v = self.coerce(self.value(node.value), lv.type, node, "the operand")
-                self.emit(ir.ArrayAtomic(self.loc(node), None, _ATOMIC_BITWISE[op], lv.array, list(lv.indices), v))
+                self.emit(ir.ArrayAtomic(self.loc(node), None, atomic, lv.array, list(lv.indices), v))
                 return
             cur = self.load_lvalue(lv, node)
             rhs = self.value(node.value)
@@ -912,20 +913,10 @@ class Lowerer(CallMixin):
         self.emit(ir.Continue(self.loc(node)))
 
 
-_QUERY_NEXT = (("HashGridQuery", "hash_grid_query_next"), ("BvhQuery", "bvh_query_next"),
-               ("MeshQueryAABB", "mesh_query_aabb_next"))
-
-
 def _query_next_builtin(t: Any) -> str | None:
     """The ``*_next`` builtin that advances a query state type, for ``for i in query`` loops."""
-    name = getattr(t, "next_builtin", None)
-    if name:
-        return str(name)
-    tname = getattr(t, "__name__", "")
-    for prefix, builtin_name in _QUERY_NEXT:
-        if tname.startswith(prefix) and builtin_name in REGISTRY.builtins:
-            return builtin_name
-    return None
+    name = getattr(t, "next_builtin", None)  # builtins/geometry_types.py: QueryType
+    return str(name) if name else None
 
 
 def _as_load(target: ast.expr) -> ast.expr:
@@ -937,10 +928,6 @@ def _as_load(target: ast.expr) -> ast.expr:
         if hasattr(n, "ctx"):
             n.ctx = ast.Load()  # type: ignore[attr-defined]
     return node
-
-
-#: Augmented bitwise assignments that update integer array elements atomically.
-_ATOMIC_BITWISE = {"bit_and": "and", "bit_or": "or", "bit_xor": "xor"}
 
 
 def _atomic_int(t: Any) -> bool:
