@@ -339,7 +339,8 @@ def _fmt_stmt(s: Stmt, indent: str, out: list[str]) -> None:
     elif isinstance(s, CallFunc):
         out.append(f"{indent}{res(s.result)}call {s.func.name}{tuple(s.args)!r}")
     elif isinstance(s, CallGrad):
-        out.append(f"{indent}{res(s.result)}grad {getattr(s.target, 'name', s.target)}{tuple(s.args)!r}")
+        target = s.target.builtin.name if hasattr(s.target, "builtin") else s.target.name  # an overload or a @func
+        out.append(f"{indent}{res(s.result)}grad {target}{tuple(s.args)!r}")
     elif isinstance(s, Construct):
         out.append(f"{indent}{res(s.result)}construct{tuple(s.args)!r}")
     elif isinstance(s, Extract):
