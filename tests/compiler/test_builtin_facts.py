@@ -160,7 +160,7 @@ def test_interp_none_reports_unsupported_in_interpret_mode() -> None:
 
     @wp.kernel
     def q(grid: wp.uint64, out: wp.array(dtype=int)):
-        n = int(0)
+        n = 0
         for _ in wp.hash_grid_query(grid, wp.vec3(0.0), 1.0):
             n += 1
         out[0] = n

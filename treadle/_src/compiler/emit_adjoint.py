@@ -16,6 +16,7 @@ After an adjoint value has been propagated it is reset to zero, which makes repe
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..builtins.registry import Op
@@ -51,9 +52,8 @@ def adjoint_live(f: ir.FuncIR) -> set[int]:
     """
     marks = Marks()
     vals, locs, mark = marks.values, marks.locals, marks.add
-    retval = getattr(f, "retval", None)
-    if retval is not None:
-        locs.add(retval.id)
+    if f.retval is not None:
+        locs.add(f.retval.id)
     stmts = list(ir.walk(f.body))
 
     def mark_all(s: Any) -> bool:
@@ -234,7 +234,7 @@ _warned: set[tuple[str, int, str]] = set()
 
 def _operands(s: ir.Stmt) -> list[Any]:
     out: list[Any] = []
-    for v in vars(s).values():
+    for v in (getattr(s, fld.name) for fld in dataclasses.fields(s)):
         if isinstance(v, ir.Value):
             out.append(v)
         elif isinstance(v, list):
@@ -315,6 +315,8 @@ class AdjointEmitter(Emitter):
         self.active_of: ir.FuncIR | None = None  # the function being reversed (its active_values when needed)
         self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
         self.saved: dict[int, list[ir.Local]] = {}  # loop statement id -> locals an iteration saves (checkpoints.py)
+        self.loop_ckpt: dict[int, bool] = {}  # loop statement id -> whether its forward sweep checkpoints
+        self.saved_ckpt: dict[int, bool] = {}  # loop statement id -> the checkpoint state around its iteration
 
     # Declarations ----------------------------------------------------------------------------------------------
     def ct(self, t: Any) -> str:
@@ -380,23 +382,23 @@ class AdjointEmitter(Emitter):
         self.ckpt_now = old
 
     def loop_prologue(self, s: Any, lines: list[str], ind: str) -> None:
-        s._ckpt = self.ckpt_now
+        self.loop_ckpt[id(s)] = self.ckpt_now
         if self.ckpt_now:
             n = self.loop_ids[id(s)]
             size = " + ".join(f"sizeof(var_{m.name})" for m in self.saved[id(s)]) or "0"
             lines.append(f"{ind}_base{n} = treadle::ckpt_size(); _cnt{n} = 0; _esz{n} = {size};")
 
     def iter_prologue(self, s: Any, lines: list[str], ind: str) -> None:
-        if s._ckpt:
+        if self.loop_ckpt[id(s)]:
             n = self.loop_ids[id(s)]
             for m in self.saved[id(s)]:
                 lines.append(f"{ind}treadle::ckpt_push(var_{m.name});")
             lines.append(f"{ind}++_cnt{n};")
-        s._saved_ckpt = self.ckpt_now
+        self.saved_ckpt[id(s)] = self.ckpt_now
         self.ckpt_now = False  # loops nested in this one are checkpointed when this iteration is replayed
 
     def iter_epilogue(self, s: Any, lines: list[str], ind: str) -> None:
-        self.ckpt_now = s._saved_ckpt
+        self.ckpt_now = self.saved_ckpt[id(s)]
         super().iter_epilogue(s, lines, ind)
 
     def adj(self, x: Any) -> str | None:
@@ -733,7 +735,7 @@ class AdjointEmitter(Emitter):
         self.saved = checkpoint_sets(f)
         lines += self.declarations(f, with_locals=True)
         self.forward(f.body, lines, "    ", ckpt=True)
-        retval = getattr(f, "retval", None)
+        retval = f.retval
         if retval is not None and f.return_type is not None:
             self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
         self.live = live
@@ -756,7 +758,7 @@ class AdjointEmitter(Emitter):
         em.tuple_names, em.types_done, em.type_defs = self.tuple_names, self.types_done, self.type_defs
         em.collect_types(g)
         primal = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[:n_primal]]
-        adjs = [f"{self.ct(a.type)}& var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
+        adjs = [f"{self.ct(a.type)}& var_{a.name}" for a in g.body.adjoint_locals]
         rest = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[n_primal:]]
         split = len(rest) > 1  # a function returning a tuple: one adjoint parameter per returned value
         ret_tuple = TupleT(tuple(p.type for p in g.params[n_primal:]))
@@ -768,7 +770,7 @@ class AdjointEmitter(Emitter):
         if split:
             n_adj = len(adjs)
             p_names = [f"var_{p.name}" for p in g.params[:n_primal]]
-            a_names = [f"var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
+            a_names = [f"var_{a.name}" for a in g.body.adjoint_locals]
             unpack = [f"adj_ret.f{k}" for k in range(len(rest))]
             lines.append(f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(primal + adjs[:n_adj])}, "
                          f"const {self.ct(ret_tuple)}& adj_ret)")

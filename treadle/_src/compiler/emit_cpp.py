@@ -497,7 +497,7 @@ class Emitter:
         pass
 
     def iter_epilogue(self, s: Any, lines: list[str], ind: str) -> None:
-        exit_flag = getattr(s, "exit", None)
+        exit_flag = s.exit
         if exit_flag is not None:
             lines.append(f"{ind}if (var_{exit_flag.name}) break;")
 

@@ -209,8 +209,7 @@ class Lowerer(CallMixin):
                 self.emit_return(None, fdef)  # falling off the end hands back the by-reference values
             self.return_type = self.ref_return_type()
         body = self.blocks[0]
-        if self.adjoint_locals:
-            body.adjoint_locals = list(self.adjoint_locals.values())  # type: ignore[attr-defined]
+        body.adjoint_locals = list(self.adjoint_locals.values())
         f = ir.FuncIR(
             name=self.src.qualname,
             params=self.params,
@@ -219,9 +218,9 @@ class Lowerer(CallMixin):
             locals=[loc for loc in self.all_locals if loc not in self.params],
             is_kernel=self.is_kernel,
             loc=self.loc(fdef),
+            value_type=value_type,
         )
-        f.value_type = value_type  # type: ignore[attr-defined]
-        ir.verify(f)
+        ir.verify_pass(f, "lowering", structure_only=True)
         return f
 
     def ref_return_type(self) -> TupleT:
