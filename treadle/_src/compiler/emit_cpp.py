@@ -156,7 +156,8 @@ class Emitter:
         self.locs: list[Any] = []
         self.tuple_names: dict[Any, str] = {}
         self.out: list[str] = []
-        self.types_done: set[Any] = set()
+        #: The struct and tuple types defined so far, in definition order (the adjoint emitter follows it).
+        self.types_done: dict[Any, None] = {}
         self.type_defs: list[str] = []
 
     # Types ------------------------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ class Emitter:
             self.need_type(t.dtype)
             return
         if is_struct(t):
-            self.types_done.add(t)
+            self.types_done[t] = None
             fields = []
             for name, ft in t.vars.items():
                 ft = normalize_annotation(ft)
@@ -176,7 +177,7 @@ class Emitter:
                 fields.append(f"    {cpp_type(ft, self.tuple_names)} {cpp_field(name)};")
             self.type_defs.append(f"struct {t.native_name} {{\n" + "\n".join(fields) + "\n};")
         elif isinstance(t, TupleT):
-            self.types_done.add(t)
+            self.types_done[t] = None
             for et in t.types:
                 self.need_type(et)
             name = f"tuple_{len(self.tuple_names)}"
