@@ -344,7 +344,7 @@ del _register_bare_names, _sys
 
 
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
-_LAZY_SUBMODULES = frozenset({"geometry", "render", "utils", "warp_compat"})
+_LAZY_SUBMODULES = frozenset({"geometry", "render", "sparse", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
 
 
