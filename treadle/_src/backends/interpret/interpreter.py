@@ -223,10 +223,9 @@ class Interpreter:
     def exec_call(self, s: ir.Call, f: Frame) -> None:
         ov = s.overload
         b = ov.builtin
-        handler = HANDLERS.get(b.name)
         args = [self.operand(a, f) for a in s.args]
-        if handler is not None:
-            result = handler(self, s, args, f)
+        if b.interpret is not None:
+            result = HANDLERS[b.interpret](self, s, args, f)
         elif b.ref_args:
             result = call_with_refs(self, s, args, f)
         elif b.host is not None:
