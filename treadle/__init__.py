@@ -316,14 +316,13 @@ from ._src.runtime.profiling import timing_begin as timing_begin
 from ._src.runtime.profiling import timing_end as timing_end
 from ._src.runtime.profiling import timing_print as timing_print
 
+# Generic annotations of ``@func`` parameters: any integer / floating-point / scalar type (each call specialises).
+from ._src.types.generics import Float as Float
+from ._src.types.generics import Int as Int
+from ._src.types.generics import Scalar as Scalar
+
 __version__ = config.version
 
-#: Generic annotation of a ``@func`` parameter that accepts any integer scalar type (each call specialises).
-Int = _typing.TypeVar("Int")
-#: Generic annotation of a ``@func`` parameter that accepts any floating-point scalar type.
-Float = _typing.TypeVar("Float")
-#: Generic annotation of a ``@func`` parameter that accepts any scalar type.
-Scalar = _typing.TypeVar("Scalar")
 #: What a ``device=`` argument accepts: a :class:`Device`, a name such as ``"cpu"`` or ``"cuda:0"``, or ``None``
 #: (the default device).
 DeviceLike = _typing.Union[Device, str, None]

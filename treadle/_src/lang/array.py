@@ -49,6 +49,7 @@ from ..types.arrays import (
     types_equal,
     value_bytes,
 )
+from ..types.struct import annotation_union
 
 MAX_DIMS = abi.MAX_DIMS
 
@@ -886,6 +887,18 @@ class array:
         if self._is_annotation:
             return repr(self)
         return str(self.numpy())
+
+    def __or__(self, other: Any) -> Any:
+        """``wp.array(dtype=float) | None`` (or ``wp.array[float] | None``) in an annotation: an ``Optional``."""
+        if not self._is_annotation:
+            return NotImplemented  # a concrete array: ``|`` is not defined on array values
+        return annotation_union(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        """``None | wp.array(dtype=float)`` in an annotation."""
+        if not self._is_annotation:
+            return NotImplemented
+        return annotation_union(other, self)
 
     def __class_getitem__(cls, dtype: Any) -> array:
         """``wp.array[float]``: an annotation of a 1-D array (``array2d[...]``: 2-D, ...)."""
