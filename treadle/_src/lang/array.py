@@ -250,6 +250,9 @@ class array:
             arr = _struct_records(data, dtype)
         else:
             arr = to_numpy(data)
+            if arr.ndim == 0 and isinstance(data, np.ndarray) and not inner_shape(dtype):
+                # a 0-d NumPy array becomes a one-element array, as in the reference (a Python scalar does not)
+                arr = arr.reshape(1)
             if arr.ndim == 0:
                 raise TypeError(
                     f"Data must be a sequence or array, got scalar {data!r}; use wp.full(shape, value) to fill an array"
