@@ -271,11 +271,13 @@ from ._src.runtime.graph import ScopedCapture as ScopedCapture
 from ._src.runtime.graph import capture_begin as capture_begin
 from ._src.runtime.graph import capture_end as capture_end
 from ._src.runtime.graph import capture_launch as capture_launch
+from ._src.runtime.graph import is_conditional_graph_supported as is_conditional_graph_supported
 
 # isort: split
 # CUDA runtime: streams, events, memory pools; ahead-of-time compilation.
 from ._src.lang.module_api import compile_aot_module as compile_aot_module
 from ._src.runtime.cuda_driver import Event as Event
+from ._src.runtime.cuda_driver import ScopedMempool as ScopedMempool
 from ._src.runtime.cuda_driver import ScopedStream as ScopedStream
 from ._src.runtime.cuda_driver import Stream as Stream
 from ._src.runtime.cuda_driver import get_event_elapsed_time as get_event_elapsed_time
@@ -301,6 +303,8 @@ from ._src.core.logger import ScopedLogger as ScopedLogger
 from ._src.core.logger import ScopedLogLevel as ScopedLogLevel
 from ._src.core.logger import get_logger as get_logger
 from ._src.core.logger import set_logger as set_logger
+from ._src.runtime.memtrack import ScopedMemoryTracker as ScopedMemoryTracker
+from ._src.runtime.memtrack import print_memory_report as print_memory_report
 from ._src.runtime.profiling import TIMING_ALL as TIMING_ALL
 from ._src.runtime.profiling import TIMING_GRAPH as TIMING_GRAPH
 from ._src.runtime.profiling import TIMING_KERNEL as TIMING_KERNEL

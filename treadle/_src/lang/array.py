@@ -28,6 +28,7 @@ from ..core import abi
 from ..core.errors import CopyError, CopyTypeError, ShapeError
 from ..runtime import device as _device
 from ..runtime import graph as _graph
+from ..runtime import memtrack as _memtrack
 from ..runtime.recording import active_tape
 from ..types import arrays as _arrays
 from ..types import scalars
@@ -204,6 +205,9 @@ class array:
             alloc = dev.get_allocator(pinned).alloc(nbytes)
             self._owner = alloc
             ptr = alloc.ptr
+            if _memtrack.is_tracking():
+                _memtrack.record_allocation(alloc.owner if alloc.owner is not None else alloc, dev, nbytes,
+                                            f"array[{type_name(dtype)}, {', '.join(str(n) for n in shape)}]")
         self._set_layout(dtype, shape, strides, ptr)
         self.capacity = nbytes
         self.device = dev
