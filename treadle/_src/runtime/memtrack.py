@@ -16,6 +16,7 @@ import itertools
 import os
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable
 from typing import IO, Any
@@ -68,7 +69,7 @@ def is_tracking() -> bool:
 
 def _user_site() -> str:
     """``file:line : function()`` of the innermost frame outside Treadle's package."""
-    f = sys._getframe(2)
+    f: types.FrameType | None = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
     if f is None:
