@@ -39,34 +39,11 @@ from ._src.core.errors import WarpCodegenIndexError as WarpCodegenIndexError
 from ._src.core.errors import WarpCodegenKeyError as WarpCodegenKeyError
 from ._src.core.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.core.errors import WarpCodegenValueError as WarpCodegenValueError
-from ._src.geometry.bvh import Bvh as Bvh
-from ._src.geometry.bvh import is_cubql_available as is_cubql_available
-from ._src.geometry.hash_grid import HashGrid as HashGrid
-from ._src.geometry.marching_cubes import MarchingCubes as MarchingCubes
-from ._src.geometry.mesh import Mesh as Mesh
+
+# The array protocols (``__dlpack__``, ``__cuda_array_interface__``) are installed by these two modules at import.
+from ._src.interop import cuda_interface as _cuda_interface  # noqa: F401
 from ._src.interop.dlpack import from_dlpack as from_dlpack
 from ._src.interop.dlpack import to_dlpack as to_dlpack
-from ._src.interop.jax import device_from_jax as device_from_jax
-from ._src.interop.jax import device_to_jax as device_to_jax
-from ._src.interop.jax import dtype_from_jax as dtype_from_jax
-from ._src.interop.jax import dtype_to_jax as dtype_to_jax
-from ._src.interop.jax import from_jax as from_jax
-from ._src.interop.jax import to_jax as to_jax
-from ._src.interop.paddle import device_from_paddle as device_from_paddle
-from ._src.interop.paddle import device_to_paddle as device_to_paddle
-from ._src.interop.paddle import dtype_from_paddle as dtype_from_paddle
-from ._src.interop.paddle import dtype_to_paddle as dtype_to_paddle
-from ._src.interop.paddle import from_paddle as from_paddle
-from ._src.interop.paddle import stream_from_paddle as stream_from_paddle
-from ._src.interop.paddle import to_paddle as to_paddle
-from ._src.interop.torch import device_from_torch as device_from_torch
-from ._src.interop.torch import device_to_torch as device_to_torch
-from ._src.interop.torch import dtype_from_torch as dtype_from_torch
-from ._src.interop.torch import dtype_to_torch as dtype_to_torch
-from ._src.interop.torch import from_torch as from_torch
-from ._src.interop.torch import stream_from_torch as stream_from_torch
-from ._src.interop.torch import stream_to_torch as stream_to_torch
-from ._src.interop.torch import to_torch as to_torch
 from ._src.lang.array import array as array
 from ._src.lang.array import array1d as array1d
 from ._src.lang.array import array2d as array2d
@@ -156,13 +133,6 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
-from ._src.texture.texture import Texture as Texture
-from ._src.texture.texture import Texture1D as Texture1D
-from ._src.texture.texture import Texture2D as Texture2D
-from ._src.texture.texture import Texture3D as Texture3D
-from ._src.texture.texture import TextureAddressMode as TextureAddressMode
-from ._src.texture.texture import TextureFilterMode as TextureFilterMode
-from ._src.texture.texture import TextureResourceFlags as TextureResourceFlags
 from ._src.types.arrays import dtype_from_numpy as dtype_from_numpy
 from ._src.types.arrays import dtype_to_numpy as dtype_to_numpy
 from ._src.types.matrix import mat22 as mat22
@@ -247,7 +217,6 @@ from ._src.types.vector import vec4ui as vec4ui
 from ._src.types.vector import vec4ul as vec4ul
 from ._src.types.vector import vec4us as vec4us
 from ._src.types.vector import vector as vector
-from ._src.volume.volume import Volume as Volume
 from .config import LOG_DEBUG as LOG_DEBUG
 from .config import LOG_ERROR as LOG_ERROR
 from .config import LOG_INFO as LOG_INFO
@@ -256,13 +225,6 @@ from .config import DeterministicMode as DeterministicMode
 
 # isort: split
 # JAX FFI primitives and the PyTorch custom-op helper.
-from ._src.interop.jax_kernel import JaxCallableGraphMode as JaxCallableGraphMode
-from ._src.interop.jax_kernel import JaxModulePreloadMode as JaxModulePreloadMode
-from ._src.interop.jax_kernel import clear_jax_callable_graph_cache as clear_jax_callable_graph_cache
-from ._src.interop.jax_kernel import jax_callable as jax_callable
-from ._src.interop.jax_kernel import jax_kernel as jax_kernel
-from ._src.interop.torch_op import TorchOp as TorchOp
-from ._src.interop.torch_op import torch_op as torch_op
 
 # isort: split
 # Graph capture of launches.
@@ -349,11 +311,62 @@ del _register_bare_names, _sys
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
 _LAZY_SUBMODULES = frozenset({"geometry", "render", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
+# Geometry, volumes, textures and the framework interop load on first use too: together they are a fifth of the
+# start-up, and most programs use one of them or none (``wp.Mesh`` and ``wp.from_torch`` work as before).
+_LAZY_NAMES.update({
+    "Bvh": "_src.geometry.bvh",
+    "HashGrid": "_src.geometry.hash_grid",
+    "JaxCallableGraphMode": "_src.interop.jax_kernel",
+    "JaxModulePreloadMode": "_src.interop.jax_kernel",
+    "MarchingCubes": "_src.geometry.marching_cubes",
+    "Mesh": "_src.geometry.mesh",
+    "Texture": "_src.texture.texture",
+    "Texture1D": "_src.texture.texture",
+    "Texture2D": "_src.texture.texture",
+    "Texture3D": "_src.texture.texture",
+    "TextureAddressMode": "_src.texture.texture",
+    "TextureFilterMode": "_src.texture.texture",
+    "TextureResourceFlags": "_src.texture.texture",
+    "TorchOp": "_src.interop.torch_op",
+    "Volume": "_src.volume.volume",
+    "clear_jax_callable_graph_cache": "_src.interop.jax_kernel",
+    "device_from_jax": "_src.interop.jax",
+    "device_from_paddle": "_src.interop.paddle",
+    "device_from_torch": "_src.interop.torch",
+    "device_to_jax": "_src.interop.jax",
+    "device_to_paddle": "_src.interop.paddle",
+    "device_to_torch": "_src.interop.torch",
+    "dtype_from_jax": "_src.interop.jax",
+    "dtype_from_paddle": "_src.interop.paddle",
+    "dtype_from_torch": "_src.interop.torch",
+    "dtype_to_jax": "_src.interop.jax",
+    "dtype_to_paddle": "_src.interop.paddle",
+    "dtype_to_torch": "_src.interop.torch",
+    "from_jax": "_src.interop.jax",
+    "from_paddle": "_src.interop.paddle",
+    "from_torch": "_src.interop.torch",
+    "is_cubql_available": "_src.geometry.bvh",
+    "jax_callable": "_src.interop.jax_kernel",
+    "jax_kernel": "_src.interop.jax_kernel",
+    "stream_from_paddle": "_src.interop.paddle",
+    "stream_from_torch": "_src.interop.torch",
+    "stream_to_torch": "_src.interop.torch",
+    "to_jax": "_src.interop.jax",
+    "to_paddle": "_src.interop.paddle",
+    "to_torch": "_src.interop.torch",
+    "torch_op": "_src.interop.torch_op",
+})
 
 
 def __getattr__(name: str) -> _typing.Any:
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY_NAMES:
-        return getattr(_importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        value = getattr(_importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        globals()[name] = value  # later reads are plain lookups
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_SUBMODULES, *_LAZY_NAMES})

@@ -118,3 +118,19 @@ def test_func_native_snippet_calls_c_math(cxx: str, monkeypatch: pytest.MonkeyPa
     wp.launch(_apply_c_math, 3, [a])
     expected = 2 * np.sqrt(x) + x + x**2 + np.minimum(x, 1) + np.floor(x) + np.arctan2(x, 1)
     np.testing.assert_allclose(a.numpy(), expected, rtol=1e-6)
+
+
+def test_start_up_leaves_optional_parts_for_first_use() -> None:
+    code = ("import sys, treadle\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('ml_dtypes', 'torch', 'jax', 'paddle')\n"
+            "         or m.startswith(('treadle._src.geometry', 'treadle._src.volume', 'treadle._src.interop.torch',\n"
+            "                          'treadle._src.interop.jax', 'treadle._src.interop.paddle'))]\n"
+            "print(heavy)\n"
+            "print(treadle.Mesh.__name__, treadle.Volume.__name__, treadle.from_torch.__name__, 'Mesh' in dir(treadle))\n"
+            "print('treadle._src.geometry.mesh' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[]", "Mesh Volume from_torch True", "True"]
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        wp.NoSuchName  # noqa: B018
