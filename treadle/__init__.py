@@ -133,6 +133,13 @@ from ._src.runtime.device import set_device as set_device
 from ._src.runtime.device import synchronize as synchronize
 from ._src.runtime.device import synchronize_device as synchronize_device
 from ._src.runtime.device import unmap_cuda_device as unmap_cuda_device
+from ._src.texture.texture import Texture as Texture
+from ._src.texture.texture import Texture1D as Texture1D
+from ._src.texture.texture import Texture2D as Texture2D
+from ._src.texture.texture import Texture3D as Texture3D
+from ._src.texture.texture import TextureAddressMode as TextureAddressMode
+from ._src.texture.texture import TextureFilterMode as TextureFilterMode
+from ._src.texture.texture import TextureResourceFlags as TextureResourceFlags
 from ._src.types.arrays import dtype_from_numpy as dtype_from_numpy
 from ._src.types.arrays import dtype_to_numpy as dtype_to_numpy
 from ._src.types.matrix import mat22 as mat22
@@ -311,7 +318,7 @@ del _register_bare_names, _sys
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
 _LAZY_SUBMODULES = frozenset({"geometry", "render", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
-# Geometry, volumes, textures and the framework interop load on first use too: together they are a fifth of the
+# Geometry, volumes and the framework interop load on first use too: together they are a fifth of the
 # start-up, and most programs use one of them or none (``wp.Mesh`` and ``wp.from_torch`` work as before).
 _LAZY_NAMES.update({
     "Bvh": "_src.geometry.bvh",
@@ -320,13 +327,6 @@ _LAZY_NAMES.update({
     "JaxModulePreloadMode": "_src.interop.jax_kernel",
     "MarchingCubes": "_src.geometry.marching_cubes",
     "Mesh": "_src.geometry.mesh",
-    "Texture": "_src.texture.texture",
-    "Texture1D": "_src.texture.texture",
-    "Texture2D": "_src.texture.texture",
-    "Texture3D": "_src.texture.texture",
-    "TextureAddressMode": "_src.texture.texture",
-    "TextureFilterMode": "_src.texture.texture",
-    "TextureResourceFlags": "_src.texture.texture",
     "TorchOp": "_src.interop.torch_op",
     "Volume": "_src.volume.volume",
     "clear_jax_callable_graph_cache": "_src.interop.jax_kernel",
