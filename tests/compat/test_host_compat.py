@@ -123,7 +123,8 @@ def test_func_native_snippet_calls_c_math(cxx: str, monkeypatch: pytest.MonkeyPa
 def test_start_up_leaves_optional_parts_for_first_use() -> None:
     code = ("import sys, treadle\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('ml_dtypes', 'torch', 'jax', 'paddle')\n"
-            "         or m.startswith(('treadle._src.geometry', 'treadle._src.volume', 'treadle._src.interop.torch',\n"
+            "         or m.startswith(('treadle._src.geometry.mesh', 'treadle._src.geometry.bvh', 'treadle._src.volume',\n"
+            "                          'treadle._src.geometry.hash_grid', 'treadle._src.interop.torch',\n"
             "                          'treadle._src.interop.jax', 'treadle._src.interop.paddle'))]\n"
             "print(heavy)\n"
             "print(treadle.Mesh.__name__, treadle.Volume.__name__, treadle.from_torch.__name__, 'Mesh' in dir(treadle))\n"
