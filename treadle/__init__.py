@@ -316,7 +316,7 @@ del _register_bare_names, _sys
 
 
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
-_LAZY_SUBMODULES = frozenset({"geometry", "render", "utils", "warp_compat"})
+_LAZY_SUBMODULES = frozenset({"geometry", "render", "sparse", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
 # Geometry, volumes and the framework interop load on first use too: together they are a fifth of the
 # start-up, and most programs use one of them or none (``wp.Mesh`` and ``wp.from_torch`` work as before).
