@@ -120,7 +120,7 @@ def test_code_mode_and_usage(tmp_path: Path) -> None:
 def test_missing_submodules_fail_clearly(tmp_path: Path) -> None:
     _write(tmp_path / "probe.py", """
         import warp
-        for name in ("warp.fem", "warp.no_such_module.linalg", "warp._src.context", "warp.warp_compat"):
+        for name in ("warp.fem", "warp.no_such_module.linalg", "warp._src.codegen", "warp.warp_compat"):
             try:
                 __import__(name)
             except ModuleNotFoundError as e:
@@ -135,7 +135,7 @@ def test_missing_submodules_fail_clearly(tmp_path: Path) -> None:
     r = _run(["-m", "treadle.warp_compat", "probe.py"], tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    for line, name in zip(lines, ("warp.fem", "warp.no_such_module", "warp._src.context", "warp.warp_compat")):
+    for line, name in zip(lines, ("warp.fem", "warp.no_such_module", "warp._src.codegen", "warp.warp_compat")):
         assert line.split(" | ")[1:] == [name, "True", "True"], line
     assert lines[-1] == "from warp.fem"
 
@@ -219,11 +219,11 @@ def test_vendored_library_alias(tmp_path: Path) -> None:
         except ModuleNotFoundError as e:
             print("missing", e.name, "pip install appdirs" in str(e))
         try:
-            import warp._src.types
+            import warp._src.codegen
         except ModuleNotFoundError as e:
             print("private", e.name)
     """)
     r = _run(["-c", code], tmp_path)
     lines = r.stdout.splitlines()
     assert lines[0] == ("ok True" if have else "missing warp._src.thirdparty.appdirs True"), r.stdout + r.stderr
-    assert lines[1] == "private warp._src.types"
+    assert lines[1] == "private warp._src.codegen"

@@ -161,6 +161,11 @@ class Device:
         """Currently available memory of the device in bytes (0 when unknown)."""
         return _sysconf_bytes("SC_AVPHYS_PAGES")
 
+    @property
+    def default_allocator(self) -> memory.Allocator:
+        """The allocator arrays on this device use unless another is chosen (host memory on the CPU)."""
+        return self.allocator
+
     def get_allocator(self, pinned: bool = False) -> memory.Allocator:
         """The allocator for arrays on this device (``pinned`` asks for page-locked host memory)."""
         if pinned and self.is_cpu and self.runtime is not None and self.runtime.pinned_allocator is not None:

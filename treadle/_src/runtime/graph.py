@@ -179,3 +179,12 @@ class ScopedCapture:
         if self.active:
             self.graph = capture_end(self.device, self.stream)
             self.active = False
+
+
+def is_conditional_graph_supported() -> bool:
+    """Whether captured graphs can hold conditional nodes (``capture_if`` / ``capture_while``).
+
+    Always ``False``: Treadle's graphs (CPU and CUDA) hold launches, copies and memsets only, so a program that
+    checks this first takes its unconditional path, as it does with the reference on a CPU or an older driver.
+    """
+    return False
