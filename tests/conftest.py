@@ -9,6 +9,8 @@ import pytest
 
 _CACHE = tempfile.mkdtemp(prefix="treadle-test-cache-")
 os.environ.setdefault("TREADLE_CACHE_PATH", _CACHE)
+# Every compiler pass verifies its result in full (structure and types; compiler/ir.py: verify_pass).
+os.environ.setdefault("TREADLE_VERIFY_IR", "1")
 
 import treadle as wp  # noqa: E402
 

@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("api",),                    # the public package ``treadle`` (not a folder: see EXTERNAL)
     ("utils",),                  # library layers built on the public API: warp.utils, ...
     ("geometry_lib",),           # warp.geometry
-    ("sparse",),
+    ("sparse",),                 # warp.sparse: block-sparse (BSR) matrices
+    ("optim",),                  # warp.optim.linear: Krylov solvers and preconditioners over BSR matrices
     ("fem",),
     ("render",),
     ("warp_compat",),            # the ``warp`` alias: resolves every public module

@@ -119,7 +119,7 @@ def main() -> int:
     r["saxpy_treadle"] = gb / events_ms(wp, dev, lambda: wp.launch(k.saxpy, n, inputs=[x, y, 2.0], device=dev))
     r["saxpy_treadle_b128"] = gb / events_ms(wp, dev, lambda: wp.launch(k.saxpy, n, inputs=[x, y, 2.0], device=dev,
                                                                         block_dim=128))
-    from treadle._src.backends.cuda.launch import _forward_plan
+    from treadle._src.backends.cuda.launch import forward_plan as _forward_plan
 
     resident = _forward_plan(k.saxpy, [x, y, 2.0], dev).fn.resident_blocks(256)
     r["resident_blocks"] = resident
@@ -260,7 +260,7 @@ def geometry_builds(wp: Any, dev: Any, r: dict[str, Any]) -> None:
 
 
 def plan_path(wp: Any, k: Any, x: Any, y: Any, dev: Any) -> Path:
-    from treadle._src.backends.cuda.launch import _forward_plan
+    from treadle._src.backends.cuda.launch import forward_plan as _forward_plan
 
     plan = _forward_plan(k.saxpy, [x, y, 2.0], dev)
     return Path(plan.fn.module.label)

@@ -39,34 +39,11 @@ from ._src.core.errors import WarpCodegenIndexError as WarpCodegenIndexError
 from ._src.core.errors import WarpCodegenKeyError as WarpCodegenKeyError
 from ._src.core.errors import WarpCodegenTypeError as WarpCodegenTypeError
 from ._src.core.errors import WarpCodegenValueError as WarpCodegenValueError
-from ._src.geometry.bvh import Bvh as Bvh
-from ._src.geometry.bvh import is_cubql_available as is_cubql_available
-from ._src.geometry.hash_grid import HashGrid as HashGrid
-from ._src.geometry.marching_cubes import MarchingCubes as MarchingCubes
-from ._src.geometry.mesh import Mesh as Mesh
+
+# The array protocols (``__dlpack__``, ``__cuda_array_interface__``) are installed by these two modules at import.
+from ._src.interop import cuda_interface as _cuda_interface  # noqa: F401
 from ._src.interop.dlpack import from_dlpack as from_dlpack
 from ._src.interop.dlpack import to_dlpack as to_dlpack
-from ._src.interop.jax import device_from_jax as device_from_jax
-from ._src.interop.jax import device_to_jax as device_to_jax
-from ._src.interop.jax import dtype_from_jax as dtype_from_jax
-from ._src.interop.jax import dtype_to_jax as dtype_to_jax
-from ._src.interop.jax import from_jax as from_jax
-from ._src.interop.jax import to_jax as to_jax
-from ._src.interop.paddle import device_from_paddle as device_from_paddle
-from ._src.interop.paddle import device_to_paddle as device_to_paddle
-from ._src.interop.paddle import dtype_from_paddle as dtype_from_paddle
-from ._src.interop.paddle import dtype_to_paddle as dtype_to_paddle
-from ._src.interop.paddle import from_paddle as from_paddle
-from ._src.interop.paddle import stream_from_paddle as stream_from_paddle
-from ._src.interop.paddle import to_paddle as to_paddle
-from ._src.interop.torch import device_from_torch as device_from_torch
-from ._src.interop.torch import device_to_torch as device_to_torch
-from ._src.interop.torch import dtype_from_torch as dtype_from_torch
-from ._src.interop.torch import dtype_to_torch as dtype_to_torch
-from ._src.interop.torch import from_torch as from_torch
-from ._src.interop.torch import stream_from_torch as stream_from_torch
-from ._src.interop.torch import stream_to_torch as stream_to_torch
-from ._src.interop.torch import to_torch as to_torch
 from ._src.lang.array import array as array
 from ._src.lang.array import array1d as array1d
 from ._src.lang.array import array2d as array2d
@@ -247,7 +224,6 @@ from ._src.types.vector import vec4ui as vec4ui
 from ._src.types.vector import vec4ul as vec4ul
 from ._src.types.vector import vec4us as vec4us
 from ._src.types.vector import vector as vector
-from ._src.volume.volume import Volume as Volume
 from .config import LOG_DEBUG as LOG_DEBUG
 from .config import LOG_ERROR as LOG_ERROR
 from .config import LOG_INFO as LOG_INFO
@@ -256,13 +232,6 @@ from .config import DeterministicMode as DeterministicMode
 
 # isort: split
 # JAX FFI primitives and the PyTorch custom-op helper.
-from ._src.interop.jax_kernel import JaxCallableGraphMode as JaxCallableGraphMode
-from ._src.interop.jax_kernel import JaxModulePreloadMode as JaxModulePreloadMode
-from ._src.interop.jax_kernel import clear_jax_callable_graph_cache as clear_jax_callable_graph_cache
-from ._src.interop.jax_kernel import jax_callable as jax_callable
-from ._src.interop.jax_kernel import jax_kernel as jax_kernel
-from ._src.interop.torch_op import TorchOp as TorchOp
-from ._src.interop.torch_op import torch_op as torch_op
 
 # isort: split
 # Graph capture of launches.
@@ -271,11 +240,13 @@ from ._src.runtime.graph import ScopedCapture as ScopedCapture
 from ._src.runtime.graph import capture_begin as capture_begin
 from ._src.runtime.graph import capture_end as capture_end
 from ._src.runtime.graph import capture_launch as capture_launch
+from ._src.runtime.graph import is_conditional_graph_supported as is_conditional_graph_supported
 
 # isort: split
 # CUDA runtime: streams, events, memory pools; ahead-of-time compilation.
 from ._src.lang.module_api import compile_aot_module as compile_aot_module
 from ._src.runtime.cuda_driver import Event as Event
+from ._src.runtime.cuda_driver import ScopedMempool as ScopedMempool
 from ._src.runtime.cuda_driver import ScopedStream as ScopedStream
 from ._src.runtime.cuda_driver import Stream as Stream
 from ._src.runtime.cuda_driver import get_event_elapsed_time as get_event_elapsed_time
@@ -301,6 +272,8 @@ from ._src.core.logger import ScopedLogger as ScopedLogger
 from ._src.core.logger import ScopedLogLevel as ScopedLogLevel
 from ._src.core.logger import get_logger as get_logger
 from ._src.core.logger import set_logger as set_logger
+from ._src.runtime.memtrack import ScopedMemoryTracker as ScopedMemoryTracker
+from ._src.runtime.memtrack import print_memory_report as print_memory_report
 from ._src.runtime.profiling import TIMING_ALL as TIMING_ALL
 from ._src.runtime.profiling import TIMING_GRAPH as TIMING_GRAPH
 from ._src.runtime.profiling import TIMING_KERNEL as TIMING_KERNEL
@@ -316,14 +289,13 @@ from ._src.runtime.profiling import timing_begin as timing_begin
 from ._src.runtime.profiling import timing_end as timing_end
 from ._src.runtime.profiling import timing_print as timing_print
 
+# Generic annotations of ``@func`` parameters: any integer / floating-point / scalar type (each call specialises).
+from ._src.types.generics import Float as Float
+from ._src.types.generics import Int as Int
+from ._src.types.generics import Scalar as Scalar
+
 __version__ = config.version
 
-#: Generic annotation of a ``@func`` parameter that accepts any integer scalar type (each call specialises).
-Int = _typing.TypeVar("Int")
-#: Generic annotation of a ``@func`` parameter that accepts any floating-point scalar type.
-Float = _typing.TypeVar("Float")
-#: Generic annotation of a ``@func`` parameter that accepts any scalar type.
-Scalar = _typing.TypeVar("Scalar")
 #: What a ``device=`` argument accepts: a :class:`Device`, a name such as ``"cpu"`` or ``"cuda:0"``, or ``None``
 #: (the default device).
 DeviceLike = _typing.Union[Device, str, None]
@@ -344,13 +316,57 @@ del _register_bare_names, _sys
 
 
 # Submodules and names imported on first use, so that they cost nothing at ``import treadle``.
-_LAZY_SUBMODULES = frozenset({"geometry", "render", "utils", "warp_compat"})
+_LAZY_SUBMODULES = frozenset({"fem", "geometry", "render", "sparse", "utils", "warp_compat"})
 _LAZY_NAMES = {"install_warp_alias": "warp_compat"}
+# Geometry, volumes and the framework interop load on first use too: together they are a fifth of the
+# start-up, and most programs use one of them or none (``wp.Mesh`` and ``wp.from_torch`` work as before).
+_LAZY_NAMES.update({
+    "Bvh": "_src.geometry.bvh",
+    "HashGrid": "_src.geometry.hash_grid",
+    "JaxCallableGraphMode": "_src.interop.jax_kernel",
+    "JaxModulePreloadMode": "_src.interop.jax_kernel",
+    "MarchingCubes": "_src.geometry.marching_cubes",
+    "Mesh": "_src.geometry.mesh",
+    "TorchOp": "_src.interop.torch_op",
+    "Volume": "_src.volume.volume",
+    "clear_jax_callable_graph_cache": "_src.interop.jax_kernel",
+    "device_from_jax": "_src.interop.jax",
+    "device_from_paddle": "_src.interop.paddle",
+    "device_from_torch": "_src.interop.torch",
+    "device_to_jax": "_src.interop.jax",
+    "device_to_paddle": "_src.interop.paddle",
+    "device_to_torch": "_src.interop.torch",
+    "dtype_from_jax": "_src.interop.jax",
+    "dtype_from_paddle": "_src.interop.paddle",
+    "dtype_from_torch": "_src.interop.torch",
+    "dtype_to_jax": "_src.interop.jax",
+    "dtype_to_paddle": "_src.interop.paddle",
+    "dtype_to_torch": "_src.interop.torch",
+    "from_jax": "_src.interop.jax",
+    "from_paddle": "_src.interop.paddle",
+    "from_torch": "_src.interop.torch",
+    "is_cubql_available": "_src.geometry.bvh",
+    "jax_callable": "_src.interop.jax_kernel",
+    "jax_kernel": "_src.interop.jax_kernel",
+    "stream_from_paddle": "_src.interop.paddle",
+    "stream_from_torch": "_src.interop.torch",
+    "stream_to_torch": "_src.interop.torch",
+    "to_jax": "_src.interop.jax",
+    "to_paddle": "_src.interop.paddle",
+    "to_torch": "_src.interop.torch",
+    "torch_op": "_src.interop.torch_op",
+})
 
 
 def __getattr__(name: str) -> _typing.Any:
     if name in _LAZY_SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY_NAMES:
-        return getattr(_importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        value = getattr(_importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        globals()[name] = value  # later reads are plain lookups
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_SUBMODULES, *_LAZY_NAMES})

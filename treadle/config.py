@@ -20,7 +20,8 @@ import contextlib
 import enum
 import os
 import sys
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: Treadle's version (also ``treadle.__version__``).
@@ -120,6 +121,26 @@ legacy_scalar_return_types: bool = False
 track_memory: bool = False
 #: Accepted for compatibility with the reference API (not read).
 launch_array_access_mode: str = "default"
+
+
+_listeners: list[Callable[[str, Any], None]] = []
+
+
+def on_change(listener: Callable[[str, Any], None]) -> None:
+    """Call ``listener(name, value)`` after every write of a setting (``wp.config.x = ...``, :func:`override`)."""
+    _listeners.append(listener)
+
+
+class _ConfigModule(types.ModuleType):
+    """This module's class: writes of settings notify the :func:`on_change` listeners (the launch state)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        for listener in _listeners:
+            listener(name, value)
+
+
+sys.modules[__name__].__class__ = _ConfigModule
 
 
 @contextlib.contextmanager

@@ -205,6 +205,9 @@ def public_names(module_name: str) -> list[Name]:
     import treadle
 
     mod = importlib.import_module(module_name)
+    for lazy in (*getattr(treadle, "_LAZY_NAMES", ()), *getattr(mod, "_LAZY_NAMES", ())):
+        # names a package loads on first use (treadle.Mesh ...) are documented like the others: load them now
+        getattr(treadle if lazy in getattr(treadle, "_LAZY_NAMES", ()) else mod, lazy)
     root = module_name.split(".")[0]
     _, imports, bound = _source_facts(module_name)
     explicit = getattr(mod, "__all__", None)

@@ -171,3 +171,15 @@ def test_utils_in_a_captured_graph() -> None:
         assert rc.numpy()[0] == len(np.unique(keys))
     np.testing.assert_array_equal(scanned.numpy(), np.cumsum(x.numpy()))
     assert total.numpy()[0] == n
+
+
+def test_array_cast_of_indexed_arrays() -> None:
+    # whole indexed arrays are cast element by element through their indices
+    data = wp.array(np.arange(6, dtype=np.float32), dtype=float)
+    idx = wp.array(np.array([4, 1, 3], dtype=np.int32))
+    out = wp.zeros(3, dtype=wp.float64)
+    wp.utils.array_cast(in_array=wp.indexedarray(data, [idx]), out_array=out)
+    np.testing.assert_array_equal(out.numpy(), [4.0, 1.0, 3.0])
+    dest = wp.zeros(6, dtype=float)
+    wp.utils.array_cast(in_array=wp.array(np.array([7.0, 8.0, 9.0])), out_array=wp.indexedarray(dest, [idx]))
+    np.testing.assert_array_equal(dest.numpy(), [0.0, 8.0, 0.0, 9.0, 7.0, 0.0])

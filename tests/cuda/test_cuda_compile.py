@@ -237,7 +237,7 @@ def test_one_bad_kernel_does_not_fail_its_siblings():
 
 
 def test_cpu_build_is_unchanged_by_the_cuda_block():
-    """The CUDA block is the CPU block plus a fenced entry: the CPU compiler still builds the same kernel."""
+    """The CPU entries of a block are fenced off for CUDA only: the CPU compiler still builds the kernel."""
     out = wp.zeros(4)
     wp.launch(saxpy, 4, inputs=[2.0, wp.full(4, 1.0), out])
     assert out.numpy().tolist() == [2.0] * 4

@@ -15,7 +15,7 @@ from typing import Any
 
 import treadle as wp
 from treadle._src.builtins import REGISTRY
-from treadle._src.builtins.registry import NoMatch
+from treadle._src.builtins.registry import Lowering, NoMatch
 
 _ARITY = re.compile(r"^expected [0-9][0-9 or-]* argument\(s\), got [0-9]+$")
 
@@ -99,7 +99,7 @@ def _accepted() -> dict[str, list[tuple[Any, ...]]]:
     sigs = _signatures()
     found: dict[str, list[tuple[Any, ...]]] = {}
     for name, b in sorted(REGISTRY.builtins.items()):
-        if name.startswith("_") or b.lowering != "call":
+        if name.startswith("_") or b.lowering is not Lowering.CALL:
             continue
         accepted = _probe(b, sigs)
         if accepted:

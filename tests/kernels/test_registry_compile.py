@@ -30,6 +30,7 @@ from registry_samples import INTS, TypeTable, accepted_overloads
 
 import treadle as wp
 from treadle._src.builtins import REGISTRY
+from treadle._src.builtins.registry import Lowering
 
 
 def _ctor(t: Any) -> str:
@@ -68,7 +69,7 @@ def test_every_builtin_overload_compiles(tmp_path):
     reachable_only_with_arrays = {n for n, b in REGISTRY.builtins.items()
                                   if n.startswith(("mesh_", "bvh_", "hash_grid_", "volume_", "texture_"))} | {"lower_bound", "sample_cdf"}
     unreached = sorted(n for n, b in REGISTRY.builtins.items()
-                       if not n.startswith("_") and b.lowering == "call" and n != "identity"
+                       if not n.startswith("_") and b.lowering is Lowering.CALL and n != "identity"
                        and n not in found and n not in reachable_only_with_arrays)
     assert not unreached, f"no sample signature reaches these builtins (extend the samples): {unreached}"
 

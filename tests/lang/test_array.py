@@ -523,6 +523,12 @@ def test_grad_views():
     assert strided.grad.strides == strided.strides == (8,)
     with pytest.raises(ValueError, match="strides"):
         strided.grad = C.zeros(4)
+    # dtype views reinterpret the gradient with the data
+    v = C.zeros(4, dtype=vec3, requires_grad=True)
+    flat = v.view(scalars.float32).flatten()
+    assert flat.requires_grad and flat.grad.shape == (12,)
+    flat.grad.fill_(2.0)
+    assert v.grad.numpy().sum() == 24.0
 
 
 def test_ctype_descriptor():

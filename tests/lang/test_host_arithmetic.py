@@ -58,3 +58,22 @@ def test_array_array_and_vector_arithmetic():
     np.testing.assert_array_equal((a * 2.0).numpy(), np.arange(6).reshape(2, 3) * 2.0)
     v = wp.vec3(1.0, 2.0, 3.0)
     assert wp.float32(2.0) * v == wp.vec3(2.0, 4.0, 6.0)  # scalar values defer to the vector's operator
+
+
+def test_in_place_array_arithmetic_keeps_the_memory():
+    a = wp.array(np.arange(4, dtype=np.float32))
+    view = a[1:3]
+    ptr = a.ptr
+    a += 1.0
+    a -= wp.array(np.full(4, 0.5, dtype=np.float32))
+    a *= 2.0
+    a /= 4.0
+    assert a.ptr == ptr
+    expected = (np.arange(4) + 0.5) * 2.0 / 4.0
+    np.testing.assert_allclose(a.numpy(), expected)
+    np.testing.assert_allclose(view.numpy(), expected[1:3])
+    # a gradient updated in place is seen through the views that share it
+    x = wp.zeros(4, dtype=wp.vec2, requires_grad=True)
+    flat = x.view(wp.float32).flatten()
+    x.grad -= wp.array(np.ones((4, 2), dtype=np.float32), dtype=wp.vec2)
+    np.testing.assert_allclose(flat.grad.numpy(), -np.ones(8))

@@ -103,9 +103,16 @@ def test_scalar_type_and_lengths() -> None:
     assert T.scalar_type_of(S.int8) is S.int8 and T.scalar_type_of(float) is S.float32
     assert T.type_scalar_type(mat44h) is S.float16 and T.scalar_type_of(Pt) is Pt
     for t, n in ((S.float32, 1), (float, 1), (vec3, 3), (mat33, 9), (quat, 4), (transform, 7), (spatial_matrix, 36)):
-        assert T.type_length(t) == n and T.type_size(t) == n
+        assert T.type_size(t) == n
     with pytest.raises(TypeError):
-        T.type_length(Pt)
+        T.type_size(Pt)
+    # type_length is the first dimension (the reference's private helper that Warp-based libraries call)
+    for t, n in ((S.float32, 1), (vec3, 3), (mat33, 3), (quat, 4), (transform, 7), (spatial_matrix, 6)):
+        assert T.type_length(t) == n
+    assert T.type_length(vec3(1, 2, 3)) == 3 and T.type_length(S.int32(3)) == 1 and T.type_length([1, 2]) == 2
+    for bad in (float, int, Pt):
+        with pytest.raises(TypeError):
+            T.type_length(bad)
 
 
 def test_type_size_in_bytes_and_ctype() -> None:

@@ -1,4 +1,4 @@
-"""The pieces of a warm start's path to its first launches that avoid work (runtime/warm_index.py, lang/launch.py).
+"""The pieces of a warm start's path to its first launches that avoid work (runtime/warm_index.py, backends/cpu/launch.py).
 
 The signature of Treadle's sources is taken with one ``stat`` per file and must still see every edit; argument
 layouts are computed without ctypes struct types and must be the struct's; libraries are loaded without a ctypes
@@ -19,9 +19,9 @@ import treadle as wp
 from treadle._src.backends.cpu import warm
 from treadle._src.compiler import fingerprint
 from treadle._src.compiler import instance as kernel_mod
+from treadle._src.compiler.fingerprint import sources_signature
 from treadle._src.runtime import fastlaunch
 from treadle._src.runtime.native import load_native_library, symbol_address
-from treadle._src.runtime.warm_index import sources_signature
 from treadle._src.types.typesys import ArrayT
 
 

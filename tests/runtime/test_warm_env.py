@@ -25,8 +25,10 @@ from fresh_module import import_fresh
 import treadle as wp
 from treadle._src.backends.cpu import build as cpu_build
 from treadle._src.backends.cpu import warm
+from treadle._src.backends.cpu import warm as cpu_warm
+from treadle._src.compiler import fingerprint
 from treadle._src.runtime import native as cpu
-from treadle._src.runtime import toolchain, warm_env, warm_index
+from treadle._src.runtime import toolchain, warm_env
 
 KERNEL = """
 import treadle as wp
@@ -57,7 +59,9 @@ def isolated(fresh: Path, monkeypatch: pytest.MonkeyPatch):
     native = fresh / "native"
     shutil.copytree(cpu.NATIVE_DIR, native)
     monkeypatch.setattr(cpu, "NATIVE_DIR", native)
-    monkeypatch.setattr(warm_index, "treadle_signature", lambda: "treadle sources as they were")
+    monkeypatch.setattr(cpu_warm, "treadle_signature", lambda: "treadle sources as they were")
+    monkeypatch.setattr(cpu_warm, "build_sources", lambda: "build sources as they were")
+    monkeypatch.setattr(fingerprint, "lowering_sources", lambda: "lowering sources as they were")
     return fresh
 
 

@@ -18,8 +18,10 @@ from fresh_module import import_fresh
 
 import treadle as wp
 from treadle._src.backends.cpu import warm
+from treadle._src.backends.cpu import warm as cpu_warm
+from treadle._src.compiler import fingerprint
 from treadle._src.runtime import native as cpu
-from treadle._src.runtime import threadpool, warm_env, warm_index
+from treadle._src.runtime import threadpool, warm_env
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
 
@@ -45,7 +47,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     native = tmp_path / "native"
     shutil.copytree(cpu.NATIVE_DIR, native)
     monkeypatch.setattr(cpu, "NATIVE_DIR", native)
-    monkeypatch.setattr(warm_index, "treadle_signature", lambda: "treadle sources as they were")
+    monkeypatch.setattr(cpu_warm, "treadle_signature", lambda: "treadle sources as they were")
+    monkeypatch.setattr(cpu_warm, "build_sources", lambda: "build sources as they were")
+    monkeypatch.setattr(fingerprint, "lowering_sources", lambda: "lowering sources as they were")
     warm_env.forget()
     yield tmp_path
     warm_env.forget()

@@ -2,7 +2,7 @@
 //
 // treadle/_src/runtime/fastlaunch.py compiles this file once per Python ABI, toolchain and source version into the
 // shared cache and loads it as the module `_treadle_fastlaunch`. It does in C what the Python fast path of
-// `wp.launch` (treadle/_src/lang/launch.py) does for a kernel that was launched before from the same thread:
+// `wp.launch` (treadle/_src/lang/launch.py, backends/cpu/launch.py) does for a kernel launched before from the same thread:
 // the same checks in the same order, packing of the arguments that changed since the last launch into the plan's
 // frame, and the call into the runtime library's `treadle_rt_run1`. Anything unusual (a recording tape, a graph
 // capture, print_launches, checked mode, another thread, another device, a dim that is not an int or a tuple of
@@ -10,12 +10,19 @@
 // raises the same errors as before. Argument values that C cannot pack itself go through the plan's Python packer,
 // so every check and error message stays in one place.
 //
-//   init(run1_address, cpus, gil_threshold, config, graph_state, tape_local, device_holder, array_type, desc_type)
+// The process-wide state a launch depends on is a C struct the Python side keeps up to date (LaunchState below,
+// mirrored by runtime/state.py: LaunchState): a configuration epoch (bumped by every write to wp.config), the
+// counts of active graph captures and tapes, print_launches, num_threads, deterministic, and the default device and
+// devices by name of the held device runtime. A plan remembers the
+// epoch it was checked at; a launch with another epoch goes to the Python path, which checks the plan and stamps it.
+//
+//   init(run1_address, cpus, gil_threshold, state_address, array_type, desc_type)
 //   run1(cmd_address)                  run one launch command (the ctypes-free replacement of treadle_rt_run1)
 //   launch(kernel, dim, inputs, outputs, device, record_tape) -> bool     the wp.launch fast path
 //   counts()                           (launches done natively, launches handed to the Python path)
 //   Plan(...)                          the native state of one LaunchPlan (frame layout, memo of packed arguments)
 //   Plan.run(args, device, bounds, nthreads)   the owner thread's packing + run for the Python path
+//   Plan.stamp()                       the plan holds for the current configuration epoch
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pythread.h>
@@ -29,6 +36,19 @@ namespace {
 
 typedef void (*run1_fn)(const treadle_cmd_t*);
 
+// runtime/state.py: LaunchState (field for field).
+struct LaunchState {
+    int64_t epoch;           // bumped by every write to wp.config
+    int32_t captures;        // active CPU graph captures (all threads)
+    int32_t tapes;           // tapes recording (all threads)
+    int32_t print_launches;  // wp.config.print_launches
+    int32_t num_threads;     // wp.config.num_threads (0: every core)
+    int32_t deterministic;   // wp.config.deterministic
+    int32_t reserved;
+    PyObject* default_device;  // the held device runtime's default device (NULL: no runtime yet); borrowed
+    PyObject* devices;         // its devices by name (a dict); borrowed
+};
+
 // Layout of treadle::launch_bounds_t (mirrored by abi.LaunchBounds) and array_t (abi.ArrayDesc).
 const Py_ssize_t BOUNDS_SIZE = 48;
 const Py_ssize_t BOUNDS_NDIM = 32;
@@ -41,16 +61,11 @@ run1_fn g_run1 = nullptr;
 unsigned long long g_launched = 0, g_fell_back = 0;  // launch() outcomes (counts(), for tests)
 long g_cpus = 1;
 long long g_gil_threshold = 0;
-PyObject* g_config = nullptr;       // the treadle.config module
-PyObject* g_graph_state = nullptr;  // runtime.graph.STATE (its `count` of active captures)
-PyObject* g_tape_local = nullptr;   // autodiff.state._local (its per-thread `stack` of tapes)
-PyObject* g_device_holder = nullptr;  // runtime.device._HOLDER (its `runtime.default_device`)
+const LaunchState* g_state = nullptr;  // filled by the Python side (runtime/state.py: LAUNCH)
 PyObject* g_array_type = nullptr;   // treadle's array class
 PyObject* g_desc_type = nullptr;    // abi.ArrayDesc
 
-PyObject *s_launch_fast, *s_fast, *s_mode, *s_verify_fp, *s_instances, *s_print_launches, *s_count, *s_dict,
-    *s_stack, *s_runtime, *s_default_device, *s_num_threads, *s_deterministic, *s_module, *s_options, *s_ctype,
-    *s_dtype, *s_device, *s_devices;
+PyObject *s_launch_fast, *s_fast, *s_deterministic, *s_module, *s_options, *s_ctype, *s_dtype, *s_device;
 
 // A run of the runtime: the GIL is released only for launches big enough that other Python threads should run
 // meanwhile (releasing and taking it back costs more than a small launch).
@@ -97,8 +112,7 @@ struct Plan {
     PyObject* fargs;   // the ctypes argument struct inside the frame
     PyObject* kernel;
     PyObject* inst;
-    PyObject* cfg_mode;
-    PyObject* cfg_fp;
+    int64_t epoch;     // the configuration epoch the plan was checked at
     PyObject* device;  // the device the memo belongs to (NULL before the first launch)
     int debug;
     int order_dependent;
@@ -302,8 +316,6 @@ int Plan_traverse(Plan* p, visitproc visit, void* arg) {
     Py_VISIT(p->fargs);
     Py_VISIT(p->kernel);
     Py_VISIT(p->inst);
-    Py_VISIT(p->cfg_mode);
-    Py_VISIT(p->cfg_fp);
     Py_VISIT(p->device);
     for (Py_ssize_t i = 0; i < p->nargs; ++i) {
         Py_VISIT(p->a[i].name);
@@ -320,8 +332,6 @@ int Plan_clear(Plan* p) {
     Py_CLEAR(p->fargs);
     Py_CLEAR(p->kernel);
     Py_CLEAR(p->inst);
-    Py_CLEAR(p->cfg_mode);
-    Py_CLEAR(p->cfg_fp);
     Py_CLEAR(p->device);
     for (Py_ssize_t i = 0; i < p->nargs; ++i) {
         Py_CLEAR(p->a[i].name);
@@ -341,9 +351,10 @@ void Plan_dealloc(Plan* p) {
 }
 
 // Plan(keep, frame_addr, bounds_addr, args_addr, fargs, names, packers, kinds, offsets, ndims, dtypes,
-//      kernel, inst, cfg_mode, cfg_fp, debug, order_dependent, owner)
+//      kernel, inst, epoch, debug, order_dependent, owner)
 PyObject* Plan_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-    PyObject *keep, *fargs, *names, *packers, *kinds, *offsets, *ndims, *dtypes, *kernel, *inst, *cfg_mode, *cfg_fp;
+    PyObject *keep, *fargs, *names, *packers, *kinds, *offsets, *ndims, *dtypes, *kernel, *inst;
+    long long epoch;
     unsigned long long frame, bounds, argp;
     int debug, order_dependent;
     unsigned long owner;
@@ -351,10 +362,9 @@ PyObject* Plan_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
         PyErr_SetString(PyExc_TypeError, "Plan() takes positional arguments only");
         return nullptr;
     }
-    if (!PyArg_ParseTuple(args, "OKKKOO!O!O!O!O!O!OOOOppk", &keep, &frame, &bounds, &argp, &fargs, &PyList_Type,
+    if (!PyArg_ParseTuple(args, "OKKKOO!O!O!O!O!O!OOLppk", &keep, &frame, &bounds, &argp, &fargs, &PyList_Type,
                           &names, &PyList_Type, &packers, &PyList_Type, &kinds, &PyList_Type, &offsets, &PyList_Type,
-                          &ndims, &PyList_Type, &dtypes, &kernel, &inst, &cfg_mode, &cfg_fp, &debug,
-                          &order_dependent, &owner))
+                          &ndims, &PyList_Type, &dtypes, &kernel, &inst, &epoch, &debug, &order_dependent, &owner))
         return nullptr;
     const Py_ssize_t n = PyList_GET_SIZE(names);
     if (PyList_GET_SIZE(packers) != n || PyList_GET_SIZE(kinds) != n || PyList_GET_SIZE(offsets) != n ||
@@ -391,8 +401,7 @@ PyObject* Plan_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     p->fargs = Py_NewRef(fargs);
     p->kernel = Py_NewRef(kernel);
     p->inst = Py_NewRef(inst);
-    p->cfg_mode = Py_NewRef(cfg_mode);
-    p->cfg_fp = Py_NewRef(cfg_fp);
+    p->epoch = epoch;
     p->device = nullptr;
     p->debug = debug;
     p->order_dependent = order_dependent;
@@ -452,6 +461,11 @@ PyObject* Plan_run(Plan* p, PyObject* const* argv, Py_ssize_t argc) {
     Py_RETURN_NONE;
 }
 
+PyObject* Plan_stamp(Plan* p, PyObject*) {
+    p->epoch = g_state ? g_state->epoch : 0;
+    Py_RETURN_NONE;
+}
+
 PyObject* Plan_forget(Plan* p, PyObject*) {
     forget(p);
     p->last_ndim = -1;
@@ -462,6 +476,8 @@ PyMethodDef Plan_methods[] = {
     {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(Plan_run)), METH_FASTCALL,
      "run(args, device, bounds, nthreads): pack what changed since the last launch and run"},
     {"forget", reinterpret_cast<PyCFunction>(Plan_forget), METH_NOARGS, "forget what was packed (repack next time)"},
+    {"stamp", reinterpret_cast<PyCFunction>(Plan_stamp), METH_NOARGS,
+     "the plan holds for the current configuration epoch"},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -470,24 +486,20 @@ PyTypeObject PlanType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 // ---- module functions --------------------------------------------------------------------------------------------
 
 PyObject* mod_init(PyObject*, PyObject* args) {
-    unsigned long long run1;
+    unsigned long long run1, state;
     long cpus;
     long long threshold;
-    PyObject *config, *graph_state, *tape_local, *holder, *array_type, *desc_type;
-    if (!PyArg_ParseTuple(args, "KlLOOOOOO", &run1, &cpus, &threshold, &config, &graph_state, &tape_local, &holder,
-                          &array_type, &desc_type))
+    PyObject *array_type, *desc_type;
+    if (!PyArg_ParseTuple(args, "KlLKOO", &run1, &cpus, &threshold, &state, &array_type, &desc_type))
         return nullptr;
-    if (!run1) {
-        PyErr_SetString(PyExc_ValueError, "init(): null run1");
+    if (!run1 || !state) {
+        PyErr_SetString(PyExc_ValueError, "init(): null run1 or state");
         return nullptr;
     }
     g_run1 = reinterpret_cast<run1_fn>(run1);
+    g_state = reinterpret_cast<const LaunchState*>(state);
     g_cpus = cpus;
     g_gil_threshold = threshold;
-    Py_XSETREF(g_config, Py_NewRef(config));
-    Py_XSETREF(g_graph_state, Py_NewRef(graph_state));
-    Py_XSETREF(g_tape_local, Py_NewRef(tape_local));
-    Py_XSETREF(g_device_holder, Py_NewRef(holder));
     Py_XSETREF(g_array_type, Py_NewRef(array_type));
     Py_XSETREF(g_desc_type, Py_NewRef(desc_type));
     Py_RETURN_NONE;
@@ -504,43 +516,9 @@ PyObject* mod_run1(PyObject*, PyObject* arg) {
     Py_RETURN_NONE;
 }
 
-// Truth of an attribute: 1, 0, or -1 with an exception set.
-int attr_true(PyObject* o, PyObject* name) {
-    PyObject* v = PyObject_GetAttr(o, name);
-    if (!v)
-        return -1;
-    const int t = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return t;
-}
-
-// Whether attribute `name` of the config module is `expected` (identity, as the Python fast path tests it).
-int config_is(PyObject* name, PyObject* expected) {
-    PyObject* v = PyObject_GetAttr(g_config, name);
-    if (!v)
-        return -1;
-    const int same = v == expected;
-    Py_DECREF(v);
-    return same;
-}
-
-// Whether the calling thread records into a tape (autodiff.state.active_tape() is not None).
-int tape_active() {
-    PyObject* d = PyObject_GetAttr(g_tape_local, s_dict);
-    if (!d)
-        return -1;
-    PyObject* stack = PyDict_GetItemWithError(d, s_stack);
-    int r = 0;
-    if (stack)
-        r = PyObject_IsTrue(stack);
-    else if (PyErr_Occurred())
-        r = -1;
-    Py_DECREF(d);
-    return r;
-}
-
-// The thread count of the next launch (LaunchPlan.nthreads): 1 for order-dependent kernels in deterministic mode,
-// else config.num_threads, or every core when it is 0. -1 with an exception set.
+// The thread count of the next launch (LaunchPlan.nthreads): 1 for order-dependent kernels in deterministic mode
+// (the module's option, else wp.config's), else config.num_threads, or every core when it is 0. -1 with an
+// exception set.
 int launch_nthreads(Plan* p) {
     if (p->order_dependent) {
         PyObject* module = PyObject_GetAttr(p->kernel, s_module);
@@ -556,7 +534,7 @@ int launch_nthreads(Plan* p) {
             return -1;
         int det;
         if (opt == Py_None)
-            det = attr_true(g_config, s_deterministic);
+            det = g_state->deterministic != 0;
         else
             det = PyObject_IsTrue(opt);
         Py_DECREF(opt);
@@ -565,14 +543,8 @@ int launch_nthreads(Plan* p) {
         if (det)
             return 1;
     }
-    PyObject* v = PyObject_GetAttr(g_config, s_num_threads);
-    if (!v)
-        return -1;
-    const long n = PyLong_AsLong(v);
-    Py_DECREF(v);
-    if (n == -1 && PyErr_Occurred())
-        return -1;
-    return n > 0 ? static_cast<int>(n) : static_cast<int>(g_cpus);
+    const int n = g_state->num_threads;
+    return n > 0 ? n : static_cast<int>(g_cpus);
 }
 
 // The launch grid of `dim` when it is an int or a tuple of 1..4 ints, all >= 0. 1: ok, 0: let Python decide.
@@ -631,7 +603,7 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
         return nullptr;
     }
     PyObject *kernel = argv[0], *dim = argv[1], *inputs = argv[2], *outputs = argv[3], *device = argv[4];
-    PyObject *plan_py = nullptr, *fast = nullptr, *dev = nullptr, *instances = nullptr;
+    PyObject *plan_py = nullptr, *fast = nullptr, *dev = nullptr;
     PyObject* items[64];
     long long shape[MAX_DIMS];
     int ndim = 0;
@@ -640,7 +612,7 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     PyObject *const *in_items, *const *out_items;
     Plan* p;
     int nt;
-    if (!g_run1)
+    if (!g_run1 || !g_state)
         Py_RETURN_FALSE;
     plan_py = attr_opt(kernel, s_launch_fast);
     if (!plan_py || plan_py == Py_None)
@@ -649,28 +621,10 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     if (!fast || Py_TYPE(fast) != &PlanType)
         goto fallback;
     p = reinterpret_cast<Plan*>(fast);
-    if (p->debug || p->owner != PyThread_get_thread_ident() || p->nargs > 64)
+    // Another epoch: wp.config was written or kernels dropped their instances since the plan was checked (the
+    // Python path checks it again and stamps it).
+    if (p->debug || p->owner != PyThread_get_thread_ident() || p->nargs > 64 || p->epoch != g_state->epoch)
         goto fallback;
-    CHECK(config_is(s_mode, p->cfg_mode));
-    CHECK(config_is(s_verify_fp, p->cfg_fp));
-    {  // the instance is still the kernel's (not dropped by a module reload or an option change)
-        instances = PyObject_GetAttr(p->kernel, s_instances);
-        if (!instances)
-            goto error;
-        if (!PyDict_CheckExact(instances))
-            goto fallback;
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        bool found = false;
-        while (PyDict_Next(instances, &pos, &k, &v)) {
-            if (v == p->inst) {
-                found = true;
-                break;
-            }
-        }
-        if (!found)
-            goto fallback;
-    }
     if (PyList_CheckExact(inputs)) {
         nin = PyList_GET_SIZE(inputs);
         in_items = &PyList_GET_ITEM(inputs, 0);
@@ -691,36 +645,20 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     }
     if (nin + nout != p->nargs)
         goto fallback;
-    if (device == Py_None || PyUnicode_CheckExact(device)) {
-        // get_device(): the runtime's default device, or a name it knows ("cpu"; anything else: Python decides)
-        PyObject* rt = PyObject_GetAttr(g_device_holder, s_runtime);
-        if (!rt)
-            goto error;
-        if (rt == Py_None) {
-            Py_DECREF(rt);
+    if (device == Py_None) {  // get_device(): the runtime's default device
+        dev = Py_XNewRef(g_state->default_device);
+        if (!dev)
             goto fallback;
-        }
-        if (device == Py_None) {
-            dev = PyObject_GetAttr(rt, s_default_device);
-        } else {
-            PyObject* names = attr_opt(rt, s_devices);
-            if (names && PyDict_CheckExact(names)) {
-                dev = PyDict_GetItemWithError(names, device);
-                Py_XINCREF(dev);
-                if (!dev && !PyErr_Occurred()) {
-                    Py_DECREF(names);
-                    Py_DECREF(rt);
-                    goto fallback;
-                }
-            }
-            Py_XDECREF(names);
-        }
-        Py_DECREF(rt);
+    } else if (PyUnicode_CheckExact(device)) {  // a name the runtime knows ("cpu"; anything else: Python decides)
+        if (!g_state->devices || !PyDict_CheckExact(g_state->devices))
+            goto fallback;
+        dev = PyDict_GetItemWithError(g_state->devices, device);
         if (!dev) {
             if (PyErr_Occurred())
                 goto error;
             goto fallback;
         }
+        Py_INCREF(dev);
     } else {
         dev = Py_NewRef(device);
     }
@@ -730,28 +668,13 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
         const int record = PyObject_IsTrue(argv[5]);
         if (record < 0)
             goto error;
-        if (record) {
-            const int tape = tape_active();
-            if (tape < 0)
-                goto error;
-            if (tape)
-                goto fallback;
-        }
+        if (record && g_state->tapes > 0)  // a tape records on some thread: the Python path looks at this one's
+            goto fallback;
     }
     if (!grid_of(dim, shape, &ndim, &size))
         goto fallback;
-    {
-        const int pl = attr_true(g_config, s_print_launches);
-        if (pl < 0)
-            goto error;
-        if (pl)
-            goto fallback;
-        const int cap = attr_true(g_graph_state, s_count);
-        if (cap < 0)
-            goto error;
-        if (cap)
-            goto fallback;
-    }
+    if (g_state->print_launches || g_state->captures)
+        goto fallback;
     if (size > 0) {
         // Copy the items first: packing runs Python code (packers) that could change the lists.
         for (Py_ssize_t i = 0; i < nin; ++i)
@@ -773,7 +696,6 @@ PyObject* mod_launch(PyObject*, PyObject* const* argv, Py_ssize_t argc) {
     Py_XDECREF(plan_py);
     Py_XDECREF(fast);
     Py_XDECREF(dev);
-    Py_XDECREF(instances);
     ++g_launched;
     Py_RETURN_TRUE;
 fallback:
@@ -781,13 +703,11 @@ fallback:
     Py_XDECREF(plan_py);
     Py_XDECREF(fast);
     Py_XDECREF(dev);
-    Py_XDECREF(instances);
     Py_RETURN_FALSE;
 error:
     Py_XDECREF(plan_py);
     Py_XDECREF(fast);
     Py_XDECREF(dev);
-    Py_XDECREF(instances);
     return nullptr;
 }
 
@@ -797,8 +717,7 @@ PyObject* mod_counts(PyObject*, PyObject*) {
 
 PyMethodDef module_methods[] = {
     {"counts", mod_counts, METH_NOARGS, "counts() -> (launched natively, handed to the Python path)"},
-    {"init", mod_init, METH_VARARGS, "init(run1, cpus, gil_threshold, config, graph_state, tape_local, holder, "
-                                     "array_type, desc_type)"},
+    {"init", mod_init, METH_VARARGS, "init(run1, cpus, gil_threshold, state_address, array_type, desc_type)"},
     {"run1", mod_run1, METH_O, "run1(cmd_address): run one launch command"},
     {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(mod_launch)), METH_FASTCALL,
      "launch(kernel, dim, inputs, outputs, device, record_tape) -> bool: the native fast path of wp.launch"},
@@ -814,15 +733,10 @@ bool intern_all() {
         const char* text;
     } names[] = {
         {&s_launch_fast, "_launch_fast"}, {&s_fast, "fast"},
-        {&s_mode, "mode"},                {&s_verify_fp, "verify_fp"},
-        {&s_instances, "instances"},      {&s_print_launches, "print_launches"},
-        {&s_count, "count"},              {&s_dict, "__dict__"},
-        {&s_stack, "stack"},              {&s_runtime, "runtime"},
-        {&s_default_device, "default_device"}, {&s_num_threads, "num_threads"},
-        {&s_deterministic, "deterministic"},   {&s_module, "module"},
+        {&s_deterministic, "deterministic"},
+        {&s_module, "module"},
         {&s_options, "options"},          {&s_ctype, "_ctype"},
         {&s_dtype, "dtype"},              {&s_device, "device"},
-        {&s_devices, "devices"},
     };
     for (auto& n : names) {
         *n.slot = PyUnicode_InternFromString(n.text);

@@ -20,3 +20,4 @@
 #include "mesh.h"
 #include "volume.h"
 #include "texture.h"
+#include "libm.h"

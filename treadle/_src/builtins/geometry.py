@@ -28,7 +28,7 @@ from ..types import scalars
 from ..types.typesys import ArrayT, is_int, is_struct, type_str
 from ..types.vector import vec3d, vec3f, vec3h
 from . import geometry_types as gt
-from .registry import NoMatch, builtin, need
+from .registry import Interp, NoMatch, builtin, need
 
 GROUP = "Geometry"
 
@@ -103,7 +103,8 @@ def _sig(name: str, spec: Sequence[tuple[str, Any]], required: int, ret: str, de
 
 def _declare(name: str, doc: str, ret: Any, spec: Sequence[tuple[str, Any]], required: int | None = None, *,
              defaults: Sequence[str] = (), old: tuple[Sequence[tuple[str, Any]], int, Any] | None = None,
-             ref_args: tuple[int, ...] = (), cpp: str | None = None, differentiable: bool = False) -> None:
+             ref_args: tuple[int, ...] = (), cpp: str | None = None, differentiable: bool = False,
+             side_effects: bool = False) -> None:
     req = len(spec) if required is None else required
     forms: list[tuple[Sequence[tuple[str, Any]], int, Any]] = [(spec, req, ret)]
     signature = _sig(name, spec, req, _want_str(ret), defaults)
@@ -111,7 +112,8 @@ def _declare(name: str, doc: str, ret: Any, spec: Sequence[tuple[str, Any]], req
         forms.append(old)
         signature += " | " + _sig(name, old[0], old[1], _want_str(old[2]))
     builtin(name, group=GROUP, rule=_rule(ret, *forms), doc=doc, signature=signature, cpp=cpp,
-            differentiable=differentiable, kernel_only=True, template=_ret_template, ref_args=ref_args)
+            differentiable=differentiable, kernel_only=True, interpret=Interp.NONE, template=_ret_template, ref_args=ref_args,
+            side_effects=side_effects)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -132,12 +134,12 @@ def _hash_grid_next_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return _BOOL
 
 
-builtin("hash_grid_query", group=GROUP, rule=_hash_grid_query_rule, differentiable=False, kernel_only=True,
+builtin("hash_grid_query", group=GROUP, rule=_hash_grid_query_rule, differentiable=False, kernel_only=True, interpret=Interp.NONE,
         signature="hash_grid_query(id: uint64, point: vec3, max_dist: float, group: int32 = <all>) -> HashGridQuery",
         doc="Start a neighbour query of the hash grid ``id``: iterates over the points within ``max_dist`` of "
             "``point`` (and, given ``group``, only points built with that group id). The point's precision "
             "(vec3h/vec3/vec3d) selects the query type; advance it with ``hash_grid_query_next``.")
-builtin("hash_grid_query_next", group=GROUP, rule=_hash_grid_next_rule, differentiable=False, kernel_only=True,
+builtin("hash_grid_query_next", group=GROUP, rule=_hash_grid_next_rule, differentiable=False, kernel_only=True, interpret=Interp.NONE,
         ref_args=(0, 1), signature="hash_grid_query_next(query: HashGridQuery, index: int32) -> bool",
         doc="Advance a hash-grid query: writes the next neighbour's index (into the points the grid was built "
             "from) to ``index`` and returns True, or returns False (``index`` unchanged) when none remain.")
@@ -265,7 +267,7 @@ def _tri_tri_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return _I32
 
 
-builtin("intersect_tri_tri", group=GROUP, rule=_tri_tri_rule, differentiable=False, kernel_only=True,
+builtin("intersect_tri_tri", group=GROUP, rule=_tri_tri_rule, differentiable=False, kernel_only=True, interpret=Interp.NONE,
         signature="intersect_tri_tri(v0: vec3, v1: vec3, v2: vec3, u0: vec3, u1: vec3, u2: vec3) -> int32",
         doc="1 if the triangles (v0, v1, v2) and (u0, u1, u2) intersect (coplanar overlap included), else 0.")
 
@@ -280,7 +282,8 @@ def _hash_sort_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 builtin("_hash_sort", group=GROUP, rule=_hash_sort_rule, cpp="hash_sort_serial", differentiable=False,
-        kernel_only=True, signature="_hash_sort(packed: array(int64), scratch: array(int64), n: int, key_bits: int)",
+        kernel_only=True, interpret=Interp.NONE, side_effects=True,
+        signature="_hash_sort(packed: array(int64), scratch: array(int64), n: int, key_bits: int)",
         doc="Sort packed (cell << 32 | index) keys by cell, stably (serial radix sort).")
 
 for _name, _cpp, _doc in (
@@ -290,4 +293,4 @@ for _name, _cpp, _doc in (
     ("_mesh_build", "mesh_build_serial", "Build a mesh's BVH (and winding-number data); returns the node count."),
     ("_mesh_refit", "mesh_refit_serial", "Refit a mesh's BVH (and winding-number data); returns the node count."),
 ):
-    _declare(_name, _doc, _I32, [_ID], cpp=_cpp)
+    _declare(_name, _doc, _I32, [_ID], cpp=_cpp, side_effects=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..types.typesys import is_float, is_matrix, scalar_of, type_str
 from .quat import f64, forms, host_value
-from .registry import arity, builtin, need
+from .registry import Interp, arity, builtin, need
 from .vector_math import np_linalg_host
 
 GROUP = "Vector Math"
@@ -168,6 +168,6 @@ builtin("eig3", group=GROUP, rule=forms((("m33",), ("m33", "v3")), (("m33", "m33
         signature="eig3(A: mat33) -> tuple(mat33, vec3) | eig3(A, Q, d)",
         doc="Eigendecomposition ``A = Q diag(d) Q^T`` of a symmetric matrix (of its symmetric part): Q's columns "
             "form a right-handed orthonormal basis; the order of the eigenvalues is unspecified.")
-builtin("inverse_approx", group=GROUP, rule=_inverse_approx_rule, host=np_linalg_host(np.linalg.inv),
+builtin("inverse_approx", group=GROUP, rule=_inverse_approx_rule, interpret=Interp.INVERSE, host=np_linalg_host(np.linalg.inv),
         signature="inverse_approx(a: Matrix) -> Matrix",
         doc="An approximate inverse of a 2x2, 3x3 or 4x4 matrix (on the CPU, the same as ``inverse``).")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import scalars
 from ..types.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
-from .registry import NoMatch, arity, builtin, need, same
+from .registry import Interp, NoMatch, Op, arity, builtin, need, same
 
 GROUP = "Operators"
 
@@ -165,35 +165,44 @@ def _host_mul(types: Any, a: Any, b: Any) -> Any:
 
 _host_mul._treadle_typed_ = True  # type: ignore[attr-defined]
 
-add = builtin("add", group=GROUP, rule=_add_rule, host=np.add, signature="add(a: T, b: T) -> T",
+add = builtin("add", group=GROUP, rule=_add_rule, host=np.add, pass_through=True, infix="+", atomic="add",
+              signature="add(a: T, b: T) -> T",
               doc="Add two scalars, vectors or matrices of the same type.")
-sub = builtin("sub", group=GROUP, rule=_add_rule, host=np.subtract, signature="sub(a: T, b: T) -> T",
+sub = builtin("sub", group=GROUP, rule=_add_rule, host=np.subtract, pass_through=True, infix="-", atomic="sub",
+              signature="sub(a: T, b: T) -> T",
               doc="Subtract two scalars, vectors or matrices of the same type.")
-mul = builtin("mul", group=GROUP, rule=_mul_rule, host=_host_mul,
+mul = builtin("mul", group=GROUP, rule=_mul_rule, host=_host_mul, infix="*",
               signature="mul(a: Scalar, b: Scalar) -> Scalar | mul(a: Composite, b: Scalar) -> Composite | "
                         "mul(a: Scalar, b: Composite) -> Composite | mul(a: Matrix, b: Vector) -> Vector | "
                         "mul(a: Vector, b: Matrix) -> Vector | mul(a: Matrix, b: Matrix) -> Matrix",
               doc="Multiply: scalar product, scaling, or matrix product.")
-div = builtin("div", group=GROUP, rule=_div_rule, host=_c_div, signature="div(a, b)",
+div = builtin("div", group=GROUP, rule=_div_rule, host=_c_div, singular=True, interpret=Interp.INT_DIVISION,
+              signature="div(a, b)",
               doc="Divide (integers truncate toward zero, as in C).")
-floordiv = builtin("floordiv", group=GROUP, rule=_scalar_binary, host=_floordiv,
+floordiv = builtin("floordiv", group=GROUP, rule=_scalar_binary, host=_floordiv, singular=True,
+                   interpret=Interp.INT_DIVISION,
                    signature="floordiv(a: Scalar, b: Scalar) -> Scalar",
                    doc="Floor division (rounds toward negative infinity, for integers too, as the reference does).")
-mod = builtin("mod", group=GROUP, rule=_mod_rule, host=_c_mod,
+mod = builtin("mod", group=GROUP, rule=_mod_rule, host=_c_mod, singular=True, interpret=Interp.INT_DIVISION,
               signature="mod(a: Scalar, b: Scalar) -> Scalar | mod(a: Vector, b: Vector) -> Vector",
               doc="Remainder with the sign of the dividend (C semantics; fmod for floats); componentwise for "
                   "vectors.")
-pow_ = builtin("pow", group="Scalar Math", rule=_float_binary, host=np.power, signature="pow(x: Float, y: Float) -> Float",
+pow_ = builtin("pow", group="Scalar Math", rule=_float_binary, host=np.power, singular=True,
+               signature="pow(x: Float, y: Float) -> Float",
                doc="x raised to the power y.")
-neg = builtin("neg", group=GROUP, rule=_unary_numeric, host=np.negative, signature="neg(x: T) -> T", doc="Negate.")
-pos = builtin("pos", group=GROUP, rule=_unary_numeric, host=np.positive, signature="pos(x: T) -> T", doc="Unary plus.")
+neg = builtin("neg", group=GROUP, rule=_unary_numeric, host=np.negative, pass_through=True, signature="neg(x: T) -> T",
+             doc="Negate.")
+pos = builtin("pos", group=GROUP, rule=_unary_numeric, host=np.positive, pass_through=True, signature="pos(x: T) -> T",
+             doc="Unary plus.")
 invert = builtin("invert", group=GROUP, rule=_unary_int, host=np.invert, differentiable=False,
                  signature="invert(x: Int) -> Int", doc="Bitwise not (componentwise on integer vectors and matrices).")
-bit_and = builtin("bit_and", group=GROUP, rule=_int_binary, host=np.bitwise_and, differentiable=False,
-                  signature="bit_and(a: Int, b: Int) -> Int", doc="Bitwise and (componentwise on integer vectors and matrices).")
-bit_or = builtin("bit_or", group=GROUP, rule=_int_binary, host=np.bitwise_or, differentiable=False,
-                 signature="bit_or(a: Int, b: Int) -> Int", doc="Bitwise or (componentwise on integer vectors and matrices).")
-bit_xor = builtin("bit_xor", group=GROUP, rule=_int_binary, host=np.bitwise_xor, differentiable=False,
+bit_and = builtin("bit_and", group=GROUP, rule=_int_binary, host=np.bitwise_and, differentiable=False, atomic="and",
+                  signature="bit_and(a: Int, b: Int) -> Int",
+                  doc="Bitwise and (componentwise on integer vectors and matrices).")
+bit_or = builtin("bit_or", group=GROUP, rule=_int_binary, host=np.bitwise_or, differentiable=False, atomic="or",
+                 signature="bit_or(a: Int, b: Int) -> Int",
+                 doc="Bitwise or (componentwise on integer vectors and matrices).")
+bit_xor = builtin("bit_xor", group=GROUP, rule=_int_binary, host=np.bitwise_xor, differentiable=False, atomic="xor",
                   signature="bit_xor(a: Int, b: Int) -> Int",
                   doc="Bitwise exclusive or (componentwise on integer vectors and matrices).")
 lshift = builtin("lshift", group=GROUP, rule=_int_binary, host=np.left_shift, differentiable=False,
@@ -203,14 +212,13 @@ rshift = builtin("rshift", group=GROUP, rule=_int_binary, host=np.right_shift, d
                  signature="rshift(a: Int, b: Int) -> Int",
                  doc="Shift right (arithmetic for signed types; componentwise on integer vectors and matrices).")
 
-_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-for _name, _op in _CMP.items():
-    builtin(f"_cmp_{_name}", group=GROUP, rule=_compare_rule, cpp=f"op:{_op}", differentiable=False,
-            kernel_only=True, signature=f"a {_op} b", doc=f"Comparison '{_op}'.")
-builtin("_cmp_eq", group=GROUP, rule=_equal_rule, cpp="op:==", differentiable=False, kernel_only=True,
-        signature="a == b", doc="Equality of scalars, vectors or matrices.")
-builtin("_cmp_ne", group=GROUP, rule=_equal_rule, cpp="op:!=", differentiable=False, kernel_only=True,
-        signature="a != b", doc="Inequality of scalars, vectors or matrices.")
+for _name, _cmp in (("lt", Op.LT), ("le", Op.LE), ("gt", Op.GT), ("ge", Op.GE)):
+    builtin(f"_cmp_{_name}", group=GROUP, rule=_compare_rule, op=_cmp, differentiable=False, interpret=Interp.COMPARE,
+            kernel_only=True, signature=f"a {_cmp.value} b", doc=f"Comparison '{_cmp.value}'.")
+builtin("_cmp_eq", group=GROUP, rule=_equal_rule, op=Op.EQ, differentiable=False, kernel_only=True,
+        interpret=Interp.COMPARE, signature="a == b", doc="Equality of scalars, vectors or matrices.")
+builtin("_cmp_ne", group=GROUP, rule=_equal_rule, op=Op.NE, differentiable=False, kernel_only=True,
+        interpret=Interp.COMPARE, signature="a != b", doc="Inequality of scalars, vectors or matrices.")
 
 
 def _not_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
@@ -218,7 +226,8 @@ def _not_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return scalars.bool
 
 
-builtin("_not", group=GROUP, rule=_not_rule, cpp="op1:!", differentiable=False, kernel_only=True,
+builtin("_not", group=GROUP, rule=_not_rule, op=Op.NOT, differentiable=False, kernel_only=True,
+        interpret=Interp.NOT,
         signature="not x", doc="Logical not.")
 
 #: Python AST operator class name -> builtin name.

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..types import scalars
 from ..types.typesys import ArrayT, is_vector, scalar_of, type_str
-from .registry import arity, builtin, need
+from .registry import Interp, arity, builtin, need
 
 GROUP = "Random"
 
@@ -431,23 +431,24 @@ builtin("rand_init", group=GROUP, rule=_rand_init_rule, host=_rand_init, differe
         doc="A random number generator state from a seed, and optionally an offset (typically the thread index) "
             "that selects a distinct sequence: distinct offsets give distinct states.")
 builtin("randu", group=GROUP, rule=_rule(_U32, (_U32, _I32), (_U32, _I32)), host=_randu, differentiable=False,
-        ref_args=(0,), signature="randu(state: uint32[, low: uint32, high: uint32]) -> uint32",
+        ref_args=(0,), interpret=Interp.RANDOM, signature="randu(state: uint32[, low: uint32, high: uint32]) -> uint32",
         doc="A uniform random uint32 in [0, 2^32), or in [low, high)." + _ADVANCES)
 builtin("randi", group=GROUP, rule=_rule(_I32, (_I32,), (_I32,)), host=_randi, differentiable=False,
-        ref_args=(0,), signature="randi(state: uint32[, low: int32, high: int32]) -> int32",
+        ref_args=(0,), interpret=Interp.RANDOM, signature="randi(state: uint32[, low: int32, high: int32]) -> int32",
         doc="A uniform random int32 in [-2^31, 2^31), or in [low, high)." + _ADVANCES)
 builtin("randf", group=GROUP, rule=_rule(_F, (_F,), (_F,)), host=_randf, differentiable=False,
-        ref_args=(0,), signature="randf(state: uint32[, low: float32, high: float32]) -> float32",
+        ref_args=(0,), interpret=Interp.RANDOM, signature="randf(state: uint32[, low: float32, high: float32]) -> float32",
         doc="A uniform random float in [0, 1) (a multiple of 2^-24), or low + (high - low) * randf(state)."
             + _ADVANCES)
-builtin("randn", group=GROUP, rule=_rule(_F), host=_randn, differentiable=False, ref_args=(0,),
+builtin("randn", group=GROUP, rule=_rule(_F), host=_randn, differentiable=False, ref_args=(0,), interpret=Interp.RANDOM,
         signature="randn(state: uint32) -> float32",
         doc="A standard normal random float (Box-Muller, two draws)." + _ADVANCES)
 builtin("poisson", group=GROUP, rule=_poisson_rule, host=_poisson, differentiable=False, ref_args=(0,),
+        interpret=Interp.RANDOM,
         signature="poisson(state: uint32, lam: float32) -> uint32",
         doc="A Poisson(lam) random count (mean and variance lam); 0 without drawing when lam <= 0." + _ADVANCES)
 builtin("sample_cdf", group=GROUP, rule=_sample_cdf_rule, kernel_only=True, differentiable=False, ref_args=(0,),
-        signature="sample_cdf(state: uint32, cdf: array(dtype=float32)) -> int32",
+        interpret=Interp.SAMPLE_CDF, signature="sample_cdf(state: uint32, cdf: array(dtype=float32)) -> int32",
         doc="Inverse-transform sampling: draws u in [0, 1) and returns the first index i with cdf[i] >= u "
             "(cdf non-decreasing, last element 1)." + _ADVANCES)
 
@@ -466,7 +467,7 @@ _SAMPLERS: dict[str, tuple[int, Any, str]] = {
 }
 for _name, (_n, _host, _doc) in _SAMPLERS.items():
     builtin(_name, group=GROUP, rule=_rule(_vec(_n)), host=_host, differentiable=False, ref_args=(0,),
-            signature=f"{_name}(state: uint32) -> vec{_n}", doc=_doc + _ADVANCES)
+            interpret=Interp.RANDOM, signature=f"{_name}(state: uint32) -> vec{_n}", doc=_doc + _ADVANCES)
 
 builtin("noise", group=GROUP, rule=_noise_rule, host=_noise,
         signature="noise(state: uint32, x: float32 | vec2 | vec3 | vec4) -> float32",

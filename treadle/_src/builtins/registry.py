@@ -1,9 +1,12 @@
 """The one table of builtins.
 
-Each builtin is declared once (see :func:`builtin`): name, type rule, C++ symbol, differentiability, doc group,
-docstring, and an optional host implementation. Everything else reads this declaration: type inference
-(:meth:`Builtin.resolve`), the C++ emitter (``Overload.cpp``), autodiff (``adj_<cpp>`` by convention, see
-``treadle/native``), Python-scope calls (:meth:`Builtin.host_call`), the public module attributes and the docs.
+Each builtin is declared once (see :func:`builtin`): name, type rule, C++ symbol or operator, differentiability and
+the adjoint's properties, side effects, doc group, docstring, the host implementation and how the interpreter runs
+it, and how the frontend lowers it. Everything else reads this declaration, never a table of builtin names of its
+own: type inference (:meth:`Builtin.resolve`), the frontend (:class:`Lowering`), the C++ emitter (``Overload.cpp``,
+:class:`Op`), autodiff (``adj_<cpp>`` by convention, see ``treadle/native``; ``zero_derivative``, ``singular``,
+``pass_through``, ``replay``), the IR analyses (``metadata_only``, ``shape_query``, ``infix``), the interpreter
+(:class:`Interp`), Python-scope calls (:meth:`Builtin.host_call`), the public module attributes and the docs.
 
 Type rules are plain functions ``rule(types, consts) -> return type`` that raise :class:`NoMatch` when the
 argument types do not fit. ``consts`` holds the Python value of each argument that is a compile-time constant
@@ -13,6 +16,7 @@ argument types do not fit. ``consts`` holds the Python value of each argument th
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +39,81 @@ NOT_CONST: Any = _NotConst()
 TypeRule = Callable[[Sequence[Any], Sequence[Any]], Any]
 
 
+class Op(enum.Enum):
+    """A builtin that the emitters write as a C++ operator or special form instead of a ``treadle::`` call.
+
+    The value of a binary or unary operator member is its C++ spelling.
+    """
+
+    SELECT = "select"  #: ``cond ? value_if_true : value_if_false`` from ``select(cond, if_false, if_true)``
+    WHERE = "where"  #: ``cond ? a : b`` from ``where(cond, a, b)``
+    SHAPE = "shape"  #: ``arr.shape[d]``
+    PRINTF = "printf"  #: ``treadle::printf_flush(fmt, ...)`` with the overload's format string
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    EQ = "=="
+    NE = "!="
+    NOT = "!"  #: unary
+    ARRAY_VALID = "(bool)"  #: unary: an array's data pointer is not null
+
+    @property
+    def binary(self) -> bool:
+        """True for the infix comparison operators."""
+        return self in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)
+
+
+class Lowering(enum.Enum):
+    """How the frontend lowers a call of the builtin (``compiler/lower_call.py`` has one lowering per member)."""
+
+    CALL = "call"  #: resolve the overload for the argument types and emit an ``ir.Call``
+    TID = "tid"  #: ``wp.tid()``: thread indices (``ir.Tid``), unpacked by the assignment
+    PRINT = "print"  #: ``print(...)``: formatted printing of any value
+    PRINTF = "printf"  #: ``printf(fmt, ...)``: a constant format string and scalar arguments
+    ATOMIC = "atomic"  #: ``atomic_<op>(arr, i..., value)``: an ``ir.ArrayAtomic``
+    LEN = "len"  #: ``len(x)``: a constant for vectors, matrices and tuples, a shape query for arrays
+    CAST = "cast"  #: ``cast(a, dtype)``: the type argument is a compile-time constant
+    EXPECT_NEAR = "expect_near"  #: the tolerance argument is optional
+
+
+class Interp(enum.Enum):
+    """How interpret mode runs a builtin whose host implementation alone does not cover kernel use.
+
+    A builtin without this fact runs its host implementation (through its by-reference arguments, if it has any).
+    ``backends/interpret/handlers.py`` implements one handler per member; ``NONE`` states that the builtin has no
+    Python form, so interpret mode reports it as unsupported.
+    """
+
+    NONE = "none"  #: no host form (native-only builtins: spatial queries, volumes, textures)
+    COMPARE = "compare"  #: a comparison operator (``Builtin.op``); vectors and structs compare whole
+    NOT = "not"
+    INT_DIVISION = "int_division"  #: integer division by zero is a fault, as in checked kernels
+    PRINT = "print"  #: ``print(value)``: one value on a line
+    PRINTF = "printf"  #: the formatted form every kernel ``print``/``printf`` lowers to (``Overload.fmt``)
+    EXPECT_EQ = "expect_eq"
+    EXPECT_NEQ = "expect_neq"
+    EXPECT_NEAR = "expect_near"
+    LEN = "len"
+    ARRAY_DIM = "array_dim"
+    ARRAY_VALID = "array_valid"
+    ARRAY_PTR = "array_ptr"
+    ARRAY_FROM_PTR = "array_from_ptr"
+    LOWER_BOUND = "lower_bound"
+    IDENTITY = "identity"
+    MIN = "min"  #: NaN handling and argmin of the native headers
+    MAX = "max"
+    CLAMP = "clamp"
+    ABS = "abs"
+    ARGMIN = "argmin"
+    ARGMAX = "argmax"
+    INVERSE = "inverse"  #: a singular matrix gives the zero matrix
+    BIT_CAST = "bit_cast"
+    SAMPLE_CDF = "sample_cdf"
+    RANDOM = "random"  #: the host draws from the state argument, which advances in place
+    IN_PLACE = "in_place"  #: updates its first argument; ``Builtin.twin`` computes the new value as a copy
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Overload:
     """A builtin resolved for concrete argument types."""
@@ -44,6 +123,7 @@ class Overload:
     ret: Any
     cpp: str
     template: tuple[Any, ...] = ()
+    fmt: str | None = None  #: the format string of a printing call (``Op.PRINTF``)
 
     @property
     def differentiable(self) -> bool:
@@ -53,7 +133,7 @@ class Overload:
 
 @dataclasses.dataclass(eq=False)
 class Builtin:
-    """One builtin function as declared in a group file."""
+    """One builtin function as declared in a group file (the fields are described at :func:`builtin`)."""
 
     name: str
     group: str
@@ -64,10 +144,23 @@ class Builtin:
     differentiable: bool = True
     host: Callable[..., Any] | None = None
     kernel_only: bool = False
-    lowering: str = "call"
+    lowering: Lowering = Lowering.CALL
     template: Callable[[Sequence[Any], Any], Sequence[Any]] | None = None
     static_args: int = 0
     ref_args: tuple[int, ...] = ()
+    op: Op | None = None
+    side_effects: bool = False
+    replay: bool = True
+    zero_derivative: bool = False
+    singular: bool = False
+    pass_through: bool = False
+    metadata_only: bool = False
+    shape_query: bool = False
+    infix: str = ""
+    atomic: str = ""
+    partner: str = ""
+    interpret: Interp | None = None
+    twin: str = ""
     _cache: dict[tuple[Any, ...], Overload] = dataclasses.field(default_factory=dict)
 
     def resolve(self, types: Sequence[Any], consts: Sequence[Any] | None = None) -> Overload:
@@ -144,15 +237,59 @@ def builtin(
     differentiable: bool = True,
     host: Callable[..., Any] | None = None,
     kernel_only: bool = False,
-    lowering: str = "call",
+    lowering: Lowering = Lowering.CALL,
     template: Callable[[Sequence[Any], Any], Sequence[Any]] | None = None,
     static_args: int = 0,
     ref_args: tuple[int, ...] = (),
+    op: Op | None = None,
+    side_effects: bool = False,
+    replay: bool = True,
+    zero_derivative: bool = False,
+    singular: bool = False,
+    pass_through: bool = False,
+    metadata_only: bool = False,
+    shape_query: bool = False,
+    infix: str = "",
+    atomic: str = "",
+    partner: str = "",
+    interpret: Interp | None = None,
+    twin: str = "",
 ) -> Builtin:
     """Declare a builtin (the only way builtins come into existence).
 
-    ``ref_args`` lists argument positions passed by reference: the caller must pass a variable, which the builtin
-    may update in place (``hash_grid_query_next(query, index)``).
+    Args:
+        name: the builtin's name (public on ``treadle`` unless it starts with ``_``).
+        group: the docs group.
+        rule: ``rule(types, consts) -> return type``; raises :class:`NoMatch` when the arguments do not fit.
+        doc: the docstring.
+        signature: the documented forms.
+        cpp: the C++ function in ``namespace treadle`` (default: the name); its adjoint is ``adj_<cpp>``.
+        differentiable: whether gradients flow through the builtin.
+        host: the NumPy implementation for Python-scope calls (and interpret mode).
+        kernel_only: the builtin cannot be called from Python scope.
+        lowering: how the frontend lowers a call (:class:`Lowering`).
+        template: ``template(types, ret) -> tuple`` of C++ template arguments.
+        static_args: how many leading arguments are compile-time constants.
+        ref_args: argument positions passed by reference: the caller must pass a variable, which the builtin may
+            update in place (``hash_grid_query_next(query, index)``).
+        op: the C++ operator or special form the emitters write instead of a call (:class:`Op`).
+        side_effects: the builtin does more than compute its result (prints, reports, writes memory).
+        replay: the backward pass's forward replay runs the call again (printing and reporting builtins: no).
+        zero_derivative: not differentiable, with derivative 0 wherever it exists (steps of piecewise-constant
+            functions, bit reinterpretation): a gradient reaching it is rightly dropped, without a warning.
+        singular: partial derivatives can be infinite or NaN at finite arguments (or overflow); the adjoint call
+            runs only where the result's adjoint is not zero.
+        pass_through: linear with unit coefficients: the adjoint passes the incoming adjoint on without reading
+            the operands' values (``add``, ``sub``, ``neg``, ``pos``).
+        metadata_only: reads an array argument's shape or pointer only, never its elements.
+        shape_query: the result is an array extent (``len(arr)``: dimension 0, ``arr.shape[d]``).
+        infix: the C++ infix operator that computes the builtin on integer scalars (launch-constant loop ranges).
+        atomic: the atomic operation ``atomic_<op>`` performs, or that an augmented assignment with this operator
+            makes on an array element (``arr[i] += v``; the bitwise ones on 32/64-bit integer elements only).
+        partner: ``sin``/``cos``: the other function, computed with it in one call where both are needed
+            (``treadle::<name>_<partner>``, adjoint ``treadle::<name>_of_<partner>``).
+        interpret: how interpret mode runs it when the host implementation does not (:class:`Interp`).
+        twin: for ``Interp.IN_PLACE``: the builtin whose host computes the updated first argument as a copy.
     """
     return REGISTRY.add(
         Builtin(
@@ -169,6 +306,19 @@ def builtin(
             template=template,
             static_args=static_args,
             ref_args=ref_args,
+            op=op,
+            side_effects=side_effects,
+            replay=replay,
+            zero_derivative=zero_derivative,
+            singular=singular,
+            pass_through=pass_through,
+            metadata_only=metadata_only,
+            shape_query=shape_query,
+            infix=infix,
+            atomic=atomic,
+            partner=partner,
+            interpret=interpret,
+            twin=twin,
         )
     )
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..types import scalars
 from ..types.typesys import is_composite, is_float, is_int, is_vector, scalar_of, type_str
-from .registry import arity, builtin, need, same
+from .registry import Interp, arity, builtin, need, same
 
 GROUP = "Scalar Math"
 
@@ -146,50 +146,54 @@ def _vec_erfinv(x: Any) -> Any:
     return np.vectorize(one, otypes=[np.asarray(x).dtype])(x)
 
 
-_UNARY_FLOAT: dict[str, tuple[Any, str]] = {
-    "acos": (lambda x: np.arccos(np.clip(x, -1, 1)), "Inverse cosine in radians (argument clamped to [-1, 1])."),
-    "asin": (lambda x: np.arcsin(np.clip(x, -1, 1)), "Inverse sine in radians (argument clamped to [-1, 1])."),
-    "atan": (np.arctan, "Inverse tangent in radians."),
-    "cbrt": (np.cbrt, "Cube root."),
-    "ceil": (np.ceil, "Smallest integer value not less than x."),
-    "cos": (np.cos, "Cosine of x in radians."),
-    "cosh": (np.cosh, "Hyperbolic cosine."),
-    "degrees": (np.degrees, "Convert radians to degrees."),
-    "erf": (np.vectorize(math.erf), "Error function."),
-    "erfc": (np.vectorize(math.erfc), "Complementary error function."),
-    "erfinv": (_vec_erfinv, "Inverse error function."),
-    "erfcinv": (lambda x: _vec_erfinv(1 - x), "Inverse complementary error function."),
-    "exp": (np.exp, "e to the power x."),
-    "floor": (np.floor, "Largest integer value not greater than x."),
-    "frac": (lambda x: x - np.trunc(x), "Fractional part: x - trunc(x)."),
-    "log": (np.log, "Natural logarithm."),
-    "log10": (np.log10, "Base-10 logarithm."),
-    "log2": (np.log2, "Base-2 logarithm."),
-    "radians": (np.radians, "Convert degrees to radians."),
-    "rint": (np.rint, "Round to the nearest integer value, ties to even."),
-    "round": (_np_round, "Round to the nearest integer value, ties away from zero."),
-    "sin": (np.sin, "Sine of x in radians."),
-    "sinh": (np.sinh, "Hyperbolic sine."),
-    "sqrt": (np.sqrt, "Square root."),
-    "tan": (np.tan, "Tangent of x in radians."),
-    "tanh": (np.tanh, "Hyperbolic tangent."),
-    "trunc": (np.trunc, "Round toward zero."),
+#: Facts of the adjoint shared by several declarations (see ``registry.builtin``).
+_SINGULAR: dict[str, Any] = {"singular": True}
+_STEP: dict[str, Any] = {"differentiable": False, "zero_derivative": True}
+
+#: name: (host implementation, docstring, further facts of the declaration)
+_UNARY_FLOAT: dict[str, tuple[Any, str, dict[str, Any]]] = {
+    "acos": (lambda x: np.arccos(np.clip(x, -1, 1)), "Inverse cosine in radians (argument clamped to [-1, 1]).", _SINGULAR),
+    "asin": (lambda x: np.arcsin(np.clip(x, -1, 1)), "Inverse sine in radians (argument clamped to [-1, 1]).", _SINGULAR),
+    "atan": (np.arctan, "Inverse tangent in radians.", {}),
+    "cbrt": (np.cbrt, "Cube root.", _SINGULAR),
+    "ceil": (np.ceil, "Smallest integer value not less than x.", _STEP),
+    "cos": (np.cos, "Cosine of x in radians.", {"partner": "sin"}),
+    "cosh": (np.cosh, "Hyperbolic cosine.", _SINGULAR),
+    "degrees": (np.degrees, "Convert radians to degrees.", {}),
+    "erf": (np.vectorize(math.erf), "Error function.", {}),
+    "erfc": (np.vectorize(math.erfc), "Complementary error function.", {}),
+    "erfinv": (_vec_erfinv, "Inverse error function.", {}),
+    "erfcinv": (lambda x: _vec_erfinv(1 - x), "Inverse complementary error function.", {}),
+    "exp": (np.exp, "e to the power x.", _SINGULAR),
+    "floor": (np.floor, "Largest integer value not greater than x.", _STEP),
+    "frac": (lambda x: x - np.trunc(x), "Fractional part: x - trunc(x).", {}),
+    "log": (np.log, "Natural logarithm.", _SINGULAR),
+    "log10": (np.log10, "Base-10 logarithm.", _SINGULAR),
+    "log2": (np.log2, "Base-2 logarithm.", _SINGULAR),
+    "radians": (np.radians, "Convert degrees to radians.", {}),
+    "rint": (np.rint, "Round to the nearest integer value, ties to even.", _STEP),
+    "round": (_np_round, "Round to the nearest integer value, ties away from zero.", _STEP),
+    "sin": (np.sin, "Sine of x in radians.", {"partner": "cos"}),
+    "sinh": (np.sinh, "Hyperbolic sine.", _SINGULAR),
+    "sqrt": (np.sqrt, "Square root.", _SINGULAR),
+    "tan": (np.tan, "Tangent of x in radians.", _SINGULAR),
+    "tanh": (np.tanh, "Hyperbolic tangent.", {}),
+    "trunc": (np.trunc, "Round toward zero.", _STEP),
 }
 
-for _name, (_host, _doc) in _UNARY_FLOAT.items():
-    builtin(_name, group=GROUP, rule=_float_unary, host=_host, doc=_doc,
-            differentiable=_name not in ("ceil", "floor", "rint", "round", "trunc"),
-            signature=f"{_name}(x: Float) -> Float")
+for _name, (_host, _doc, _facts) in _UNARY_FLOAT.items():
+    builtin(_name, group=GROUP, rule=_float_unary, host=_host, doc=_doc, signature=f"{_name}(x: Float) -> Float",
+            **_facts)
 
-builtin("abs", group=GROUP, rule=_num_unary, host=np.abs, signature="abs(x: Scalar | Vector) -> same",
+builtin("abs", group=GROUP, rule=_num_unary, host=np.abs, interpret=Interp.ABS, signature="abs(x: Scalar | Vector) -> same",
         doc="Absolute value (elementwise for vectors).")
-builtin("sign", group=GROUP, rule=_num_unary, host=_np_sign, signature="sign(x: Scalar | Vector) -> same",
+builtin("sign", group=GROUP, rule=_num_unary, host=_np_sign, zero_derivative=True, signature="sign(x: Scalar | Vector) -> same",
         doc="-1 if x < 0, else 1 (elementwise for vectors).")
-builtin("step", group=GROUP, rule=_scalar_unary, host=_np_step, differentiable=False,
+builtin("step", group=GROUP, rule=_scalar_unary, host=_np_step, **_STEP,
         signature="step(x: Scalar) -> Scalar", doc="1 if x < 0, else 0.")
-builtin("nonzero", group=GROUP, rule=_scalar_unary, host=_np_nonzero, differentiable=False,
+builtin("nonzero", group=GROUP, rule=_scalar_unary, host=_np_nonzero, **_STEP,
         signature="nonzero(x: Scalar) -> Scalar", doc="1 if x != 0, else 0.")
-builtin("atan2", group=GROUP, rule=_float_binary, host=np.arctan2, signature="atan2(y: Float, x: Float) -> Float",
+builtin("atan2", group=GROUP, rule=_float_binary, host=np.arctan2, singular=True, signature="atan2(y: Float, x: Float) -> Float",
         doc="Angle of the point (x, y) in radians.")
 builtin("copysign", group=GROUP, rule=_float_binary, host=np.copysign,
         signature="copysign(x: Float, y: Float) -> Float", doc="Magnitude of x with the sign of y.")
@@ -199,13 +203,13 @@ builtin("isnan", group=GROUP, rule=_float_pred, host=lambda x: np.any(np.isnan(x
         signature="isnan(x) -> bool", doc="True if x (any component) is NaN.")
 builtin("isinf", group=GROUP, rule=_float_pred, host=lambda x: np.any(np.isinf(x)), differentiable=False,
         signature="isinf(x) -> bool", doc="True if x (any component) is infinite.")
-builtin("min", group=GROUP, rule=_minmax, host=_np_minmax(np.fmin, _reduce(np.fmin)),
+builtin("min", group=GROUP, rule=_minmax, host=_np_minmax(np.fmin, _reduce(np.fmin)), interpret=Interp.MIN,
         signature="min(a, b) -> same | min(v: Vector) -> Scalar",
         doc="Minimum (elementwise; or of a vector); float NaNs are missing data, as C's fmin.")
-builtin("max", group=GROUP, rule=_minmax, host=_np_minmax(np.fmax, _reduce(np.fmax)),
+builtin("max", group=GROUP, rule=_minmax, host=_np_minmax(np.fmax, _reduce(np.fmax)), interpret=Interp.MAX,
         signature="max(a, b) -> same | max(v: Vector) -> Scalar",
         doc="Maximum (elementwise; or of a vector); float NaNs are missing data, as C's fmax.")
-builtin("clamp", group=GROUP, rule=_clamp, host=_np_clamp,
+builtin("clamp", group=GROUP, rule=_clamp, host=_np_clamp, interpret=Interp.CLAMP,
         signature="clamp(x: Scalar, a: Scalar, b: Scalar) -> Scalar",
         doc="Clamp x to the range [a, b] (fmin(fmax(x, a), b): a NaN x gives min(a, b)).")
 builtin("lerp", group="Utility", rule=_lerp, host=lambda a, b, t: a * (1 - t) + b * t,

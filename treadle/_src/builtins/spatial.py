@@ -12,7 +12,7 @@ import numpy as np
 
 from ..types import scalars
 from .quat import f64, forms, make_type, scalar_template
-from .registry import builtin
+from .registry import Interp, builtin
 
 GROUP = "Spatial Math"
 
@@ -42,7 +42,7 @@ def _spatial_vector_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 # Kernel-only, as in the reference: on the module, ``spatial_vector`` is the 6-vector type.
-builtin("spatial_vector", group=GROUP, rule=_spatial_vector_rule, template=scalar_template, kernel_only=True,
+builtin("spatial_vector", group=GROUP, rule=_spatial_vector_rule, template=scalar_template, kernel_only=True, interpret=Interp.NONE,
         signature="spatial_vector(w: vec3, v: vec3) -> spatial_vector | spatial_vector(wx, wy, wz, vx, vy, vz) | "
         "spatial_vector()",
         doc="A 6D spatial vector from its angular (top) and linear (bottom) parts, from 6 components, or zero.")

@@ -16,7 +16,7 @@ from typing import Any
 from ..types import scalars
 from ..types.typesys import is_float, is_int, normalize_annotation, type_str
 from ..types.vector import vec2f, vec3f, vec4f
-from .registry import NOT_CONST, NoMatch, builtin, need
+from .registry import NOT_CONST, Interp, NoMatch, builtin, need
 from .texture_types import TEXTURE_TYPES
 
 GROUP = "Textures"
@@ -69,7 +69,7 @@ def _template(types: Sequence[Any], ret: Any) -> tuple[Any, ...]:
     return ret, _parse(types, [NOT_CONST if t is not None else ret for t in types])[1]
 
 
-builtin("texture_sample", group=GROUP, rule=_rule, template=_template, kernel_only=True, differentiable=True,
+builtin("texture_sample", group=GROUP, rule=_rule, template=_template, kernel_only=True, interpret=Interp.NONE, differentiable=True,
         signature="texture_sample(tex: Texture1D | Texture2D | Texture3D, uv: float | vec2f | vec3f | floats, "
                   "dtype: float | vec2f | vec4f, lod: float32 = 0.0) -> dtype",
         doc="Sample a texture at normalised ([0, 1]) or texel coordinates (as the texture was made), with its "

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import scalars
 from .quat import dtype_rule, f64, forms, make_type, np_qconj, np_qmul, np_rotate, scalar_template
-from .registry import builtin
+from .registry import Interp, builtin
 
 GROUP = "Transformations"
 
@@ -109,9 +109,11 @@ builtin("transform_get_rotation", group=GROUP, rule=forms((("t",), "q")), host=l
         signature="transform_get_rotation(xform: Transformation) -> Quaternion",
         doc="The rotation ``xform.q``, as stored (not normalized).")
 builtin("transform_set_translation", group=GROUP, rule=forms((("t", "v3"), None)), ref_args=(0,),
+        interpret=Interp.IN_PLACE, twin="transform_set_translation_copy",
         host=_set_part(0, 3), signature="transform_set_translation(xform: Transformation, p: vec3)",
         doc="Set the translation of the transform variable ``xform`` in place (``xform.p = p``).")
 builtin("transform_set_rotation", group=GROUP, rule=forms((("t", "q"), None)), ref_args=(0,),
+        interpret=Interp.IN_PLACE, twin="transform_set_rotation_copy",
         host=_set_part(3, 7), signature="transform_set_rotation(xform: Transformation, q: Quaternion)",
         doc="Set the rotation of the transform variable ``xform`` in place (``xform.q = q``).")
 builtin("transform_set_translation_copy", group=GROUP, rule=forms((("t", "v3"), "t")),

@@ -1,6 +1,6 @@
 """Thread index, selection, printing, expectations, ``len`` and the array atomics.
 
-Builtins whose lowering is not a plain call carry a ``lowering`` tag that the frontend dispatches on
+Builtins whose lowering is not a plain call carry a :class:`~.registry.Lowering` that the frontend dispatches on
 (``tid``, ``atomic``, ``printf``, ``len``); their type rules still live here so docs and checks see one table.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import scalars
 from ..types.typesys import ArrayT, is_composite, is_float, is_int, is_struct, scalar_of, type_str
-from .registry import arity, builtin, need, same
+from .registry import Interp, Lowering, Op, arity, builtin, need, same
 
 
 def _tid_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
@@ -21,7 +21,7 @@ def _tid_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return scalars.int32
 
 
-builtin("tid", group="Utility", rule=_tid_rule, kernel_only=True, lowering="tid", differentiable=False,
+builtin("tid", group="Utility", rule=_tid_rule, kernel_only=True, lowering=Lowering.TID, differentiable=False,
         signature="tid() -> int | tuple of int",
         doc="The index of the current thread: an int for 1-D launches, a tuple for 2-4-D launches.")
 
@@ -34,10 +34,10 @@ def _select_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return a
 
 
-builtin("select", group="Utility", rule=_select_rule, cpp="op:select",
+builtin("select", group="Utility", rule=_select_rule, op=Op.SELECT,
         host=lambda c, a, b: b if c else a, signature="select(cond, value_if_false, value_if_true)",
         doc="``value_if_true`` if cond else ``value_if_false`` (both are evaluated).")
-builtin("where", group="Utility", rule=_select_rule, cpp="op:where",
+builtin("where", group="Utility", rule=_select_rule, op=Op.WHERE,
         host=lambda c, a, b: a if c else b, signature="where(cond, value_if_true, value_if_false)",
         doc="``value_if_true`` if cond else ``value_if_false`` (both are evaluated).")
 
@@ -50,14 +50,15 @@ def _print_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 builtin("print", group="Utility", rule=_print_rule, kernel_only=True, differentiable=False,
-        lowering="print", signature="print(value)", doc="Print a value from a kernel (one line).")
+        lowering=Lowering.PRINT, side_effects=True, replay=False, interpret=Interp.PRINT, signature="print(value)", doc="Print a value from a kernel (one line).")
 
 
 def _printf_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return None
 
 
-builtin("printf", group="Utility", rule=_printf_rule, kernel_only=True, differentiable=False, lowering="printf",
+builtin("printf", group="Utility", rule=_printf_rule, kernel_only=True, differentiable=False, lowering=Lowering.PRINTF,
+        op=Op.PRINTF, side_effects=True, replay=False, interpret=Interp.PRINTF,
         signature="printf(fmt: str, *args)", doc="C-style formatted printing from a kernel.")
 
 
@@ -91,12 +92,14 @@ def _host_expect(name: str, want_equal: bool) -> Callable[..., None]:
 
 
 builtin("expect_eq", group="Utility", rule=_expect_rule, differentiable=False, host=_host_expect("expect_eq", True),
+        side_effects=True, replay=False, interpret=Interp.EXPECT_EQ,
         signature="expect_eq(a, b)", doc="Print an error if a != b.")
 builtin("expect_neq", group="Utility", rule=_expect_rule, differentiable=False,
-        host=_host_expect("expect_neq", False), signature="expect_neq(a, b)", doc="Print an error if a == b.")
+        host=_host_expect("expect_neq", False),
+        side_effects=True, replay=False, interpret=Interp.EXPECT_NEQ, signature="expect_neq(a, b)", doc="Print an error if a == b.")
 builtin("expect_near", group="Utility", rule=_expect_near_rule, differentiable=False,
         host=_host_expect("expect_near", True),
-        lowering="expect_near", signature="expect_near(a, b, tolerance=1e-6)",
+        lowering=Lowering.EXPECT_NEAR, side_effects=True, replay=False, interpret=Interp.EXPECT_NEAR, signature="expect_near(a, b, tolerance=1e-6)",
         doc="Print an error if ``abs(a - b) > tolerance`` (per component).")
 
 
@@ -107,7 +110,8 @@ def _len_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return scalars.int32
 
 
-builtin("len", group="Utility", rule=_len_rule, kernel_only=True, differentiable=False, lowering="len",
+builtin("len", group="Utility", rule=_len_rule, kernel_only=True, differentiable=False, lowering=Lowering.LEN,
+        metadata_only=True, shape_query=True, interpret=Interp.LEN,
         signature="len(a: array | Vector | Matrix) -> int", doc="Length of the first dimension.")
 
 
@@ -128,12 +132,12 @@ for _op, _doc in (
     ("or", "Atomic bitwise or; returns the old value."),
     ("xor", "Atomic bitwise xor; returns the old value."),
 ):
-    builtin(f"atomic_{_op}", group="Utility", rule=_atomic_rule, kernel_only=True, lowering="atomic",
+    builtin(f"atomic_{_op}", group="Utility", rule=_atomic_rule, kernel_only=True, lowering=Lowering.ATOMIC, atomic=_op,
             differentiable=_op in ("add", "sub", "min", "max"), signature=f"atomic_{_op}(arr, i[, j, k, l], value)",
             doc=_doc)
 
 builtin("atomic_cas", group="Utility", rule=lambda t, c: _atomic_rule([t[0], *t[1:-1]], c), kernel_only=True,
-        lowering="atomic", differentiable=False, signature="atomic_cas(arr, i[, j, k, l], compare, value)",
+        lowering=Lowering.ATOMIC, atomic="cas", differentiable=False, signature="atomic_cas(arr, i[, j, k, l], compare, value)",
         doc="Atomically store value if arr[i...] == compare; returns the old value.")
 
 
@@ -143,7 +147,8 @@ def _array_dim_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return scalars.int32
 
 
-builtin("_array_dim", group="Utility", rule=_array_dim_rule, cpp="op:shape", kernel_only=True, differentiable=False,
+builtin("_array_dim", group="Utility", rule=_array_dim_rule, op=Op.SHAPE, kernel_only=True, differentiable=False,
+        metadata_only=True, shape_query=True, interpret=Interp.ARRAY_DIM,
         signature="arr.shape[d]", doc="Extent of an array along dimension d.")
 
 
@@ -154,6 +159,7 @@ def _array_ptr_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 builtin("_array_ptr", group="Utility", rule=_array_ptr_rule, cpp="array_ptr", kernel_only=True, differentiable=False,
+        interpret=Interp.ARRAY_PTR,
         signature="arr.ptr", doc="The address of an array's element 0 (a uint64), 0 for a null array.")
 
 
@@ -170,7 +176,7 @@ def _array_from_ptr_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 builtin("_array_from_ptr", group="Utility", rule=_array_from_ptr_rule, cpp="array_from_ptr", kernel_only=True,
-        differentiable=False, template=lambda types, ret: (ret.dtype,), lowering="array_from_ptr",
+        differentiable=False, template=lambda types, ret: (ret.dtype,), interpret=Interp.ARRAY_FROM_PTR,
         signature="wp.array(ptr=p, shape=(n, ...), dtype=T)",
         doc="A contiguous array of dtype viewing memory at address ptr (not owned, no gradient).")
 
@@ -181,8 +187,9 @@ def _array_valid_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return scalars.bool
 
 
-builtin("_array_valid", group="Utility", rule=_array_valid_rule, cpp="op1:(bool)", kernel_only=True,
-        differentiable=False, signature="bool(arr)", doc="True if the array is not null.")
+builtin("_array_valid", group="Utility", rule=_array_valid_rule, op=Op.ARRAY_VALID, kernel_only=True,
+        differentiable=False, metadata_only=True, interpret=Interp.ARRAY_VALID, signature="bool(arr)",
+        doc="True if the array is not null.")
 
 
 def _grad_array_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
@@ -192,10 +199,10 @@ def _grad_array_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 builtin("_grad_array", group="Utility", rule=_grad_array_rule, cpp="grad_array", kernel_only=True,
-        differentiable=False, signature="wp.adjoint[arr]",
+        differentiable=False, interpret=Interp.NONE, signature="wp.adjoint[arr]",
         doc="The gradient buffer of an array, as an array (null when it has none); wp.adjoint[arr] in @func_grad.")
 builtin("_has_data", group="Utility", rule=_array_valid_rule, cpp="has_data", kernel_only=True,
-        differentiable=False, signature="arr.data != null", doc="True if the array's data pointer is not null.")
+        differentiable=False, interpret=Interp.NONE, signature="arr.data != null", doc="True if the array's data pointer is not null.")
 
 
 def _lower_bound_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
@@ -210,6 +217,7 @@ def _lower_bound_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 builtin("lower_bound", group="Utility", rule=_lower_bound_rule, kernel_only=True, differentiable=False,
+        interpret=Interp.LOWER_BOUND,
         signature="lower_bound(arr, value) | lower_bound(arr, arr_begin, arr_end, value) -> int",
         doc="Index of the first element of a sorted 1-d array (or of [arr_begin, arr_end)) not less than value; "
             "the last index of the range when every element is less (as in the reference API).")
@@ -231,5 +239,5 @@ def _cast_template(types: Sequence[Any], ret: Any) -> tuple[Any, ...]:
 
 
 builtin("cast", group="Utility", rule=_cast_rule, cpp="bit_cast", kernel_only=True, differentiable=False,
-        template=_cast_template, lowering="cast", signature="cast(a, dtype)", static_args=0,
+        template=_cast_template, lowering=Lowering.CAST, zero_derivative=True, interpret=Interp.BIT_CAST, signature="cast(a, dtype)", static_args=0,
         doc="Reinterpret the bits of a value as another type of the same size.")

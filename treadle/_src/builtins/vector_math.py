@@ -9,7 +9,7 @@ import numpy as np
 
 from ..types import scalars
 from ..types.typesys import is_float, is_matrix, is_vector, scalar_of, type_str
-from .registry import NOT_CONST, NoMatch, arity, builtin, need, same
+from .registry import NOT_CONST, Interp, NoMatch, arity, builtin, need, same
 
 GROUP = "Vector Math"
 
@@ -191,11 +191,11 @@ builtin("dot", group=GROUP, rule=_dot, host=lambda a, b: np.dot(a.reshape(-1), b
         signature="dot(a: Vector, b: Vector) -> Scalar", doc="Dot product of two vectors.")
 builtin("cross", group=GROUP, rule=_cross, host=np.cross, signature="cross(a: vec3, b: vec3) -> vec3",
         doc="Cross product of two 3-vectors.")
-builtin("length", group=GROUP, rule=_float_vec_to_scalar, host=lambda v: np.sqrt(np.dot(v, v)),
+builtin("length", group=GROUP, rule=_float_vec_to_scalar, singular=True, host=lambda v: np.sqrt(np.dot(v, v)),
         signature="length(v: Vector) -> Float", doc="Euclidean length of a vector.")
 builtin("length_sq", group=GROUP, rule=_vec_to_scalar, host=lambda v: np.dot(v, v),
         signature="length_sq(v: Vector) -> Scalar", doc="Squared length of a vector.")
-builtin("normalize", group=GROUP, rule=_normalize, host=_np_normalize,
+builtin("normalize", group=GROUP, rule=_normalize, singular=True, host=_np_normalize,
         signature="normalize(v: Vector) -> Vector", doc="Unit vector in the direction of v (zero for a zero vector).")
 builtin("outer", group=GROUP, rule=_outer, host=np.outer, signature="outer(a: Vector, b: Vector) -> Matrix",
         doc="Outer product a b^T.")
@@ -203,7 +203,7 @@ builtin("transpose", group=GROUP, rule=_transpose, host=np.transpose, signature=
         doc="Matrix transpose.")
 builtin("determinant", group=GROUP, rule=_det, host=np_linalg_host(np.linalg.det), signature="determinant(m: Matrix) -> Scalar",
         doc="Determinant of a 2x2, 3x3 or 4x4 matrix.")
-builtin("inverse", group=GROUP, rule=_inverse, host=np_linalg_host(np.linalg.inv), signature="inverse(m: Matrix) -> Matrix",
+builtin("inverse", group=GROUP, rule=_inverse, singular=True, interpret=Interp.INVERSE, host=np_linalg_host(np.linalg.inv), signature="inverse(m: Matrix) -> Matrix",
         doc="Inverse of a 2x2, 3x3 or 4x4 matrix.")
 builtin("trace", group=GROUP, rule=_square_to_scalar, host=np.trace, signature="trace(m: Matrix) -> Scalar",
         doc="Sum of the diagonal.")
@@ -220,11 +220,11 @@ builtin("cw_mul", group=GROUP, rule=_cw, host=np.multiply, signature="cw_mul(a, 
         doc="Component-wise product.")
 builtin("cw_div", group=GROUP, rule=_cw, host=np.divide, signature="cw_div(a, b)",
         doc="Component-wise division.")
-builtin("argmin", group=GROUP, rule=_argminmax, host=np.argmin, differentiable=False,
+builtin("argmin", group=GROUP, rule=_argminmax, host=np.argmin, differentiable=False, interpret=Interp.ARGMIN,
         signature="argmin(v: Vector) -> uint32", doc="Index of the smallest component.")
-builtin("argmax", group=GROUP, rule=_argminmax, host=np.argmax, differentiable=False,
+builtin("argmax", group=GROUP, rule=_argminmax, host=np.argmax, differentiable=False, interpret=Interp.ARGMAX,
         signature="argmax(v: Vector) -> uint32", doc="Index of the largest component.")
-builtin("identity", group=GROUP, rule=_identity, template=_mat_template, static_args=2,
+builtin("identity", group=GROUP, rule=_identity, interpret=Interp.IDENTITY, template=_mat_template, static_args=2,
         host=lambda n, dtype: np.eye(n, dtype=scalars.scalar_from_python(dtype)._np_),
         signature="identity(n: int, dtype) -> Matrix", doc="The n x n identity matrix.")
 builtin("matrix_from_cols", group=GROUP, rule=_from_cols, host=lambda *c: np.stack(c, axis=1),

@@ -24,7 +24,7 @@ from typing import Any
 from ..types import scalars
 from ..types.typesys import ArrayT, is_float, is_int, normalize_annotation, type_str
 from ..types.vector import vec3d, vec3f, vec4d, vec4f, vector
-from .registry import NOT_CONST, NoMatch, builtin, need
+from .registry import NOT_CONST, Interp, NoMatch, builtin, need
 
 GROUP = "Volumes"
 
@@ -80,9 +80,9 @@ _LOOKUP = (("id", "i", "j", "k"), ("id", "int", "int", "int"))
 
 
 def _declare(name: str, rule: Any, signature: str, doc: str, *, cpp: str | None = None, differentiable: bool = False,
-             ref_args: tuple[int, ...] = (), template: Any = _value_template) -> None:
+             ref_args: tuple[int, ...] = (), template: Any = _value_template, side_effects: bool = False) -> None:
     builtin(name, group=GROUP, rule=rule, doc=doc, signature=signature, cpp=cpp, differentiable=differentiable,
-            kernel_only=True, ref_args=ref_args, template=template)
+            kernel_only=True, ref_args=ref_args, template=template, interpret=Interp.NONE, side_effects=side_effects)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -261,13 +261,16 @@ _STORE_DOC = ("Store ``value`` at voxel (i, j, k) of volume ``id``, where the vo
               "allocated with ``allocate``/``allocate_by_tiles``); elsewhere, or in a volume of another type, nothing "
               "happens. Does not change active states. ")
 _declare("volume_store", _store_rule(), "volume_store(id: uint64, i: int32, j: int32, k: int32, value: T)",
-         _STORE_DOC + "The value's type must be the volume's.", template=None)
+         _STORE_DOC + "The value's type must be the volume's.", template=None, side_effects=True)
 _declare("volume_store_f", _store_rule(_F32), "volume_store_f(id: uint64, i: int32, j: int32, k: int32, value: float32)",
-         _STORE_DOC + "For float32 volumes.", cpp="volume_store", template=None)
+         _STORE_DOC + "For float32 volumes.", cpp="volume_store", template=None,
+         side_effects=True)
 _declare("volume_store_i", _store_rule(_I32), "volume_store_i(id: uint64, i: int32, j: int32, k: int32, value: int32)",
-         _STORE_DOC + "For int32 volumes.", cpp="volume_store", template=None)
+         _STORE_DOC + "For int32 volumes.", cpp="volume_store", template=None,
+         side_effects=True)
 _declare("volume_store_v", _store_rule(vec3f), "volume_store_v(id: uint64, i: int32, j: int32, k: int32, value: vec3f)",
-         _STORE_DOC + "For vec3f volumes.", cpp="volume_store", template=None)
+         _STORE_DOC + "For vec3f volumes.", cpp="volume_store", template=None,
+         side_effects=True)
 
 # ----------------------------------------------------------------------------------------------------------------
 # Transforms

@@ -11,9 +11,6 @@ from typing import Any
 from . import ir
 from .dataflow import Marks
 
-#: Builtins that look at an array's shape or pointer only, not at its contents.
-_METADATA_ONLY = frozenset({"_array_dim", "len", "_array_valid"})
-
 
 def array_access(f: ir.FuncIR) -> tuple[set[int], set[int]]:
     """``(reads, writes)``: indices of the parameters whose arrays are loaded from / stored or atomically updated.
@@ -74,15 +71,11 @@ def _access(f: ir.FuncIR, memo: dict[int, tuple[set[int], set[int], set[int]]]) 
                         writes.update(org(a))
                     if i in st:
                         stores.update(org(a))
-            elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
+            elif isinstance(s, ir.Call) and not s.overload.builtin.metadata_only:
                 for a in s.args:  # builtins taking arrays (e.g. sample_cdf, lower_bound) read them
                     reads.update(org(a))
     memo[key] = (reads, writes, stores)
     return reads, writes, stores
-
-
-#: Builtins whose adjoint does not look at its operands' values (only adds the incoming adjoint).
-_PASS_THROUGH = frozenset({"add", "sub", "neg", "pos"})
 
 
 def value_reads(f: ir.FuncIR) -> set[int]:
@@ -113,7 +106,7 @@ def value_reads(f: ir.FuncIR) -> set[int]:
     for s in stmts:
         if isinstance(s, ir.ArrayLoad) and s.result.id in needed and isinstance(s.array, ir.Value):
             out |= val_origin.get(s.array.id, set())
-        elif isinstance(s, ir.Call) and s.overload.builtin.name not in _METADATA_ONLY:
+        elif isinstance(s, ir.Call) and not s.overload.builtin.metadata_only:
             for a in s.args:  # builtins that take arrays read their values
                 if isinstance(a, ir.Value):
                     out |= val_origin.get(a.id, set())
@@ -146,7 +139,7 @@ def _needed(f: ir.FuncIR, memo: dict[int, set[int]], include_return: bool) -> Ma
                 if s.compare is not None:
                     changed = need(s.compare) or changed
             elif isinstance(s, ir.Call):
-                passes = s.overload.builtin.name in _PASS_THROUGH
+                passes = s.overload.builtin.pass_through
                 if not passes or (s.result is not None and s.result.id in needed):
                     changed = need_all(s.args) or changed
             elif isinstance(s, ir.CallFunc):

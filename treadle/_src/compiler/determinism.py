@@ -1,7 +1,7 @@
 """What the launcher needs to know about a kernel's atomics.
 
 **Order dependence.** ``wp.config.deterministic`` runs the launches of order-dependent kernels serially, in
-thread-index order (see ``lang/launch.py``). A kernel is order-dependent when it (or a function it calls) performs
+thread-index order (see ``backends/cpu/launch.py``). A kernel is order-dependent when it (or a function it calls) performs
 
 - an atomic on floating-point values: a float sum's rounding depends on the order of the additions; or
 - an atomic whose old value is used: ``slot = wp.atomic_add(counter, 0, 1)`` hands out slots in thread order.

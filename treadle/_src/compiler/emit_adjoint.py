@@ -16,12 +16,13 @@ After an adjoint value has been propagated it is reset to zero, which makes repe
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from ..builtins.registry import Op
 from ..types import scalars
 from ..types.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
-from .access import _METADATA_ONLY
 from .checkpoints import checkpoint_sets
 from .dataflow import Marks
 from .emit_cpp import Emitter, cpp_field, cpp_type
@@ -42,9 +43,6 @@ def differentiable(t: Any) -> bool:
     return False
 
 
-_NO_REPLAY = ("print", "printf", "expect_eq", "expect_neq", "expect_near")
-
-
 def adjoint_live(f: ir.FuncIR) -> set[int]:
     """Ids of the values whose adjoint can be non-zero.
 
@@ -54,9 +52,8 @@ def adjoint_live(f: ir.FuncIR) -> set[int]:
     """
     marks = Marks()
     vals, locs, mark = marks.values, marks.locals, marks.add
-    retval = getattr(f, "retval", None)
-    if retval is not None:
-        locs.add(retval.id)
+    if f.retval is not None:
+        locs.add(f.retval.id)
     stmts = list(ir.walk(f.body))
 
     def mark_all(s: Any) -> bool:
@@ -154,7 +151,7 @@ def own_index_arrays(f: ir.FuncIR) -> dict[int, ir.Local]:
                 if not isinstance(op, ir.Value) or op.id not in ref:
                     continue
                 pid = ref[op.id]
-                if isinstance(s, ir.Call) and s.overload.builtin.name in _METADATA_ONLY:
+                if isinstance(s, ir.Call) and s.overload.builtin.metadata_only:
                     continue  # shape queries do not touch elements
                 if name != "array" or not isinstance(s, (ir.ArrayLoad, ir.ArrayStore)):
                     ok.discard(pid)
@@ -182,7 +179,7 @@ def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
             idx = ", ".join(em.op(i) for i in s.indices)
             lines.append(f"{ind}{em.decl(s.result)} = treadle::load({em.op(s.array)}, {idx});")
         return True
-    if isinstance(s, ir.Call) and s.overload.builtin.name in _NO_REPLAY:
+    if isinstance(s, ir.Call) and not s.overload.builtin.replay:
         return True
     if isinstance(s, ir.CallFunc):
         args = ", ".join(em.op(a) for a in s.args)
@@ -232,15 +229,12 @@ class _GradBodyEmitter(Emitter):
         super().stmt(s, lines, ind)
 
 
-#: builtins without an adjoint whose derivative is 0 wherever it exists (steps of piecewise-constant functions, bit
-#: reinterpretation): a gradient that reaches them is rightly dropped
-_ZERO_DERIVATIVE = frozenset({"floor", "ceil", "round", "rint", "trunc", "step", "nonzero", "sign", "cast"})
 _warned: set[tuple[str, int, str]] = set()
 
 
 def _operands(s: ir.Stmt) -> list[Any]:
     out: list[Any] = []
-    for v in vars(s).values():
+    for v in (getattr(s, fld.name) for fld in dataclasses.fields(s)):
         if isinstance(v, ir.Value):
             out.append(v)
         elif isinstance(v, list):
@@ -284,7 +278,7 @@ def _warn_dropped(s: ir.Call, active: set[int] | None) -> None:
     back to).
     """
     name = s.overload.builtin.name
-    if name in _ZERO_DERIVATIVE or not any(
+    if s.overload.builtin.zero_derivative or not any(
             isinstance(a, ir.Value) and differentiable(a.type) and (active is None or a.id in active)
             for a in s.args):
         return
@@ -321,6 +315,8 @@ class AdjointEmitter(Emitter):
         self.active_of: ir.FuncIR | None = None  # the function being reversed (its active_values when needed)
         self.partner: dict[int, ir.Call] = {}  # sin/cos result id -> call replayed with its partner (sincos_calls)
         self.saved: dict[int, list[ir.Local]] = {}  # loop statement id -> locals an iteration saves (checkpoints.py)
+        self.loop_ckpt: dict[int, bool] = {}  # loop statement id -> whether its forward sweep checkpoints
+        self.saved_ckpt: dict[int, bool] = {}  # loop statement id -> the checkpoint state around its iteration
 
     # Declarations ----------------------------------------------------------------------------------------------
     def ct(self, t: Any) -> str:
@@ -357,7 +353,8 @@ class AdjointEmitter(Emitter):
         """Forward replay: like the forward kernel, but without side effects (stores, atomics, printing)."""
         if isinstance(s, ir.Call) and s.result is not None and s.result.id in self.partner:
             self.line(s, lines, ind)
-            fn = "sin_cos" if s.overload.builtin.name == "sin" else "cos_sin"
+            b = s.overload.builtin
+            fn = f"{b.name}_{b.partner}"
             r = s.result.id
             lines.append(f"{ind}_v{r} = treadle::{fn}({self.op(s.args[0])}, _pc{r});")
             return
@@ -373,7 +370,7 @@ class AdjointEmitter(Emitter):
         out: dict[int, ir.Call] = {}
         for s in ir.walk(f.body):
             if (isinstance(s, ir.Call) and s.result is not None and s.result.id in live and len(s.args) == 1
-                    and s.overload.builtin.name in ("sin", "cos") and s.overload.differentiable
+                    and s.overload.builtin.partner and s.overload.differentiable
                     and s.result.type in (scalars.float32, scalars.float64)):
                 out[s.result.id] = s
         return out
@@ -385,23 +382,23 @@ class AdjointEmitter(Emitter):
         self.ckpt_now = old
 
     def loop_prologue(self, s: Any, lines: list[str], ind: str) -> None:
-        s._ckpt = self.ckpt_now
+        self.loop_ckpt[id(s)] = self.ckpt_now
         if self.ckpt_now:
             n = self.loop_ids[id(s)]
             size = " + ".join(f"sizeof(var_{m.name})" for m in self.saved[id(s)]) or "0"
             lines.append(f"{ind}_base{n} = treadle::ckpt_size(); _cnt{n} = 0; _esz{n} = {size};")
 
     def iter_prologue(self, s: Any, lines: list[str], ind: str) -> None:
-        if s._ckpt:
+        if self.loop_ckpt[id(s)]:
             n = self.loop_ids[id(s)]
             for m in self.saved[id(s)]:
                 lines.append(f"{ind}treadle::ckpt_push(var_{m.name});")
             lines.append(f"{ind}++_cnt{n};")
-        s._saved_ckpt = self.ckpt_now
+        self.saved_ckpt[id(s)] = self.ckpt_now
         self.ckpt_now = False  # loops nested in this one are checkpointed when this iteration is replayed
 
     def iter_epilogue(self, s: Any, lines: list[str], ind: str) -> None:
-        self.ckpt_now = s._saved_ckpt
+        self.ckpt_now = self.saved_ckpt[id(s)]
         super().iter_epilogue(s, lines, ind)
 
     def adj(self, x: Any) -> str | None:
@@ -450,13 +447,13 @@ class AdjointEmitter(Emitter):
             if r is None or not ov.differentiable or not differentiable(r.type):
                 return
             cpp = ov.cpp
-            if cpp in ("op:select", "op:where"):
+            if ov.builtin.op in (Op.SELECT, Op.WHERE):
                 c, a, b = s.args
-                first, second = (b, a) if cpp == "op:select" else (a, b)
+                first, second = (b, a) if ov.builtin.op is Op.SELECT else (a, b)
                 ta, tb = self.adj(first), self.adj(second)
                 lines.append(f"{ind}if ({op(c)}) {{ {f'adj_accum({ta}, adj_v{r.id});' if ta else ''} }}"
                              f" else {{ {f'adj_accum({tb}, adj_v{r.id});' if tb else ''} }}")
-            elif not cpp.startswith("op"):
+            elif ov.builtin.op is None:
                 dummies: list[str] = []
                 adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
                 tmpl = ""
@@ -464,8 +461,8 @@ class AdjointEmitter(Emitter):
                     tmpl = "<" + ",".join(str(x) if isinstance(x, int) else self.ct(x) for x in ov.template) + ">"
                 args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
                 if r.id in self.partner:
-                    cpp, args[0] = ("sin_of_cos" if ov.builtin.name == "sin" else "cos_of_sin"), f"_pc{r.id}"
-                guard = self.nonzero_guard(cpp, r)
+                    cpp, args[0] = f"{ov.builtin.name}_of_{ov.builtin.partner}", f"_pc{r.id}"
+                guard = self.nonzero_guard(ov, r)
                 if guard:
                     lines.append(f"{ind}if ({guard})")
                 self.emit_adj(lines, ind + ("    " if guard else ""),
@@ -589,11 +586,7 @@ class AdjointEmitter(Emitter):
             self.rev_loop(s, lines, ind)
         # Tid, DeclLocal, ArrayView: nothing flows back.
 
-    #: Builtins whose partial derivatives can be infinite or NaN at finite arguments (or overflow).
-    _SINGULAR = frozenset({"sqrt", "cbrt", "log", "log2", "log10", "pow", "div", "acos", "asin", "atan2", "tan",
-                           "exp", "sinh", "cosh", "normalize", "length", "inverse", "mod", "floordiv"})
-
-    def nonzero_guard(self, cpp: str, r: ir.Value) -> str:
+    def nonzero_guard(self, ov: Any, r: ir.Value) -> str:
         """The condition under which a singular builtin's adjoint runs: its result's adjoint is not exactly zero.
 
         Values that never reach an output are skipped statically (``adjoint_live``); this run-time test covers the
@@ -601,7 +594,7 @@ class AdjointEmitter(Emitter):
         division by 0, ...), e.g. a ``wp.where``/``select`` branch not taken, where ``0 * NaN`` would otherwise
         poison the gradient. Other builtins are not tested (the test costs ~10% of a backward pass).
         """
-        if cpp not in self._SINGULAR or not (is_float(r.type) or is_composite(r.type)):
+        if not ov.builtin.singular or not (is_float(r.type) or is_composite(r.type)):
             return ""
         return f"treadle::adj_nonzero<{self.ct(scalar_of(r.type))}>(adj_v{r.id})"
 
@@ -742,7 +735,7 @@ class AdjointEmitter(Emitter):
         self.saved = checkpoint_sets(f)
         lines += self.declarations(f, with_locals=True)
         self.forward(f.body, lines, "    ", ckpt=True)
-        retval = getattr(f, "retval", None)
+        retval = f.retval
         if retval is not None and f.return_type is not None:
             self.accum(lines, "    ", f"adj_var_{retval.name}", "adj_ret", f.return_type)
         self.live = live
@@ -765,7 +758,7 @@ class AdjointEmitter(Emitter):
         em.tuple_names, em.types_done, em.type_defs = self.tuple_names, self.types_done, self.type_defs
         em.collect_types(g)
         primal = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[:n_primal]]
-        adjs = [f"{self.ct(a.type)}& var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
+        adjs = [f"{self.ct(a.type)}& var_{a.name}" for a in g.body.adjoint_locals]
         rest = [f"{self.ct(p.type)} var_{p.name}" for p in g.params[n_primal:]]
         split = len(rest) > 1  # a function returning a tuple: one adjoint parameter per returned value
         ret_tuple = TupleT(tuple(p.type for p in g.params[n_primal:]))
@@ -777,7 +770,7 @@ class AdjointEmitter(Emitter):
         if split:
             n_adj = len(adjs)
             p_names = [f"var_{p.name}" for p in g.params[:n_primal]]
-            a_names = [f"var_{a.name}" for a in g.body.adjoint_locals]  # type: ignore[attr-defined]
+            a_names = [f"var_{a.name}" for a in g.body.adjoint_locals]
             unpack = [f"adj_ret.f{k}" for k in range(len(rest))]
             lines.append(f"static TREADLE_FUNC void adj_{fwd_cname}({', '.join(primal + adjs[:n_adj])}, "
                          f"const {self.ct(ret_tuple)}& adj_ret)")

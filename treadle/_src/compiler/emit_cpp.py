@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ... import config
+from ..builtins.registry import Op
 from ..types import scalars
 from ..types.typesys import (
     ArrayT,
@@ -155,7 +156,8 @@ class Emitter:
         self.locs: list[Any] = []
         self.tuple_names: dict[Any, str] = {}
         self.out: list[str] = []
-        self.types_done: set[Any] = set()
+        #: The struct and tuple types defined so far, in definition order (the adjoint emitter follows it).
+        self.types_done: dict[Any, None] = {}
         self.type_defs: list[str] = []
 
     # Types ------------------------------------------------------------------------------------------------------
@@ -167,7 +169,7 @@ class Emitter:
             self.need_type(t.dtype)
             return
         if is_struct(t):
-            self.types_done.add(t)
+            self.types_done[t] = None
             fields = []
             for name, ft in t.vars.items():
                 ft = normalize_annotation(ft)
@@ -175,7 +177,7 @@ class Emitter:
                 fields.append(f"    {cpp_type(ft, self.tuple_names)} {cpp_field(name)};")
             self.type_defs.append(f"struct {t.native_name} {{\n" + "\n".join(fields) + "\n};")
         elif isinstance(t, TupleT):
-            self.types_done.add(t)
+            self.types_done[t] = None
             for et in t.types:
                 self.need_type(et)
             name = f"tuple_{len(self.tuple_names)}"
@@ -496,7 +498,7 @@ class Emitter:
         pass
 
     def iter_epilogue(self, s: Any, lines: list[str], ind: str) -> None:
-        exit_flag = getattr(s, "exit", None)
+        exit_flag = s.exit
         if exit_flag is not None:
             lines.append(f"{ind}if (var_{exit_flag.name}) break;")
 
@@ -504,28 +506,32 @@ class Emitter:
         ov = s.overload
         args = [self.op(a) for a in s.args]
         cpp = ov.cpp
-        if cpp.startswith("op:"):
-            sym = cpp[3:]
-            if sym == "select":
-                return f"({args[0]} ? {args[2]} : {args[1]})"
-            if sym == "where":
-                return f"({args[0]} ? {args[1]} : {args[2]})"
-            if sym == "printf":
-                fmt = ov.fmt.encode("unicode_escape").decode().replace('"', '\\"')
-                conv = [self.printf_arg(a) for a in s.args]
-                return f'treadle::printf_flush("{fmt}"{"".join(", " + c for c in conv)})'
-            if sym == "shape":
-                return f"treadle::int32({args[0]}.shape[{args[1]}])"
-            return f"({args[0]} {sym} {args[1]})"
-        if cpp.startswith("op1:"):
-            if cpp == "op1:(bool)":
-                indexed = getattr(s.args[0].type, "indexed", False)  # indexed arrays: the underlying array's data
-                return f"({args[0]}{'.arr' if indexed else ''}.data != nullptr)"
-            return f"({cpp[4:]}{args[0]})"
+        op = ov.builtin.op
+        if op is not None:
+            return self.operator_expr(op, s, args)
         tmpl = ""
         if ov.template:
             tmpl = "<" + ",".join(str(x) if isinstance(x, int) else cpp_type(x) for x in ov.template) + ">"
         return f"treadle::{cpp}{tmpl}({', '.join(args)})"
+
+    def operator_expr(self, op: Op, s: ir.Call, args: list[str]) -> str:
+        """A builtin written as a C++ operator or special form (``Builtin.op``)."""
+        if op is Op.SELECT:
+            return f"({args[0]} ? {args[2]} : {args[1]})"
+        if op is Op.WHERE:
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if op is Op.PRINTF:
+            fmt = (s.overload.fmt or "").encode("unicode_escape").decode().replace('"', '\\"')
+            conv = [self.printf_arg(a) for a in s.args]
+            return f'treadle::printf_flush("{fmt}"{"".join(", " + c for c in conv)})'
+        if op is Op.SHAPE:
+            return f"treadle::int32({args[0]}.shape[{args[1]}])"
+        if op is Op.ARRAY_VALID:
+            indexed = getattr(s.args[0].type, "indexed", False)  # indexed arrays: the underlying array's data
+            return f"({args[0]}{'.arr' if indexed else ''}.data != nullptr)"
+        if op is Op.NOT:
+            return f"(!{args[0]})"
+        return f"({args[0]} {op.value} {args[1]})"
 
     def printf_arg(self, a: Any) -> str:
         t = a.type

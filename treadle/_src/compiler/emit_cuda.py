@@ -1,47 +1,42 @@
-"""CUDA translation units from the same kernel IR and the same C++ blocks as the CPU backend.
+"""CUDA translation units from the same kernel IR and the same shared emission as the CPU backend.
 
-A kernel's CUDA block is its CPU block (``pipeline.emit_kernel_block`` / ``emit_adjoint_block``: types, functions,
-``Args``, the per-thread body) with two changes made here, so that one emitter stays the only writer of kernel C++:
-
-- the CPU entry points that follow the per-thread body are fenced with ``#if !defined(__CUDACC_RTC__)`` (they use
-  host-only launch loops and thread pools);
-- a ``__global__`` entry ``<symbol>_cuda_forward`` (or ``_cuda_backward``) is appended::
+A kernel's CUDA block is its :class:`~treadle._src.compiler.pipeline.KernelBlock` (types, functions, ``Args``, the
+per-thread bodies, and the CPU entry points inside a host-only preprocessor fence: ``emit_entry.py``), followed by
+the kernel's namespace opened again for a ``__global__`` entry ``<symbol>_cuda_forward`` (or ``_cuda_backward``)::
 
       extern "C" __global__ void __launch_bounds__(B[, M]) <symbol>_cuda_forward(
           treadle::launch_bounds_t bounds, const __grid_constant__ Args args)
 
-  It runs a grid-stride loop over ``bounds.size`` (or, with ``grid_stride=False``, one thread index per CUDA thread,
-  bounds-checked), computes the per-dimension thread index only when the kernel reads it, and calls the body
-  (its general, runtime-stride instantiation). Parameters are the launch bounds (48 bytes) and the ``Args`` struct,
-  laid out exactly as the ctypes mirror the launcher packs (checked by ``static_assert`` when the caller passes
-  the ctypes layout).
+The entry is written from data the shared emission hands out, never from its text: the per-thread body's name,
+parameters and template parameters (``emit_entry.EntryPoint``, ``BODY_PARAMS_DECL``, ``BODY_TEMPLATE``), the ``Args``
+members (``KernelBlock.args``) and the checkpoint sites (``KernelBlock.ckpt_sites``). It runs a grid-stride loop over
+``bounds.size`` (or, with ``grid_stride=False``, one thread index per CUDA thread, bounds-checked), computes the
+per-dimension thread index only when the body reads it, and calls the body (its general, runtime-stride
+instantiation). Parameters are the launch bounds (48 bytes) and the ``Args`` struct, laid out exactly as the ctypes
+mirror the launcher packs (checked by ``static_assert`` when the caller passes the ctypes layout).
 
 Backward passes of loops keep a per-thread checkpoint stack. On the host it grows on the heap; under CUDA it is a
 fixed buffer of ``ckpt_bytes`` bytes in each thread's local memory (``native/cuda_kernel.h``). A thread whose loops
 need more records the size it needed; :func:`treadle._src.runtime.cuda_driver.CudaModule.check_errors` turns that
 into an error naming the kernel and the capacity to ask for (module option ``cuda_ckpt_bytes``). Kernels whose
-backward pass has no checkpointed loop get no buffer at all.
+backward pass has no checkpoint site get no buffer at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from typing import Any
 
 from . import emit_entry, ir
 from .emit_cpp import EmitError
+from .pipeline import KernelBlock, adjoint_block, kernel_block
 
 #: The includes of every CUDA translation unit (``launch.h`` is host-only; ``cuda_kernel.h`` is its device side).
 CUDA_PRELUDE = '#include "treadle.h"\n#include "kernel_support.h"\n#include "cuda_kernel.h"\n'
 
 #: Default checkpoint capacity per thread (bytes of local memory) for backward passes with loops.
 DEFAULT_CKPT_BYTES = 2048
-
-_HOST_FENCE_BEGIN = "#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)  // CPU entry points"
-_HOST_FENCE_END = "#endif  // CPU entry points"
-
 
 @dataclasses.dataclass(frozen=True)
 class CudaEntryOptions:
@@ -93,52 +88,35 @@ class CudaBlock:
     options: CudaEntryOptions
 
 
+#: What the CUDA entry passes for each per-thread body parameter (by the parameter's name).
+_BODY_ARGS = {"bounds": "bounds", "_flat": "_i", "args": "args", "_t0": "_t[0]", "_t1": "_t[1]", "_t2": "_t[2]",
+              "_t3": "_t[3]"}
+
+
 def body_call_args() -> list[str]:
-    """The arguments the CUDA entry passes to the per-thread body, in the order of ``emit_entry.BODY_PARAMS``."""
-    known = {"bounds": "bounds", "_flat": "_i", "args": "args", "_t0": "_t[0]", "_t1": "_t[1]", "_t2": "_t[2]",
-             "_t3": "_t[3]"}
+    """The arguments the CUDA entry passes to the per-thread body, in the order of ``emit_entry.BODY_PARAMS_DECL``."""
     out = []
-    for decl in emit_entry.BODY_PARAMS.split(","):
-        name = re.sub(r"[^A-Za-z0-9_].*$", "", decl.strip().split()[-1].lstrip("&*"))
-        if name not in known:
+    for _, name in emit_entry.BODY_PARAMS_DECL:
+        if name not in _BODY_ARGS:
             raise EmitError(f"the per-thread body has a parameter '{name}' the CUDA entry does not know how to pass "
-                            "(emit_entry.BODY_PARAMS changed: update emit_cuda.body_call_args)")
-        out.append(known[name])
+                            "(emit_entry.BODY_PARAMS_DECL changed: update emit_cuda._BODY_ARGS)")
+        out.append(_BODY_ARGS[name])
     return out
 
 
-def _body_is_template(body: str) -> bool:
-    return emit_entry.body_head(body)[0].startswith("template")
+def _template_args() -> str:
+    """The template arguments of the body's general instantiation (only parameters without a default are named)."""
+    needed = [t for t in emit_entry.BODY_TEMPLATE if "=" not in t]
+    return f"<{', '.join('false' for _ in needed)}>" if emit_entry.BODY_TEMPLATE else ""
 
 
-def fence_cpu_entries(block: str, body: str) -> str:
-    """``block`` with everything after the per-thread body ``body`` (the CPU entry points) fenced off for CUDA."""
-    lines = block.split("\n")
-    head = f"static TREADLE_FUNC void {body}("
-    try:
-        start = next(i for i, line in enumerate(lines) if line.startswith(head))
-        end = next(i for i in range(start + 1, len(lines)) if lines[i] == "}")
-        close = max(i for i, line in enumerate(lines) if line.startswith("} // namespace"))
-    except (StopIteration, ValueError):
-        raise EmitError(f"cannot find the per-thread body '{body}' in the emitted kernel block") from None
-    return "\n".join([*lines[: end + 1], _HOST_FENCE_BEGIN, *lines[end + 1 : close], _HOST_FENCE_END,
-                      "@CUDA_ENTRY@", *lines[close:]])
-
-
-def args_members(block: str) -> list[str]:
-    """The member names of the ``Args`` struct in an emitted block, in order."""
-    m = re.search(r"^struct Args \{\n(.*?)\n\};", block, re.M | re.S)
-    if m is None:
-        return []
-    return [line.strip().rstrip(";").split()[-1] for line in m.group(1).split("\n") if line.strip()]
-
-
-def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryOptions, uses_ckpt: bool,
+def cuda_entry(symbol: str, ep: emit_entry.EntryPoint, f: ir.FuncIR, opts: CudaEntryOptions, uses_ckpt: bool,
                args_layout: tuple[int, list[tuple[str, int]]] | None = None, members: list[str] | None = None) -> str:
-    """The ``extern "C" __global__`` entry running the per-thread ``body`` over a launch."""
+    """The ``extern "C" __global__`` entry running the per-thread body ``ep`` over a launch."""
+    kind = ep.kind
     name = f"{symbol}_cuda_{kind}"
     bounds = f"__launch_bounds__({opts.block_dim}{f', {opts.min_blocks}' if opts.min_blocks else ''})"
-    call = f"{body}{'<false>' if _body_is_template(body) else ''}({', '.join(body_call_args())});"
+    call = f"{ep.body}{_template_args()}({', '.join(body_call_args())});"
     lines: list[str] = []
     if args_layout is not None:
         size, fields = args_layout
@@ -158,7 +136,7 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
             "    treadle::cuda_ckpt_t _ckpt;",
             f"    treadle::cuda_ckpt_bind(_ckpt, _ckpt_buf, {max(16, opts.ckpt_bytes)}ull);",
         ]
-    tid = "        treadle::cuda_tid(bounds, _i, _t);" if emit_entry.uses_tid_dims(f) else None
+    tid = "        treadle::cuda_tid(bounds, _i, _t);" if ep.tid_dims else None
     per_thread = ["        treadle::int32 _t[4] = {0, 0, 0, 0};", *([tid] if tid else []), f"        {call}"]
     if uses_ckpt:
         per_thread.append("        treadle::cuda_ckpt_check(_ckpt);")
@@ -170,7 +148,7 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
             # 20% of a saxpy's bandwidth when each thread runs one iteration)
             "#pragma unroll 1",
             f"    for (treadle::int64 _i = {first}; _i < bounds.size; _i += _step) {{",
-            *(prefetch_lines(f, kind) if opts.prefetch else []),
+            *(prefetch_lines(f, kind, ep.launch_ndim) if opts.prefetch else []),
             *per_thread,
             "    }",
         ]
@@ -182,7 +160,7 @@ def cuda_entry(symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryO
     return "\n".join(lines)
 
 
-def prefetch_lines(f: ir.FuncIR, kind: str) -> list[str]:
+def prefetch_lines(f: ir.FuncIR, kind: str, launch_ndim: int = 1) -> list[str]:
     """L2 prefetches of the next grid-stride iteration's elements (1-d kernels; empty when nothing qualifies).
 
     Only 1-d array parameters that every access indexes with the thread's own index (``x[i]``: see
@@ -194,7 +172,7 @@ def prefetch_lines(f: ir.FuncIR, kind: str) -> list[str]:
     """
     from .emit_adjoint import own_index_arrays
 
-    if max(1, getattr(f, "launch_ndim", 1)) != 1:
+    if launch_ndim != 1:
         return []
     found = own_index_arrays(f)
     own = {p.id: p for p in found.values() if p.type.ndim == 1 and not p.type.indexed}
@@ -208,33 +186,27 @@ def prefetch_lines(f: ir.FuncIR, kind: str) -> list[str]:
     return [f"        if (const treadle::int64 _n = _i + _step; _n < bounds.size) {{ {' '.join(calls)} }}"]
 
 
-def _finish(block: str, symbol: str, kind: str, body: str, f: ir.FuncIR, opts: CudaEntryOptions,
-            locs: list[Any], args_layout: Any) -> CudaBlock:
-    fenced = fence_cpu_entries(block, body)
-    uses_ckpt = kind == "backward" and "treadle::ckpt_" in block
-    entry = cuda_entry(symbol, kind, body, f, opts, uses_ckpt, args_layout, args_members(block))
-    return CudaBlock(fenced.replace("@CUDA_ENTRY@", entry), symbol, f"{symbol}_cuda_{kind}", kind, locs, uses_ckpt,
-                     opts)
+def _finish(kb: KernelBlock, kind: str, f: ir.FuncIR, opts: CudaEntryOptions, args_layout: Any) -> CudaBlock:
+    """The CUDA block of ``kb``: the shared block, then its namespace again with the ``__global__`` entry."""
+    uses_ckpt = kind == "backward" and kb.ckpt_sites > 0
+    entry = cuda_entry(kb.symbol, kb.entry(kind), f, opts, uses_ckpt, args_layout, [m for m, _ in kb.args])
+    ns = f"{kb.symbol}_ns"
+    block = f"{kb.block}namespace {ns} {{\n\n{entry}\n\n}} // namespace {ns}\n"
+    return CudaBlock(block, kb.symbol, f"{kb.symbol}_cuda_{kind}", kind, kb.locs, uses_ckpt, opts)
 
 
 def cuda_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], *, checked: bool = False,
                       options: CudaEntryOptions | None = None, args_layout: Any = None) -> CudaBlock:
     """The CUDA block of a kernel's forward pass (``funcs``: its function instances, callees first)."""
-    from .pipeline import emit_kernel_block
-
-    block, symbol, locs = emit_kernel_block(kernel_ir, funcs, checked=checked)
-    return _finish(block, symbol, "forward", "kernel_body", kernel_ir, options or CudaEntryOptions(), locs,
-                   args_layout)
+    kb = kernel_block(kernel_ir, funcs, checked=checked)
+    return _finish(kb, "forward", kernel_ir, options or CudaEntryOptions(), args_layout)
 
 
 def cuda_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any], *, options: CudaEntryOptions | None = None,
                        args_layout: Any = None) -> CudaBlock:
     """The CUDA block of a kernel's backward pass."""
-    from .pipeline import emit_adjoint_block
-
-    block, symbol = emit_adjoint_block(kernel_ir, funcs)
-    return _finish(block, symbol, "backward", "kernel_backward_body", kernel_ir, options or CudaEntryOptions(), [],
-                   args_layout)
+    kb = adjoint_block(kernel_ir, funcs)
+    return _finish(kb, "backward", kernel_ir, options or CudaEntryOptions(), args_layout)
 
 
 def args_layout_of(args_type: Any) -> tuple[int, list[tuple[str, int]]] | None:

@@ -12,18 +12,69 @@ statements of a per-thread body; this module writes everything around it, the sa
 - ``<sym>_cpu_<kind>(bounds, args, nthreads)`` runs a whole launch (on the runtime's thread pool when it is loaded).
 
 The Python launcher calls the range entry through the runtime library (``runtime/threadpool.py``); the whole-launch
-entry serves other callers (the JAX FFI dispatcher).
+entry serves other callers (the JAX FFI dispatcher). The CPU entries are written inside a host-only preprocessor fence
+(they use host launch loops and thread pools), so the same block also compiles as CUDA.
+
+What other targets need to write their own entries is handed out as data, never as text to search: the body's
+parameters (:data:`BODY_PARAMS_DECL`) and template parameters (:data:`BODY_TEMPLATE`), and one :class:`EntryPoint`
+per body, recorded while :func:`collect` is active (``pipeline.kernel_block`` returns them).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from ..types.typesys import ArrayT
 from . import ir
 
-BODY_PARAMS = ("const treadle::launch_bounds_t& bounds, treadle::int64 _flat, treadle::int32 _t0, treadle::int32 _t1, "
-               "treadle::int32 _t2, treadle::int32 _t3, const Args& args")
+#: The per-thread body's parameters, ``(C++ type, name)`` in order.
+BODY_PARAMS_DECL: tuple[tuple[str, str], ...] = (
+    ("const treadle::launch_bounds_t&", "bounds"), ("treadle::int64", "_flat"), ("treadle::int32", "_t0"),
+    ("treadle::int32", "_t1"), ("treadle::int32", "_t2"), ("treadle::int32", "_t3"), ("const Args&", "args"))
+BODY_PARAMS = ", ".join(f"{t} {n}" for t, n in BODY_PARAMS_DECL)
+
+#: The per-thread body's template parameters: only ``_dense`` has no default (a caller names it).
+BODY_TEMPLATE: tuple[str, ...] = ("bool _dense", "bool _nonempty = false", "bool _own = false")
+
+#: The preprocessor fence around the CPU entries (host-only code).
+HOST_FENCE_BEGIN = "#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)  // CPU entry points"
+HOST_FENCE_END = "#endif  // CPU entry points"
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryPoint:
+    """One per-thread body of an emitted block, as a target writing its own entry point needs to know it.
+
+    Attributes:
+        kind: ``"forward"`` or ``"backward"``.
+        body: the body's C++ name (a template over :data:`BODY_TEMPLATE`, parameters :data:`BODY_PARAMS_DECL`).
+        tid_dims: whether the body reads per-dimension thread indices (``_t0`` .. ``_t3``), not only ``_flat``.
+        launch_ndim: the launch dimensionality the kernel's ``wp.tid()`` reads.
+    """
+
+    kind: str
+    body: str
+    tid_dims: bool
+    launch_ndim: int
+
+
+_collect = threading.local()
+
+
+@contextlib.contextmanager
+def collect() -> Iterator[list[EntryPoint]]:
+    """Record the :class:`EntryPoint` of every body whose entries are written inside (this thread)."""
+    outer = getattr(_collect, "found", None)
+    found: list[EntryPoint] = []
+    _collect.found = found
+    try:
+        yield found
+    finally:
+        _collect.found = outer
 
 
 def uses_tid_dims(f: ir.FuncIR) -> bool:
@@ -42,8 +93,7 @@ def body_head(name: str) -> list[str]:
     ``_own`` (used by backward bodies only): the entry has checked that every own-index array's gradient buffer is
     injective and apart from the others (``emit_adjoint.own_index_arrays``), so their gradients take plain adds.
     """
-    return ["template <bool _dense, bool _nonempty = false, bool _own = false>",
-            f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
+    return [f"template <{', '.join(BODY_TEMPLATE)}>", f"static TREADLE_FUNC void {name}({BODY_PARAMS})", "{"]
 
 
 def dense_line(name: str, t: Any) -> str | None:
@@ -78,6 +128,9 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
     gradient may take plain adds: when it holds for dense arguments, the ``_own`` instantiation runs, whose body has
     no per-element choice between a plain and an atomic add (and so vectorizes like the forward).
     """
+    found = getattr(_collect, "found", None)
+    if found is not None:
+        found.append(EntryPoint(kind, body, uses_tid_dims(f), max(1, int(getattr(f, "launch_ndim", 1)))))
     arrays = [(p.name, p.type.ndim) for p in f.params if isinstance(p.type, ArrayT)]
     nd = loop_ndim(f)
     rng = f"{symbol}_cpu_{kind}_range"
@@ -97,6 +150,7 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         no_alias = " && ".join(f"treadle::disjoint<{ndims[t]}, {ndims[o]}>(_in.p_{t}, _in.p_{o})" for t in red
                                for o in others) or "true"
     lines = [
+        HOST_FENCE_BEGIN,
         f"static TREADLE_NOINLINE void {body}_any(const treadle::launch_bounds_t* b, const Args* a, treadle::int64 _f, "
         "treadle::int32 _a, treadle::int32 _b, treadle::int32 _c, treadle::int32 _d)",
         "{",
@@ -166,5 +220,6 @@ def entries(symbol: str, kind: str, body: str, f: ir.FuncIR, checked: bool = Fal
         "{",
         f"    treadle::parallel_launch(&{rng}, b, a, nthreads);",
         "}",
+        HOST_FENCE_END,
     ]
     return "\n".join(lines)

@@ -14,8 +14,9 @@ It covers everything lowering reads:
 Kernels, functions and arrays are recognised by their protocols (``_treadle_kernel_``, ``_treadle_function_``,
 ``_treadle_array_``), not by the front end's classes. A value it cannot describe (an arbitrary object, a kernel
 defined in an ``exec`` string) makes :func:`fingerprint` return ``None``: the kernel then takes the normal path,
-which is always correct. Treadle's own functions and classes are described by identity: the backend's part covers
-Treadle's sources (``runtime/warm_index.treadle_signature``).
+which is always correct. Treadle's own functions and classes are described by identity, and Treadle's lowering
+sources by :func:`lowering_sources` (names, sizes and modification times of the files of :data:`LOWERING_PARTS`),
+part of every fingerprint; a backend adds the sources of its own build (``backends/cpu/warm.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,79 @@ _CONFIG_IGNORED = frozenset({"quiet", "verbose", "log_level", "num_threads", "pr
                              "kernel_cache_dir", "cache_kernels", "dump_dir", "deterministic", "native_launch"})
 
 _STDLIB_MODULES = frozenset({"builtins", "math", "cmath", "operator", "typing", "enum", "numbers"})
+
+
+#: The parts of Treadle that lowering and emission read: the error and ABI layer, types, builtins, the compiler, the
+#: front end, the geometry types and functions, and the configuration.
+LOWERING_PARTS = ("_src/core", "_src/types", "_src/builtins", "_src/compiler", "_src/lang", "_src/geometry",
+                  "config.py")
+
+#: the ``treadle`` package directory
+TREADLE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _add_sources(path: str, add: Any) -> None:
+    """``name:size:mtime`` of each ``.py`` file under directory ``path``, sorted, descending into subpackages.
+
+    ``os.listdir`` and ``os.stat`` on plain strings: the least Python around the one ``stat`` per file.
+    """
+    stat = os.stat
+    names = os.listdir(path)
+    names.sort()
+    for name in names:
+        if name.endswith(".py"):
+            st = stat(f"{path}/{name}")  # follows links, as the import system does
+            add(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+        elif "." not in name and name != "__pycache__":
+            sub = f"{path}/{name}"
+            try:
+                st = os.lstat(sub)
+            except OSError:
+                continue
+            if st.st_mode & 0o170000 == 0o040000:  # a directory (not a link to one)
+                add(name + "/")
+                _add_sources(sub, add)
+                add("..")
+
+
+def sources_signature(root: str, parts: tuple[str, ...]) -> str:
+    """A digest of the names, sizes and modification times of the ``.py`` files of ``parts`` of directory ``root``.
+
+    One ``stat`` per source file (an edit in place changes no directory, so nothing cheaper is safe), with as little
+    Python around each as possible: every warm start pays for it.
+    """
+    seen: list[str] = []
+    add = seen.append
+    for part in parts:
+        path = f"{root}/{part}"
+        add(part)
+        try:
+            st = os.stat(path)
+        except OSError:
+            add("-")
+            continue
+        if st.st_mode & 0o170000 == 0o040000:  # a directory
+            _add_sources(path, add)
+        else:
+            add(f"{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(seen).encode()).hexdigest()
+
+
+_lowering_sig: str | None = None
+
+
+def lowering_sources() -> str:
+    """:func:`sources_signature` of Treadle's :data:`LOWERING_PARTS` (taken once per process)."""
+    global _lowering_sig
+    if _lowering_sig is None:
+        _lowering_sig = sources_signature(TREADLE_ROOT, LOWERING_PARTS)
+    return _lowering_sig
+
+
+def forget_sources() -> None:
+    """Take :func:`lowering_sources` again on next use (tests)."""
+    global _lowering_sig
+    _lowering_sig = None
 
 
 class Unfingerprintable(Exception):
@@ -235,7 +309,7 @@ class _Fingerprinter:
             self.stable(v, f"B:{owner}:{getattr(v, '__qualname__', getattr(v, '__name__', ''))}")
             return
         if isinstance(v, (type, types.FunctionType)) and isinstance(owner, str) and owner.split(".")[0] == "treadle":
-            self.stable(v, f"TR:{owner}:{v.__qualname__}")  # part of Treadle: covered by treadle_signature()
+            self.stable(v, f"TR:{owner}:{v.__qualname__}")  # part of Treadle: covered by lowering_sources()
             return
         if isinstance(v, types.FunctionType):
             self.function(v, depth=depth)
@@ -334,6 +408,7 @@ def fingerprint(inst: Any) -> str | None:
     kernel = inst.kernel
     try:
         fp = _Fingerprinter()
+        fp.add(lowering_sources())
         memo = batch_memo()
         if memo is None:
             fp.add(_config_state())
@@ -360,4 +435,5 @@ def fingerprint(inst: Any) -> str | None:
     return hashlib.sha256("\x00".join(fp.parts).encode()).hexdigest()
 
 
-__all__ = ["Unfingerprintable", "batch", "batch_memo", "file_digest", "fingerprint"]
+__all__ = ["LOWERING_PARTS", "Unfingerprintable", "batch", "batch_memo", "file_digest", "fingerprint",
+           "forget_sources", "lowering_sources", "sources_signature"]

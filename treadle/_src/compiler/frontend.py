@@ -209,8 +209,7 @@ class Lowerer(CallMixin):
                 self.emit_return(None, fdef)  # falling off the end hands back the by-reference values
             self.return_type = self.ref_return_type()
         body = self.blocks[0]
-        if self.adjoint_locals:
-            body.adjoint_locals = list(self.adjoint_locals.values())  # type: ignore[attr-defined]
+        body.adjoint_locals = list(self.adjoint_locals.values())
         f = ir.FuncIR(
             name=self.src.qualname,
             params=self.params,
@@ -219,9 +218,9 @@ class Lowerer(CallMixin):
             locals=[loc for loc in self.all_locals if loc not in self.params],
             is_kernel=self.is_kernel,
             loc=self.loc(fdef),
+            value_type=value_type,
         )
-        f.value_type = value_type  # type: ignore[attr-defined]
-        ir.verify(f)
+        ir.verify_pass(f, "lowering", structure_only=True)
         return f
 
     def ref_return_type(self) -> TupleT:
@@ -636,15 +635,16 @@ class Lowerer(CallMixin):
         lv = self.resolve_lvalue(target)  # indices are evaluated exactly once
 
         def update() -> None:
-            if lv.array is not None and not lv.steps and op in ("add", "sub"):
+            atomic = REGISTRY.builtins[op].atomic
+            if lv.array is not None and not lv.steps and atomic in ("add", "sub"):
                 # arr[i] += v is an atomic add, as in the reference (safe under parallel launches).
                 v = self.coerce(self.value(node.value), lv.type, node, "the added value")
-                self.emit(ir.ArrayAtomic(self.loc(node), None, op, lv.array, list(lv.indices), v))
+                self.emit(ir.ArrayAtomic(self.loc(node), None, atomic, lv.array, list(lv.indices), v))
                 return
-            if lv.array is not None and not lv.steps and op in _ATOMIC_BITWISE and _atomic_int(lv.type):
+            if lv.array is not None and not lv.steps and atomic and _atomic_int(lv.type):
                 # arr[i] &= v (|=, ^=) on 32/64-bit integer elements is atomic too, as in the reference.
                 v = self.coerce(self.value(node.value), lv.type, node, "the operand")
-                self.emit(ir.ArrayAtomic(self.loc(node), None, _ATOMIC_BITWISE[op], lv.array, list(lv.indices), v))
+                self.emit(ir.ArrayAtomic(self.loc(node), None, atomic, lv.array, list(lv.indices), v))
                 return
             cur = self.load_lvalue(lv, node)
             rhs = self.value(node.value)
@@ -912,20 +912,10 @@ class Lowerer(CallMixin):
         self.emit(ir.Continue(self.loc(node)))
 
 
-_QUERY_NEXT = (("HashGridQuery", "hash_grid_query_next"), ("BvhQuery", "bvh_query_next"),
-               ("MeshQueryAABB", "mesh_query_aabb_next"))
-
-
 def _query_next_builtin(t: Any) -> str | None:
     """The ``*_next`` builtin that advances a query state type, for ``for i in query`` loops."""
-    name = getattr(t, "next_builtin", None)
-    if name:
-        return str(name)
-    tname = getattr(t, "__name__", "")
-    for prefix, builtin_name in _QUERY_NEXT:
-        if tname.startswith(prefix) and builtin_name in REGISTRY.builtins:
-            return builtin_name
-    return None
+    name = getattr(t, "next_builtin", None)  # builtins/geometry_types.py: QueryType
+    return str(name) if name else None
 
 
 def _as_load(target: ast.expr) -> ast.expr:
@@ -937,10 +927,6 @@ def _as_load(target: ast.expr) -> ast.expr:
         if hasattr(n, "ctx"):
             n.ctx = ast.Load()  # type: ignore[attr-defined]
     return node
-
-
-#: Augmented bitwise assignments that update integer array elements atomically.
-_ATOMIC_BITWISE = {"bit_and": "and", "bit_or": "or", "bit_xor": "xor"}
 
 
 def _atomic_int(t: Any) -> bool:

@@ -151,7 +151,7 @@ class FuncInstance:
             self._lowering = False
         self._ir = f
         self.return_type = f.return_type
-        self.value_type = getattr(f, "value_type", f.return_type)
+        self.value_type = f.value_type
         self.deps = list(ctx.deps)
         if any(isinstance(t, StaticArgT) for t in self.types) and (
                 self.fdef.owner.custom_grad is not None or self.fdef.owner.custom_replay is not None):
@@ -180,8 +180,8 @@ class FuncInstance:
         ret, _ = self.fdef.declared_return()
         params = [ir.Local(i + 1, n, t) for i, (n, t) in enumerate(zip(self.fdef.param_names, self.types))]
         f = ir.FuncIR(name=self.name, params=params, return_type=ret, body=ir.Block(), locals=[], is_kernel=False,
-                      loc=self.fdef.src.loc(self.fdef.src.tree))
-        f.native = self.fdef.owner.native_snippet  # type: ignore[attr-defined]
+                      loc=self.fdef.src.loc(self.fdef.src.tree), value_type=ret,
+                      native=self.fdef.owner.native_snippet)
         self._ir = f
         self.return_type = ret
         self.deps = []

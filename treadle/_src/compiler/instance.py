@@ -7,7 +7,8 @@ A :class:`KernelInstance` runs the named stages lazily, each at most once per in
 - *emit* (:meth:`KernelInstance.emit_forward`, :meth:`KernelInstance.emit_backward`): C++ blocks of the forward and
   backward passes (``pipeline.py``);
 - *fingerprint* (:meth:`KernelInstance.fingerprint`): what lowering reads, without lowering (``fingerprint.py``),
-  which a warm start maps to a cached binary.
+  which a backend joins with what its build depends on into a warm-start key (the runtime's warm-start index maps
+  keys to cached binaries).
 
 It also knows the kernel's argument layout (:attr:`KernelInstance.args_type`, the ctypes mirror of the C++ ``Args``
 struct). Building, loading and launching are the backends' (``backends/cpu/kernels.py`` adds them for the CPU).
@@ -122,7 +123,7 @@ class KernelInstance:
         return pipeline.has_runtime_loops(self.ir, self.deps)
 
     def fingerprint(self) -> str | None:
-        """The fingerprint stage: a digest of what lowering reads (``None`` where it cannot be taken safely)."""
+        """The fingerprint stage: a digest of what lowering would read now (``None`` where it cannot be taken)."""
         return _fingerprint.fingerprint(self)
 
 

@@ -6,12 +6,18 @@ instructions; Python variables live in mutable :class:`Local` slots. Control flo
 sweep per region. Every statement carries the :class:`~treadle._src.core.errors.SourceLoc` of the Python code it came
 from.
 
-Only the emitter turns this into text; :func:`format_block` prints it for ``TREADLE_DUMP=ir`` and for tests.
+The IR is closed: every field a pass fills in is declared on its node class, and the classes have ``__slots__``,
+so a pass cannot attach anything else. :func:`verify` checks structure and types; the frontend runs its structural
+part on every lowered function, and with ``TREADLE_VERIFY_IR=1`` (the test suite sets it) every pass runs the full
+check on its result (:func:`verify_pass`).
+
+Only the emitter turns this into text; :func:`format_func` prints it for ``TREADLE_DUMP=ir`` and for tests.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -98,14 +104,14 @@ class SliceSpec:
         return f"{self.start!r}:{self.stop!r}:{self.step!r}"
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Stmt:
     """Base of all statements."""
 
     loc: SourceLoc | None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Call(Stmt):
     """Call a builtin overload (the registry decides the C++ symbol and adjoint)."""
 
@@ -114,7 +120,7 @@ class Call(Stmt):
     args: list[Operand]
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class CallFunc(Stmt):
     """Call a user ``@func`` instance."""
 
@@ -123,7 +129,7 @@ class CallFunc(Stmt):
     args: list[Operand]
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class CallGrad(Stmt):
     """``wp.grad(f)(args)``: the gradient of scalar-valued ``f`` w.r.t. each argument (forward-only)."""
 
@@ -132,7 +138,7 @@ class CallGrad(Stmt):
     args: list[Operand]
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Construct(Stmt):
     """Build a value of ``result.type`` (vector, matrix, struct, scalar conversion) from ``args``."""
 
@@ -140,7 +146,7 @@ class Construct(Stmt):
     args: list[Operand]
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Extract(Stmt):
     """Read a component: ``src[index...]`` for vectors/matrices/tuples, or field ``name`` of a struct."""
 
@@ -150,7 +156,7 @@ class Extract(Stmt):
     field: str | None = None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Insert(Stmt):
     """A copy of ``src`` with one component (or struct field) replaced by ``value``."""
 
@@ -161,7 +167,7 @@ class Insert(Stmt):
     field: str | None = None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ArrayLoad(Stmt):
     """``result = arr[indices]``.
 
@@ -177,7 +183,7 @@ class ArrayLoad(Stmt):
     update: bool = False
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ArrayStore(Stmt):
     """``arr[indices] = value``."""
 
@@ -186,7 +192,7 @@ class ArrayStore(Stmt):
     value: Operand
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ArrayView(Stmt):
     """``result = arr[indices]`` with fewer indices than dimensions: a sub-array."""
 
@@ -195,7 +201,7 @@ class ArrayView(Stmt):
     indices: list[Operand]
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class LocalArray(Stmt):
     """``result = wp.zeros(shape, dtype)`` inside a kernel: a zeroed array in thread-private memory."""
 
@@ -203,7 +209,7 @@ class LocalArray(Stmt):
     shape: tuple[int, ...]
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ArrayAtomic(Stmt):
     """``result = atomic_<op>(arr, indices, value)`` returning the old value."""
 
@@ -215,14 +221,14 @@ class ArrayAtomic(Stmt):
     compare: Operand | None = None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class DeclLocal(Stmt):
     """Declare a local (zero-initialised)."""
 
     local: Local
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class LoadLocal(Stmt):
     """``result = local``."""
 
@@ -230,7 +236,7 @@ class LoadLocal(Stmt):
     local: Local
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class StoreLocal(Stmt):
     """``local = value``."""
 
@@ -238,7 +244,7 @@ class StoreLocal(Stmt):
     value: Operand
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Tid(Stmt):
     """The thread index: ``result`` is the index along launch dimension ``dim``."""
 
@@ -246,17 +252,19 @@ class Tid(Stmt):
     dim: int
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Block:
     """A sequence of statements."""
 
     stmts: list[Stmt] = dataclasses.field(default_factory=list)
+    #: ``@func_grad`` bodies: the locals holding the adjoints of the primal function's parameters.
+    adjoint_locals: list[Local] = dataclasses.field(default_factory=list)
 
     def __iter__(self) -> Iterator[Stmt]:
         return iter(self.stmts)
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class If(Stmt):
     """``if cond: then else: orelse``."""
 
@@ -265,46 +273,56 @@ class If(Stmt):
     orelse: Block
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ForRange(Stmt):
-    """``for var in range(start, stop, step): body`` (``step`` may be negative)."""
+    """``for var in range(start, stop, step): body`` (``step`` may be negative).
+
+    ``exit`` (set by ``structurize``) is the flag after whose iteration the loop leaves.
+    """
 
     var: Local
     start: Operand
     stop: Operand
     step: Operand
     body: Block
+    exit: Local | None = None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class While(Stmt):
-    """``while True: cond_block; if not cond: break; body``."""
+    """``while True: cond_block; if not cond: break; body``; ``exit`` as for :class:`ForRange`."""
 
     cond_block: Block
     cond: Operand
     body: Block
+    exit: Local | None = None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Break(Stmt):
     """Leave the innermost loop."""
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Continue(Stmt):
     """Next iteration of the innermost loop."""
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Return(Stmt):
     """Return from a function (``value`` is ``None`` in kernels and void functions)."""
 
     value: Operand | None
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class FuncIR:
-    """A lowered kernel or function: parameters, locals and the body."""
+    """A lowered kernel or function: parameters, locals and the body.
+
+    ``value_type`` is the type of the value the function's ``return`` statements give (``return_type`` adds the
+    by-reference parameters handed back, if any); ``native`` is the C++ body of a ``@func_native`` function (which
+    has no IR body); ``retval`` (set by ``structurize``) is the local that holds the return value.
+    """
 
     name: str
     params: list[Local]
@@ -314,6 +332,9 @@ class FuncIR:
     is_kernel: bool
     launch_ndim: int = 1
     loc: SourceLoc | None = None
+    value_type: Any = None
+    native: str | None = None
+    retval: Local | None = None
 
 
 def walk(block: Block) -> Iterator[Stmt]:
@@ -339,7 +360,8 @@ def _fmt_stmt(s: Stmt, indent: str, out: list[str]) -> None:
     elif isinstance(s, CallFunc):
         out.append(f"{indent}{res(s.result)}call {s.func.name}{tuple(s.args)!r}")
     elif isinstance(s, CallGrad):
-        out.append(f"{indent}{res(s.result)}grad {getattr(s.target, 'name', s.target)}{tuple(s.args)!r}")
+        target = s.target.builtin.name if hasattr(s.target, "builtin") else s.target.name  # an overload or a @func
+        out.append(f"{indent}{res(s.result)}grad {target}{tuple(s.args)!r}")
     elif isinstance(s, Construct):
         out.append(f"{indent}{res(s.result)}construct{tuple(s.args)!r}")
     elif isinstance(s, Extract):
@@ -420,19 +442,47 @@ def operands(s: Stmt) -> Iterator[Any]:
         yield from flat(getattr(s, name, None))
 
 
-def verify(f: FuncIR) -> None:
-    """Check structural invariants: each value defined once and before use, break/continue inside loops."""
+class IRError(AssertionError):
+    """The IR breaks an invariant (a compiler bug, not a user error)."""
+
+
+def verify_enabled() -> bool:
+    """Whether every pass verifies its result in full (``TREADLE_VERIFY_IR=1``; the test suite sets it)."""
+    return os.environ.get("TREADLE_VERIFY_IR", "") not in ("", "0")
+
+
+def verify_pass(f: FuncIR, stage: str, structure_only: bool = False) -> None:
+    """Verify the result of a pass: always its structure if ``structure_only``, in full with ``TREADLE_VERIFY_IR``."""
+    if verify_enabled():
+        try:
+            verify(f, types=True)
+        except IRError as e:
+            raise IRError(f"after {stage}: {e}") from None
+    elif structure_only:
+        verify(f, types=False)
+
+
+def verify(f: FuncIR, types: bool = True) -> None:
+    """Check the invariants of ``f`` (raises :class:`IRError`).
+
+    Structure: each value is defined once and before its uses (in program order, which nested blocks follow),
+    break/continue are inside loops, locals are the function's own. Types (``types=True``): every statement's
+    operands and result have the types the statement implies (see :func:`_check_types`).
+    """
     defined: set[int] = set()
+    own = {loc.id for loc in (*f.params, *f.locals, *f.body.adjoint_locals)}
 
     def use(op: Any) -> None:
         if isinstance(op, Value) and op.id not in defined:
-            raise AssertionError(f"IR: {op!r} used before definition in {f.name}")
+            raise IRError(f"IR: {op!r} used before definition in {f.name}")
+        if isinstance(op, LocalRef) and op.local.id not in own:
+            raise IRError(f"IR: {op!r} is not a local of {f.name}")
 
     def define(v: Value | None) -> None:
         if v is None:
             return
         if v.id in defined:
-            raise AssertionError(f"IR: {v!r} defined twice in {f.name}")
+            raise IRError(f"IR: {v!r} defined twice in {f.name}")
         defined.add(v.id)
 
     def check(block: Block, in_loop: bool) -> None:
@@ -441,9 +491,11 @@ def verify(f: FuncIR) -> None:
                 if not (isinstance(s, While) and op is s.cond):  # defined in the condition block, checked below
                     use(op)
             if isinstance(s, (Break, Continue)) and not in_loop:
-                raise AssertionError(f"IR: {type(s).__name__} outside a loop in {f.name}")
+                raise IRError(f"IR: {type(s).__name__} outside a loop in {f.name}")
+            local = getattr(s, "local", None)
+            if isinstance(local, Local) and local.id not in own:
+                raise IRError(f"IR: {local!r} is not a local of {f.name}")
             if isinstance(s, If):
-                define(None)
                 check(s.then, in_loop)
                 check(s.orelse, in_loop)
             elif isinstance(s, ForRange):
@@ -453,8 +505,125 @@ def verify(f: FuncIR) -> None:
                 use(s.cond)
                 check(s.body, True)
             define(getattr(s, "result", None))
+            if types:
+                _check_types(f, s)
 
     check(f.body, False)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b
+
+
+def _is_int_type(t: Any) -> bool:
+    from ..types.typesys import is_int
+
+    return t is not None and is_int(t)
+
+
+def _check_types(f: FuncIR, s: Stmt) -> None:  # noqa: C901 - one case per statement kind
+    """The type rules of the statements (operands typed ``None`` are compile-time arguments, not checked)."""
+    from ..types import scalars
+    from ..types.typesys import ArrayT, is_composite, is_struct
+
+    def fail(why: str) -> None:
+        raise IRError(f"IR: {why} in {f.name}: {_stmt_text(s)}")
+
+    def want(v: Any, t: Any, what: str) -> None:
+        if v is not None and v.type is not None and t is not None and not _same(v.type, t):
+            fail(f"{what} has type {type_str(v.type)}, expected {type_str(t)}")
+
+    def ints(ops: list[Any], what: str) -> None:
+        for i in ops:
+            if isinstance(i, SliceSpec):
+                ints([x for x in (i.start, i.stop, i.step) if x is not None], what)
+            elif i is not None and i.type is not None and not _is_int_type(i.type):
+                fail(f"{what} of type {type_str(i.type)}")
+
+    def array(op: Any) -> Any:
+        t = getattr(op, "type", None)
+        if not isinstance(t, ArrayT):
+            fail(f"an array operand of type {type_str(t)}")
+        return t
+
+    def condition(c: Any) -> None:
+        t = getattr(c, "type", None)
+        if not (t is scalars.bool or _is_int_type(t)):
+            fail(f"a condition of type {type_str(t)}")
+
+    r = getattr(s, "result", None)
+    if isinstance(r, Value) and r.type is None and not isinstance(s, (Call, CallFunc)):
+        fail("an untyped result")
+    if isinstance(s, Call):
+        ret = s.overload.ret
+        if s.result is None:
+            return
+        want(s.result, ret, "the result")
+    elif isinstance(s, (LoadLocal, StoreLocal)):
+        if isinstance(s, LoadLocal):
+            want(s.result, s.local.type, "the loaded value")
+        else:
+            want(s.value, s.local.type, "the stored value")
+    elif isinstance(s, (ArrayLoad, ArrayStore, ArrayAtomic)):
+        t = array(s.array)
+        ints(s.indices, "an index")
+        if isinstance(s, ArrayStore):
+            if len(s.indices) == t.ndim:
+                want(s.value, t.dtype, "the stored value")
+        elif isinstance(s, ArrayAtomic):
+            if len(s.indices) != t.ndim:
+                fail(f"{len(s.indices)} indices for a {t.ndim}-d array")
+            want(s.value, t.dtype, "the atomic's value")
+            want(s.compare, t.dtype, "the compared value")
+            want(s.result, t.dtype, "the old value")
+        elif len(s.indices) == t.ndim and not any(isinstance(i, SliceSpec) for i in s.indices):
+            want(s.result, t.dtype, "the loaded element")
+    elif isinstance(s, ArrayView):
+        array(s.array)
+        ints(s.indices, "an index")
+        if not isinstance(s.result.type, ArrayT):
+            fail("a view that is not an array")
+    elif isinstance(s, LocalArray):
+        if not isinstance(s.result.type, ArrayT) or s.result.type.ndim != len(s.shape):
+            fail("a local array of the wrong dimensionality")
+    elif isinstance(s, Insert):
+        want(s.result, s.src.type, "the updated value")
+        ints(s.index, "a component index")
+    elif isinstance(s, Extract):
+        if s.field is None and not (is_composite(s.src.type) or _is_tuple(s.src.type)):
+            fail(f"a component of {type_str(s.src.type)}")
+        if s.field is not None and not is_struct(s.src.type):
+            fail(f"field '{s.field}' of {type_str(s.src.type)}")
+        ints(s.index, "a component index")
+    elif isinstance(s, Tid):
+        if not _is_int_type(s.result.type):
+            fail("a thread index that is not an integer")
+    elif isinstance(s, If):
+        condition(s.cond)
+    elif isinstance(s, While):
+        condition(s.cond)
+    elif isinstance(s, ForRange):
+        if not _is_int_type(s.var.type):
+            fail(f"a loop variable of type {type_str(s.var.type)}")
+        for part in (s.start, s.stop, s.step):
+            want(part, s.var.type, "a range bound")
+    elif isinstance(s, Return):
+        if f.is_kernel and s.value is not None:
+            fail("a kernel returning a value")
+        if s.value is not None:
+            want(s.value, f.return_type, "the returned value")
+
+
+def _is_tuple(t: Any) -> bool:
+    from ..types.typesys import TupleT
+
+    return isinstance(t, TupleT)
+
+
+def _stmt_text(s: Stmt) -> str:
+    out: list[str] = []
+    _fmt_stmt(s, "", out)
+    return out[0] if out else type(s).__name__
 
 
 def local_array_values(f: FuncIR) -> set[int]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..builtins import REGISTRY
-from ..builtins.registry import NOT_CONST, Builtin, NoMatch
+from ..builtins.registry import NOT_CONST, Builtin, Lowering, NoMatch, Overload
 from ..core.errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
 from ..types import scalars
 from ..types.typesys import (
@@ -314,45 +315,9 @@ class CallMixin(ExprMixin):
         return a
 
     def call_declared(self, b: Builtin, node: ast.Call) -> Any:
-        lowering = b.lowering
-        if lowering == "tid":
-            if node.args:
-                raise self.err("wp.tid() takes no arguments", node, cls=CodegenTypeError)
-            if not self.is_kernel:
-                raise self.err("wp.tid() can only be called in a @wp.kernel, not in a @wp.func", node,
-                               "pass the index to the function as an argument", CodegenError)
-            return PyObj(_TidRequest(node))
-        if lowering == "printf":
-            return self.lower_printf(node)
-        if lowering == "print":
-            return self.lower_print(node)
-        if lowering == "atomic":
-            return self.lower_atomic(b, node)
-        if lowering == "len":
-            (arg,) = self.call_args(node)
-            v = self.as_operand(arg, node)
-            if is_composite(v.type):
-                return ir.Const(v.type._shape_[0], scalars.int32)
-            if isinstance(v.type, TupleT):
-                return ir.Const(len(v.type.types), scalars.int32)
-            return self.call_builtin(b, [v], node)
-        if lowering == "cast":
-            raw = self.call_args(node, ["a", "dtype"])
-            if len(raw) != 2 or not isinstance(raw[1], PyObj):
-                raise self.err("cast(a, dtype) needs a value and a type", node, cls=CodegenTypeError)
-            v = self.as_operand(raw[0], node)
-            try:
-                ov = b.resolve([v.type, None], [NOT_CONST, raw[1].obj])
-            except NoMatch as e:
-                raise self.err(f"cast(): {e}", node, f"valid forms: {b.signature}", CodegenTypeError) from None
-            r = self.new_value(ov.ret)
-            self.emit(ir.Call(self.src.loc(node), r, ov, [v]))
-            return r
-        if lowering == "expect_near":
-            args = [self.as_operand(a, node) for a in self.call_args(node, ["a", "b", "tolerance"])]
-            if len(args) == 2:
-                args.append(ir.Const(1e-6, scalars.float32, True))
-            return self.call_builtin(b, args, node)
+        """A call of a declared builtin: its special lowering (``Builtin.lowering``), else a plain call."""
+        if b.lowering is not Lowering.CALL:
+            return SPECIAL_LOWERINGS[b.lowering](self, b, node)
         if b.ref_args:
             return self.call_with_refs(b, node)
         raw = self.call_args(node, _param_names(b))
@@ -427,7 +392,53 @@ class CallMixin(ExprMixin):
             self.assigned.add(local.name)
         return True
 
-    def lower_print(self, node: ast.Call) -> Any:
+    def lower_tid(self, b: Builtin, node: ast.Call) -> Any:
+        """``wp.tid()``: a request that the assignment unpacking it turns into thread indices."""
+        if node.args:
+            raise self.err("wp.tid() takes no arguments", node, cls=CodegenTypeError)
+        if not self.is_kernel:
+            raise self.err("wp.tid() can only be called in a @wp.kernel, not in a @wp.func", node,
+                           "pass the index to the function as an argument", CodegenError)
+        return PyObj(_TidRequest(node))
+
+    def lower_len(self, b: Builtin, node: ast.Call) -> Any:
+        """``len(x)``: a constant for vectors, matrices and tuples; a shape query for arrays."""
+        (arg,) = self.call_args(node)
+        v = self.as_operand(arg, node)
+        if is_composite(v.type):
+            return ir.Const(v.type._shape_[0], scalars.int32)
+        if isinstance(v.type, TupleT):
+            return ir.Const(len(v.type.types), scalars.int32)
+        return self.call_builtin(b, [v], node)
+
+    def lower_cast(self, b: Builtin, node: ast.Call) -> Any:
+        """``cast(a, dtype)``: the type is a compile-time argument."""
+        raw = self.call_args(node, ["a", "dtype"])
+        if len(raw) != 2 or not isinstance(raw[1], PyObj):
+            raise self.err("cast(a, dtype) needs a value and a type", node, cls=CodegenTypeError)
+        v = self.as_operand(raw[0], node)
+        try:
+            ov = b.resolve([v.type, None], [NOT_CONST, raw[1].obj])
+        except NoMatch as e:
+            raise self.err(f"cast(): {e}", node, f"valid forms: {b.signature}", CodegenTypeError) from None
+        r = self.new_value(ov.ret)
+        self.emit(ir.Call(self.src.loc(node), r, ov, [v]))
+        return r
+
+    def lower_expect_near(self, b: Builtin, node: ast.Call) -> Any:
+        """``expect_near(a, b[, tolerance])``: the tolerance defaults to 1e-6."""
+        args = [self.as_operand(a, node) for a in self.call_args(node, ["a", "b", "tolerance"])]
+        if len(args) == 2:
+            args.append(ir.Const(1e-6, scalars.float32, True))
+        return self.call_builtin(b, args, node)
+
+    def printf_call(self, fmt: str, vals: list[Any], node: ast.AST) -> None:
+        """Emit the formatted print every ``print``/``printf`` lowers to (the ``printf`` builtin, ``Op.PRINTF``)."""
+        b = REGISTRY.builtins["printf"]
+        ov = Overload(b, tuple(v.type for v in vals), None, b.cpp, (), fmt)
+        self.emit(ir.Call(self.src.loc(node), None, ov, vals))
+
+    def lower_print(self, b: Builtin, node: ast.Call) -> Any:
         args = self.call_args(node)
         if len(args) == 1 and not (isinstance(args[0], PyObj) and isinstance(args[0].obj, str)):
             v = self.as_operand(args[0], node)
@@ -435,7 +446,7 @@ class CallMixin(ExprMixin):
                 fmt: list[str] = []
                 vals: list[Any] = []
                 self.printf_parts(v, fmt, vals, node)
-                self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload("".join(fmt) + "\n"), vals))
+                self.printf_call("".join(fmt) + "\n", vals, node)
                 return None
             return self.call_builtin(REGISTRY.builtins["print"], [v], node)
         fmt, vals = [], []
@@ -449,7 +460,7 @@ class CallMixin(ExprMixin):
                                "print vectors and matrices with their own print() call", CodegenTypeError)
             fmt.append(_printf_spec(v.type))
             vals.append(v)
-        self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload(" ".join(fmt) + "\n"), vals))
+        self.printf_call(" ".join(fmt) + "\n", vals, node)
         return None
 
     def printf_parts(self, v: Any, fmt: list[str], vals: list[Any], node: ast.AST) -> None:
@@ -473,7 +484,7 @@ class CallMixin(ExprMixin):
         else:
             fmt.append(f"<{type_str(t)}>".replace("%", "%%"))
 
-    def lower_printf(self, node: ast.Call) -> Any:
+    def lower_printf(self, b: Builtin, node: ast.Call) -> Any:
         args = self.call_args(node)
         if not args or not (isinstance(args[0], PyObj) and isinstance(args[0].obj, str)):
             raise self.err("printf() needs a format string as its first argument", node, cls=CodegenTypeError)
@@ -482,7 +493,7 @@ class CallMixin(ExprMixin):
             if not scalars.is_scalar_type(v.type):
                 raise self.err(f"printf() arguments must be scalars, got {type_str(v.type)}", node,
                                "print components one by one (v[0], v[1], ...)", CodegenTypeError)
-        self.emit(ir.Call(self.src.loc(node), None, _PrintfOverload(args[0].obj), vals))
+        self.printf_call(args[0].obj, vals, node)
         return None
 
     def lower_atomic(self, b: Builtin, node: ast.Call) -> Any:
@@ -491,7 +502,7 @@ class CallMixin(ExprMixin):
             raise self.err(f"the first argument of {b.name}() must be an array", node,
                            f"valid forms: {b.signature}", CodegenTypeError)
         arr_t: ArrayT = args[0].type
-        op = b.name[len("atomic_"):]
+        op = b.atomic
         n_vals = 2 if op == "cas" else 1
         idx = args[1:-n_vals]
         vals = args[-n_vals:]
@@ -768,21 +779,16 @@ class _TidRequest:
         self.node = node
 
 
-class _PrintfOverload:
-    """A pseudo-overload for formatted printing (the emitter writes a printf call)."""
-
-    class _B:
-        name = "printf"
-        differentiable = False
-
-    builtin = _B()
-    cpp = "op:printf"
-    template = ()
-    differentiable = False
-
-    def __init__(self, fmt: str) -> None:
-        self.fmt = fmt
-        self.ret = None
+#: The frontend's lowering of each special form (``Builtin.lowering``).
+SPECIAL_LOWERINGS: dict[Lowering, Callable[[Any, Builtin, ast.Call], Any]] = {
+    Lowering.TID: CallMixin.lower_tid,
+    Lowering.PRINT: CallMixin.lower_print,
+    Lowering.PRINTF: CallMixin.lower_printf,
+    Lowering.ATOMIC: CallMixin.lower_atomic,
+    Lowering.LEN: CallMixin.lower_len,
+    Lowering.CAST: CallMixin.lower_cast,
+    Lowering.EXPECT_NEAR: CallMixin.lower_expect_near,
+}
 
 
 def _array_inside(value: Any, path: str) -> str | None:

@@ -5,16 +5,21 @@ and its functions' IR into one C++ block each, wrapped in a namespace named by t
 :func:`dump` writes each stage's output when ``TREADLE_DUMP=ir,cpp,adj.cpp`` (``config.dump``) asks for it, into
 ``config.dump_dir``. Building the blocks into binaries, caching and loading them is the backends' job
 (``backends/cpu/build.py``, ``backends/cuda/build.py``).
+
+:func:`kernel_block` and :func:`adjoint_block` return a :class:`KernelBlock`: the block with the data a target that
+writes its own entry points needs (``emit_cuda.py``): the ``Args`` members and their types, the per-thread bodies
+(``emit_entry.EntryPoint``) and the number of checkpoint sites (loops whose iterations the backward pass saves).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
 
 from ... import config
-from . import ir
+from . import emit_entry, ir
 from .emit_cpp import Emitter
 
 #: The includes every generated CPU translation unit starts with (the native headers).
@@ -29,21 +34,65 @@ def dump(stage: str, name: str, text: str) -> None:
         (d / f"{name}.{stage}").write_text(text)
 
 
+@dataclasses.dataclass
+class KernelBlock:
+    """One pass of a kernel as C++ (a namespace named by its content hash) and what targets read about it.
+
+    Attributes:
+        block: the namespace block (types, functions, ``Args``, per-thread bodies, fenced CPU entries).
+        symbol: its symbol (``tk_...`` forward, ``tb_...`` backward); the namespace is ``<symbol>_ns``.
+        locs: checked-mode markers -> source locations (forward passes).
+        args: ``(member, IR type)`` of the ``Args`` struct, in order (the trailing padding byte's type is ``None``).
+        entries: the per-thread bodies with CPU entries (:class:`emit_entry.EntryPoint`), in order.
+        ckpt_sites: loops whose iterations the pass checkpoints (backward passes; 0: no checkpoint stack).
+    """
+
+    block: str
+    symbol: str
+    locs: list[Any]
+    args: list[tuple[str, Any]]
+    entries: list[emit_entry.EntryPoint]
+    ckpt_sites: int = 0
+
+    def entry(self, kind: str) -> emit_entry.EntryPoint:
+        """The entry point of ``kind`` (``forward`` / ``backward``)."""
+        for e in self.entries:
+            if e.kind == kind:
+                return e
+        raise LookupError(f"no {kind} entry in block {self.symbol}")
+
+
+def _args_members(kernel_ir: ir.FuncIR) -> list[tuple[str, Any]]:
+    """The ``Args`` members the emitter declares: one per parameter, then the padding byte (type ``None``)."""
+    return [*((f"p_{p.name}", p.type) for p in kernel_ir.params), ("_treadle_pad", None)]
+
+
+def _wrap(inner: str, prefix: str) -> tuple[str, str]:
+    digest = hashlib.sha256(inner.encode()).hexdigest()
+    symbol = f"{prefix}_{digest[:24]}"
+    return f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n", symbol
+
+
+def kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = False,
+                 verify_fp: bool = False) -> KernelBlock:
+    """The forward pass of one kernel (with its functions, callees first) as a :class:`KernelBlock`."""
+    em = Emitter(line_directives=config.line_directives, checked=checked, verify_fp=verify_fp)
+    grad_text = _grad_support(em, funcs, kernel_ir)
+    func_text = grad_text + [em.function(fi.ir, fi.cname) for fi in funcs]
+    with emit_entry.collect() as found:
+        args_struct, body = em.kernel(kernel_ir, "@SYMBOL@")
+    block, symbol = _wrap("\n\n".join([*em.type_defs, *func_text, args_struct, body]), "tk")
+    return KernelBlock(block, symbol, em.locs, _args_members(kernel_ir), found)
+
+
 def emit_kernel_block(kernel_ir: ir.FuncIR, funcs: list[Any], checked: bool = False,
                       verify_fp: bool = False) -> tuple[str, str, list[Any]]:
     """C++ for one kernel (with its functions), wrapped in a namespace named by its content hash.
 
     Returns ``(block, symbol, locations)``; ``locations`` maps checked-mode markers to source locations.
     """
-    em = Emitter(line_directives=config.line_directives, checked=checked, verify_fp=verify_fp)
-    grad_text = _grad_support(em, funcs, kernel_ir)
-    func_text = grad_text + [em.function(fi.ir, fi.cname) for fi in funcs]
-    args_struct, body = em.kernel(kernel_ir, "@SYMBOL@")
-    inner = "\n\n".join([*em.type_defs, *func_text, args_struct, body])
-    digest = hashlib.sha256(inner.encode()).hexdigest()
-    symbol = f"tk_{digest[:24]}"
-    block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
-    return block, symbol, em.locs
+    kb = kernel_block(kernel_ir, funcs, checked=checked, verify_fp=verify_fp)
+    return kb.block, kb.symbol, kb.locs
 
 
 def _grad_support(em: Emitter, funcs: list[Any], kernel_ir: ir.FuncIR) -> list[str]:
@@ -68,9 +117,9 @@ def _grad_support(em: Emitter, funcs: list[Any], kernel_ir: ir.FuncIR) -> list[s
             *adjs]
 
 
-def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:
-    """C++ for the backward pass of one kernel: forward and adjoint functions plus the backward entry point."""
-    from .emit_adjoint import AdjointEmitter, ReplayEmitter, replay_name
+def adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> KernelBlock:
+    """The backward pass of one kernel: replays and adjoint functions plus the backward body, as a :class:`KernelBlock`."""
+    from .emit_adjoint import ReplayEmitter, replay_name
     from .structurize import structurize
 
     em = Emitter(line_directives=config.line_directives)
@@ -86,17 +135,43 @@ def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str
         grad_callees = []  # a helper using wp.grad() itself: called through its replay (defined above)
     callee_funcs = [em.function(fi.ir, fi.cname) for fi in grad_callees]
     args_struct, _ = em.kernel(kernel_ir, "@SYMBOL@")
-    adj = AdjointEmitter(em)
+    adj = _site_counting_emitter()(em)
     adj_funcs = [adj.custom_adjoint_function(fi.grad_ir, len(fi.types), fi.cname, forward_calls=bool(grad_callees))
                  if getattr(fi, "grad_ir", None) is not None else adj.adjoint_function(structurize(fi.ir), fi.cname)
                  for fi in funcs]
-    backward = adj.adjoint_kernel(structurize(kernel_ir), "@SYMBOL@")
+    with emit_entry.collect() as found:
+        backward = adj.adjoint_kernel(structurize(kernel_ir), "@SYMBOL@")
     inner = "\n\n".join(["using treadle::adj_accum;\nusing treadle::adj_atomic_accum;", *em.type_defs, *adj.struct_accumulators(), *fwd_funcs,
                           *callee_funcs, *adj_funcs, args_struct, backward])
-    digest = hashlib.sha256(inner.encode()).hexdigest()
-    symbol = f"tb_{digest[:24]}"
-    block = f"namespace {symbol}_ns {{\n\n{inner.replace('@SYMBOL@', symbol)}\n\n}} // namespace {symbol}_ns\n"
-    return block, symbol
+    block, symbol = _wrap(inner, "tb")
+    return KernelBlock(block, symbol, [], _args_members(kernel_ir), found, adj.ckpt_sites)
+
+
+def emit_adjoint_block(kernel_ir: ir.FuncIR, funcs: list[Any]) -> tuple[str, str]:
+    """C++ for the backward pass of one kernel: ``(block, symbol)`` (see :func:`adjoint_block`)."""
+    kb = adjoint_block(kernel_ir, funcs)
+    return kb.block, kb.symbol
+
+
+_SiteCounting: Any = None
+
+
+def _site_counting_emitter() -> Any:
+    """The adjoint emitter, counting the loops whose iterations its forward sweeps checkpoint."""
+    global _SiteCounting
+    if _SiteCounting is None:
+        from .emit_adjoint import AdjointEmitter
+
+        class SiteCounting(AdjointEmitter):  # type: ignore[misc]
+            ckpt_sites = 0
+
+            def loop_prologue(self, s: Any, lines: list[str], ind: str) -> None:
+                if self.ckpt_now:
+                    self.ckpt_sites += 1
+                super().loop_prologue(s, lines, ind)
+
+        _SiteCounting = SiteCounting
+    return _SiteCounting
 
 
 def ordered_deps(roots: list[Any]) -> list[Any]:
@@ -140,5 +215,5 @@ def emit_backward(kernel_ir: ir.FuncIR, deps: list[Any], name: str) -> tuple[str
     return block, symbol
 
 
-__all__ = ["PRELUDE", "dump", "emit_adjoint_block", "emit_backward", "emit_forward", "emit_kernel_block",
-           "has_runtime_loops", "ordered_deps"]
+__all__ = ["PRELUDE", "KernelBlock", "adjoint_block", "dump", "emit_adjoint_block", "emit_backward", "emit_forward", "emit_kernel_block",
+           "has_runtime_loops", "kernel_block", "ordered_deps"]

@@ -86,7 +86,7 @@ def privatize(f: ir.FuncIR) -> tuple[ir.FuncIR, list[Target]] | None:
                 out.append(ir.Call(s.loc, new, ov, [old, s.value]))
                 out.append(ir.ArrayStore(s.loc, s.array, list(s.indices), new))
             elif isinstance(s, (ir.If, ir.ForRange, ir.While)):
-                c = copy.copy(s)  # keeps attributes later passes attached
+                c = copy.copy(s)  # keeps the fields other passes filled in
                 for field in ("then", "orelse", "body", "cond_block"):
                     if hasattr(c, field):
                         setattr(c, field, rewrite(getattr(c, field)))
@@ -99,6 +99,7 @@ def privatize(f: ir.FuncIR) -> tuple[ir.FuncIR, list[Target]] | None:
                      and getattr(getattr(defs.get(id(s.array)), "local", None), "name", None) in counts}
     g = copy.copy(f)
     g.body = rewrite(f.body)
+    ir.verify_pass(g, "privatize")
     return g, [Target(n, params[n].type.dtype, counts[n]) for n in names]
 
 

@@ -39,7 +39,7 @@ def streamed_output(f: ir.FuncIR) -> ir.Local | None:
         uses = [(s, op) for s in stmts for op in ir.operands(s)
                 if (isinstance(op, ir.Value) and op.id in loads) or (isinstance(op, ir.LocalRef) and op.local.id == p.id)]
         stores = [s for s, op in uses if isinstance(s, ir.ArrayStore) and s.array is op]
-        shape_reads = [s for s, _ in uses if isinstance(s, ir.Call) and s.overload.builtin.name in ("len", "_array_dim")]
+        shape_reads = [s for s, _ in uses if isinstance(s, ir.Call) and s.overload.builtin.shape_query]
         if len(stores) != 1 or len(uses) != 1 + len(shape_reads):
             continue
         st = stores[0]

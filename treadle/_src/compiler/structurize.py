@@ -71,10 +71,10 @@ class Structurizer:
         body += self.block(self.f.body).stmts
         from ..builtins import REGISTRY
 
-        g = dataclasses.replace(self.f, body=ir.Block(body), locals=self.f.locals + self.new_locals)
-        g.retval = self.retval  # type: ignore[attr-defined]
-        g.next_id = self.next_id  # type: ignore[attr-defined]
+        g = dataclasses.replace(self.f, body=ir.Block(body), locals=self.f.locals + self.new_locals,
+                                retval=self.retval)
         _ = REGISTRY
+        ir.verify_pass(g, "structurize")
         return g
 
     def guard(self, rest: list[ir.Stmt], loc: Any) -> list[ir.Stmt]:
@@ -132,10 +132,9 @@ class Structurizer:
             body += self.block(s.body).stmts
             self.loop_exits.pop()
             if isinstance(s, ir.ForRange):
-                new: ir.Stmt = ir.ForRange(s.loc, s.var, s.start, s.stop, s.step, ir.Block(body))
+                new: ir.Stmt = ir.ForRange(s.loc, s.var, s.start, s.stop, s.step, ir.Block(body), exit_flag)
             else:
-                new = ir.While(s.loc, s.cond_block, s.cond, ir.Block(body))
-            new.exit = exit_flag  # type: ignore[attr-defined]
+                new = ir.While(s.loc, s.cond_block, s.cond, ir.Block(body), exit_flag)
             out.append(new)
             after = self.value(scalars.bool)
             out.append(ir.LoadLocal(s.loc, after, self.ret))
@@ -147,7 +146,7 @@ class Structurizer:
 
 def structurize(f: ir.FuncIR) -> ir.FuncIR:
     """The jump-free form of ``f`` (a new FuncIR; ``f`` is not modified)."""
-    if getattr(f, "native", None) is not None:
+    if f.native is not None:
         return f
     max_id = 0
     for s in ir.walk(f.body):

@@ -18,8 +18,6 @@ from typing import Any
 from ..types.typesys import ArrayT, is_int
 from . import ir
 
-_ARITH = {"add": "+", "sub": "-", "mul": "*"}
-
 
 def _mutated(f: ir.FuncIR) -> set[int]:
     """Ids of the locals the body assigns or passes by reference (their value may change)."""
@@ -61,16 +59,16 @@ def uniform_ranges(f: ir.FuncIR) -> dict[int, str]:
         if isinstance(s, ir.LoadLocal):
             return f"args.p_{s.local.name}" if s.local.id in stable else None
         if isinstance(s, ir.Call):
-            name = s.overload.builtin.name
-            if name == "len" and array_param(s.args[0]) is not None:
+            b = s.overload.builtin
+            if b.shape_query and len(s.args) == 1 and array_param(s.args[0]) is not None:  # len(arr)
                 return f"treadle::int32(args.p_{array_param(s.args[0]).name}.shape[0])"  # type: ignore[union-attr]
-            if name == "_array_dim" and isinstance(s.args[1], ir.Const):
+            if b.shape_query and len(s.args) == 2 and isinstance(s.args[1], ir.Const):  # arr.shape[d]
                 a = array_param(s.args[0])
                 return f"treadle::int32(args.p_{a.name}.shape[{int(s.args[1].value)}])" if a is not None else None
-            if name in _ARITH and len(s.args) == 2:
+            if b.infix and len(s.args) == 2:
                 lhs, rhs = expr(s.args[0]), expr(s.args[1])
                 if lhs is not None and rhs is not None:
-                    return f"{cpp_type(x.type)}({lhs} {_ARITH[name]} {rhs})"
+                    return f"{cpp_type(x.type)}({lhs} {b.infix} {rhs})"
         return None
 
     out: dict[int, str] = {}

@@ -28,6 +28,7 @@ from ..core import abi
 from ..core.errors import CopyError, CopyTypeError, ShapeError
 from ..runtime import device as _device
 from ..runtime import graph as _graph
+from ..runtime import memtrack as _memtrack
 from ..runtime.recording import active_tape
 from ..types import arrays as _arrays
 from ..types import scalars
@@ -49,6 +50,7 @@ from ..types.arrays import (
     types_equal,
     value_bytes,
 )
+from ..types.struct import annotation_union
 
 MAX_DIMS = abi.MAX_DIMS
 
@@ -203,6 +205,9 @@ class array:
             alloc = dev.get_allocator(pinned).alloc(nbytes)
             self._owner = alloc
             ptr = alloc.ptr
+            if _memtrack.is_tracking():
+                _memtrack.record_allocation(alloc.owner if alloc.owner is not None else alloc, dev, nbytes,
+                                            f"array[{type_name(dtype)}, {', '.join(str(n) for n in shape)}]")
         self._set_layout(dtype, shape, strides, ptr)
         self.capacity = nbytes
         self.device = dev
@@ -249,6 +254,9 @@ class array:
             arr = _struct_records(data, dtype)
         else:
             arr = to_numpy(data)
+            if arr.ndim == 0 and isinstance(data, np.ndarray) and not inner_shape(dtype):
+                # a 0-d NumPy array becomes a one-element array, as in the reference (a Python scalar does not)
+                arr = arr.reshape(1)
             if arr.ndim == 0:
                 raise TypeError(
                     f"Data must be a sequence or array, got scalar {data!r}; use wp.full(shape, value) to fill an array"
@@ -305,8 +313,9 @@ class array:
         v._set_layout(self.dtype if dtype is None else dtype, shape, strides, ptr)
         v.capacity = _extent(shape, strides, elem_size(v.dtype))
         v.device, v.pinned, v._owner = self.device, self.pinned, self
-        if dtype is None and self._grad is not None:
-            v._grad = self._grad._make_view(offset, shape, strides)
+        if self._grad is not None:
+            # reinterpreting views keep the gradient, reinterpreted the same way (as the reference does)
+            v._grad = self._grad._make_view(offset, shape, strides, dtype=dtype)
             v._requires_grad = self._requires_grad
         return v
 
@@ -872,6 +881,24 @@ class array:
     def __mod__(self, other: Any) -> array:
         return self._arith(other, np.fmod)
 
+    # in place, as the reference does: the array keeps its memory (views of it, and gradients that views share,
+    # see the result)
+    def _arith_inplace(self, other: Any, op: Any) -> array:
+        self.assign(self._arith(other, op))
+        return self
+
+    def __iadd__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.add)
+
+    def __isub__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.subtract)
+
+    def __imul__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.multiply)
+
+    def __itruediv__(self, other: Any) -> array:
+        return self._arith_inplace(other, np.true_divide)
+
     def __rmod__(self, other: Any) -> array:
         return self._arith(other, np.fmod, True)
 
@@ -886,6 +913,18 @@ class array:
         if self._is_annotation:
             return repr(self)
         return str(self.numpy())
+
+    def __or__(self, other: Any) -> Any:
+        """``wp.array(dtype=float) | None`` (or ``wp.array[float] | None``) in an annotation: an ``Optional``."""
+        if not self._is_annotation:
+            return NotImplemented  # a concrete array: ``|`` is not defined on array values
+        return annotation_union(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        """``None | wp.array(dtype=float)`` in an annotation."""
+        if not self._is_annotation:
+            return NotImplemented
+        return annotation_union(other, self)
 
     def __class_getitem__(cls, dtype: Any) -> array:
         """``wp.array[float]``: an annotation of a 1-D array (``array2d[...]``: 2-D, ...)."""

@@ -54,9 +54,18 @@ def _shape_arg(shape: Any, kwargs: dict[str, Any]) -> Any:
     if "n" in kwargs:  # legacy spelling of a 1-D shape
         n = kwargs.pop("n")
         shape = n if shape is None else shape
+    # ``ndim=`` is accepted as the reference's creation functions forward it to ``array``; the shape decides, and a
+    # number of dimensions that contradicts it is an error rather than ignored.
+    ndim = kwargs.pop("ndim", None)
     if kwargs:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(kwargs)}")
-    return (0,) if shape is None else shape
+    shape = (0,) * (1 if ndim is None else builtins.int(ndim)) if shape is None else shape
+    if ndim is not None:
+        dims = 1 if isinstance(shape, (builtins.int, np.integer)) else len(shape)
+        if dims != ndim:
+            raise ValueError(f"ndim={ndim} does not match shape {shape!r} ({dims} dimension(s)); pass one or make "
+                             "them agree")
+    return shape
 
 
 def empty(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import aot
+from ..runtime import state as _state
 from .kernel import Module, get_module, modules
 
 
@@ -30,6 +31,7 @@ def set_module_options(options: dict[str, Any], module: Any = None) -> None:
     m.options.update(options)
     for k in m.kernels:
         k.instances.clear()
+    _state.new_epoch()  # plans of the dropped instances must not be taken by the native launch path
 
 
 def get_module_options(module: Any = None) -> dict[str, Any]:

@@ -578,6 +578,31 @@ def set_mempool_enabled(device: Any, enable: bool) -> None:
     dev.is_mempool_enabled = bool(enable)
 
 
+class ScopedMempool:
+    """``with wp.ScopedMempool(device, enable):`` enables or disables the device's memory pool inside the block.
+
+    The previous setting comes back on exit. On the CPU, which has no memory pools, ``enable=False`` does nothing
+    and ``enable=True`` raises ``ValueError`` on entry, as :func:`set_mempool_enabled` does.
+    """
+
+    def __init__(self, device: Any, enable: bool) -> None:
+        from .device import get_device
+
+        self.device = get_device(device)
+        self.enable = bool(enable)
+        self._saved: bool | None = None
+
+    def __enter__(self) -> ScopedMempool:
+        self._saved = is_mempool_enabled(self.device)
+        set_mempool_enabled(self.device, self.enable)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._saved is not None:
+            set_mempool_enabled(self.device, self._saved)
+            self._saved = None
+
+
 def _pool_device(device: Any) -> CudaDevice:
     from .device import get_device
 

@@ -161,6 +161,11 @@ class Device:
         """Currently available memory of the device in bytes (0 when unknown)."""
         return _sysconf_bytes("SC_AVPHYS_PAGES")
 
+    @property
+    def default_allocator(self) -> memory.Allocator:
+        """The allocator arrays on this device use unless another is chosen (host memory on the CPU)."""
+        return self.allocator
+
     def get_allocator(self, pinned: bool = False) -> memory.Allocator:
         """The allocator for arrays on this device (``pinned`` asks for page-locked host memory)."""
         if pinned and self.is_cpu and self.runtime is not None and self.runtime.pinned_allocator is not None:
@@ -311,6 +316,8 @@ def set_device(ident: Any) -> None:
     rt = get_runtime()
     dev = rt.resolve(ident)
     rt.default_device = dev
+    if rt is _HOLDER.runtime:
+        state.publish_devices(rt)  # what the native launch path reads
     if dev.is_cuda:
         rt.current_cuda_device = dev
     dev.make_current()
@@ -391,6 +398,8 @@ class ScopedDevice:
         assert self._saved is not None
         rt = get_runtime()
         rt.default_device, rt.current_cuda_device = self._saved
+        if rt is _HOLDER.runtime:
+            state.publish_devices(rt)
         rt.default_device.make_current()
 
 
@@ -478,6 +487,8 @@ def unmap_cuda_device(alias: str) -> None:
     del rt.devices[alias]
     if rt.default_device is dev:
         rt.default_device = get_preferred_device()
+    if rt is _HOLDER.runtime:
+        state.publish_devices(rt)
 
 
 def _find_cxx() -> str:

@@ -1,7 +1,8 @@
 """The native launch fast path: a small CPython extension built from ``native/fastlaunch.cpp`` at first use.
 
 ``wp.launch`` of a kernel launched before, ``LaunchPlan.run`` and recorded ``Launch.launch()`` then cost one C call
-instead of Python bookkeeping and a ctypes call (see ``lang/launch.py``; figures in ``docs/cpu_backend.md``).
+instead of Python bookkeeping and a ctypes call (see ``backends/cpu/launch.py``; figures in ``docs/cpu_backend.md``).
+The process-wide state it reads is a C struct the Python side keeps current (``state.LAUNCH``).
 
 The extension is compiled with Treadle's own toolchain against this interpreter's headers
 (``sysconfig.get_paths()["include"]``) into the shared cache (``backends.cpu.shared_cache()``), next to the thread-pool
@@ -140,13 +141,16 @@ def load(run1_address: int) -> Any:
         try:
             path = _STATE.path or build_extension()
             module = _load(path)
+            import ctypes
+
             from ..core.abi import ArrayDesc
             from ..types.arrays import array_class
-            from . import recording, state, threadpool
+            from . import state, threadpool
 
-            # the front end's array class, registered with the type layer: the arrays the extension packs itself
-            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, config, state.CAPTURE, recording._local,
-                        state.DEVICES, array_class(), ArrayDesc)
+            # the launch state the extension reads (a C struct), and the front end's array class, registered with
+            # the type layer: the arrays the extension packs itself
+            module.init(run1_address, threadpool._CPUS, GIL_THRESHOLD, ctypes.addressof(state.LAUNCH), array_class(),
+                        ArrayDesc)
             _STATE.module = module
             _STATE.path = path
         except Exception as e:  # noqa: BLE001 - any failure leaves the Python paths in charge

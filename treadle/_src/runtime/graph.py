@@ -129,7 +129,7 @@ def capture_begin(device: Any = None, stream: Any = None, force_module_load: Any
         raise RuntimeError("a graph capture is already active on this thread; call wp.capture_end() first")
     STATE.local.graph = Graph(dev, apic=bool(apic))
     with STATE.lock:
-        STATE.count += 1
+        STATE.enter()
 
 
 def capture_end(device: Any = None, stream: Any = None) -> Graph:
@@ -144,7 +144,7 @@ def capture_end(device: Any = None, stream: Any = None) -> Graph:
         raise RuntimeError("wp.capture_end() without a matching wp.capture_begin() on this thread")
     STATE.local.graph = None
     with STATE.lock:
-        STATE.count -= 1
+        STATE.leave()
     g._finish()
     return g
 
@@ -179,3 +179,12 @@ class ScopedCapture:
         if self.active:
             self.graph = capture_end(self.device, self.stream)
             self.active = False
+
+
+def is_conditional_graph_supported() -> bool:
+    """Whether captured graphs can hold conditional nodes (``capture_if`` / ``capture_while``).
+
+    Always ``False``: Treadle's graphs (CPU and CUDA) hold launches, copies and memsets only, so a program that
+    checks this first takes its unconditional path, as it does with the reference on a CPU or an older driver.
+    """
+    return False

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from .state import tapes_changed
+
 _local = threading.local()
 
 
@@ -21,6 +23,7 @@ def push_tape(tape: Any) -> None:
     if not hasattr(_local, "stack"):
         _local.stack = []
     _local.stack.append(tape)
+    tapes_changed(1)
 
 
 def pop_tape(tape: Any) -> None:
@@ -28,6 +31,7 @@ def pop_tape(tape: Any) -> None:
     stack = getattr(_local, "stack", [])
     if stack and stack[-1] is tape:
         stack.pop()
+        tapes_changed(-1)
 
 
 @contextlib.contextmanager
@@ -35,7 +39,9 @@ def suspend_tapes() -> Iterator[None]:
     """Hide the recording tapes of this thread inside a ``with`` block (tools that run their own tape)."""
     saved = getattr(_local, "stack", [])
     _local.stack = []
+    tapes_changed(-len(saved))
     try:
         yield
     finally:
+        tapes_changed(len(saved) - len(_local.stack))
         _local.stack = saved

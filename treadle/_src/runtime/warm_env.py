@@ -7,7 +7,7 @@ searching ``$PATH`` several times: about 1.5 ms of every start.
 
 The *stamp* is a hash of cheap facts about everything those depend on: the names, sizes, modification times and
 inodes of the native headers and sources (``native/*.h``, ``native/*.cpp``); Treadle's code-generating sources
-(``warm_index.treadle_signature``); where ``$PATH`` finds each compiler (searched once, for all names) and the status
+(the digest the CPU backend registers with :func:`register_sources`: ``backends/cpu/warm.py``); where ``$PATH`` finds each compiler (searched once, for all names) and the status
 of that binary; the boot id (a reboot may bring another CPU); the compiler settings. ``<cache>/warm/env_<stamp>.json`` remembers the derived facts under it. A
 process whose stamp matches takes them from there; any change (a header touched or edited, a compiler upgraded,
 replaced or shadowed by another one earlier in ``$PATH``, a reboot, an edit of Treadle) gives another stamp: the
@@ -38,6 +38,16 @@ FORMAT = "treadle-env-1"
 #: ``toolchain.find_compiler``'s search order when no compiler is configured.
 _DEFAULT_COMPILERS = ("clang++", "g++")
 _FALLBACK_COMPILER = "c++"
+
+#: ``(signature, forget)`` of Treadle's code-generating sources (:func:`register_sources`); no stamp without it
+_sources: tuple[Any, Any] | None = None
+
+
+def register_sources(signature: Any, forget: Any) -> None:
+    """Register the digest of Treadle's code-generating sources (``signature()``) and how to take it again."""
+    global _sources
+    _sources = (signature, forget)
+
 
 # config.cxx -> (cache root, stamp, facts) still to record, or None once primed or recorded (the facts do not depend on
 # the cache: a process primes once per compiler setting)
@@ -115,12 +125,11 @@ def _st(st: os.stat_result) -> str:
 def compute_stamp() -> tuple[str, dict[str, Any]] | None:
     """The stamp and the compilers it saw (``None`` where it cannot be taken: no boot id, no compiler found)."""
     from .native import LOOP_KERNELS_WITH_GXX, NATIVE_DIR
-    from .warm_index import treadle_signature
 
     boot = _boot_id()
-    if boot is None:
+    if boot is None or _sources is None:
         return None
-    parts = [FORMAT, config.version, repr(config.cxx), str(LOOP_KERNELS_WITH_GXX), treadle_signature(), boot]
+    parts = [FORMAT, config.version, repr(config.cxx), str(LOOP_KERNELS_WITH_GXX), _sources[0](), boot]
     native = str(NATIVE_DIR)
     names = os.listdir(native)
     names.sort()
@@ -315,12 +324,12 @@ def _forget_facts() -> None:
 
 def forget() -> None:
     """Drop every per-process memo the stamp covers, as a fresh process starts (tests)."""
-    from .warm_index import forget_signature
-
     _state.clear()
     _loaded.clear()
-    forget_signature()
+    if _sources is not None:
+        _sources[1]()
     _forget_facts()
 
 
-__all__ = ["compute_stamp", "prime", "remember", "forget", "which_many", "product", "remember_product"]
+__all__ = ["compute_stamp", "prime", "remember", "forget", "which_many", "product", "register_sources",
+           "remember_product"]

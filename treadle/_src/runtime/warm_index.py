@@ -5,9 +5,9 @@ emitting every kernel, which costs milliseconds per kernel at each process start
 key* to the kernel key, its library and the little launch metadata a launch needs, so a process whose kernels are
 all cached loads their libraries directly.
 
-The key is made above this layer: the compiler fingerprints what lowering reads (``compiler/fingerprint.py``) and
-the backend adds what its build depends on (``backends/cpu/warm.py``: the compiler identity, flags, the native
-headers and :func:`treadle_signature`, the names, sizes and modification times of Treadle's code-generating
+The key is made above this layer, which only maps it to the cache's entries: the compiler fingerprints what
+lowering reads (``compiler/fingerprint.py``, Treadle's own lowering sources included) and the backend adds what its
+build depends on (``backends/cpu/warm.py``: the compiler identity, flags, the native headers and the backend's own
 sources). Entries live in ``<cache>/warm/`` as small JSON files written atomically; an entry whose library changed
 (size, modification time, inode) since it was recorded, or that the kernel cache no longer points at, is ignored.
 """
@@ -15,7 +15,6 @@ sources). Entries live in ``<cache>/warm/`` as small JSON files written atomical
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -24,79 +23,6 @@ from typing import Any
 from .cache import get_cache, unsafe_reason
 
 FORMAT = "treadle-warm-3"
-
-_toolkit_sig: str | None = None
-
-#: The parts of Treadle that decide what a CPU kernel compiles to: the error and ABI layer, types, builtins, the
-#: compiler, the front end, the geometry types and functions, the CPU backend, the compile flags and toolchain, this
-#: index and the configuration (not the CUDA and interpreter backends: they never change a CPU binary).
-_CODEGEN_PARTS = ("_src/core", "_src/types", "_src/builtins", "_src/compiler", "_src/lang", "_src/geometry",
-                  "_src/backends/cpu", "_src/runtime/native.py", "_src/runtime/toolchain.py",
-                  "_src/runtime/warm_index.py", "config.py")
-
-
-def _add_sources(path: str, add: Any) -> None:
-    """``name:size:mtime`` of each ``.py`` file under directory ``path``, sorted, descending into subpackages.
-
-    ``os.listdir`` and ``os.stat`` on plain strings: the least Python around the one ``stat`` per file.
-    """
-    stat = os.stat
-    names = os.listdir(path)
-    names.sort()
-    for name in names:
-        if name.endswith(".py"):
-            st = stat(f"{path}/{name}")  # follows links, as the import system does
-            add(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-        elif "." not in name and name != "__pycache__":
-            sub = f"{path}/{name}"
-            try:
-                st = os.lstat(sub)
-            except OSError:
-                continue
-            if st.st_mode & 0o170000 == 0o040000:  # a directory (not a link to one)
-                add(name + "/")
-                _add_sources(sub, add)
-                add("..")
-
-
-def sources_signature(root: str, parts: tuple[str, ...] = _CODEGEN_PARTS) -> str:
-    """A digest of the names, sizes and modification times of the ``.py`` files of ``parts`` of directory ``root``."""
-    seen: list[str] = []
-    add = seen.append
-    for part in parts:
-        path = f"{root}/{part}"
-        add(part)
-        try:
-            st = os.stat(path)
-        except OSError:
-            add("-")
-            continue
-        if st.st_mode & 0o170000 == 0o040000:  # a directory
-            _add_sources(path, add)
-        else:
-            add(f"{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(seen).encode()).hexdigest()
-
-
-def treadle_signature() -> str:
-    """Names, sizes and modification times of Treadle's code-generating sources (once per process).
-
-    The native headers are covered by ``native.header_hash``. One ``stat`` per source file (an edit in place
-    changes no directory, so nothing cheaper is safe), with as little Python around each as possible: every warm
-    start pays for it.
-    """
-    global _toolkit_sig
-    if _toolkit_sig is None:
-        # the ``treadle`` package
-        _toolkit_sig = sources_signature(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    return _toolkit_sig
-
-
-def forget_signature() -> None:
-    """Take :func:`treadle_signature` again on next use (tests)."""
-    global _toolkit_sig
-    _toolkit_sig = None
-
 
 # ---------------------------------------------------------------------------------------------- the index
 _HEX_DIGITS = frozenset("0123456789abcdef")
@@ -193,4 +119,4 @@ def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any
         os.replace(tmp, path)
 
 
-__all__ = ["FORMAT", "lookup", "record", "sources_signature", "treadle_signature"]
+__all__ = ["FORMAT", "lookup", "record"]

@@ -175,6 +175,9 @@ def _scalar(name: str, base: type, ctype: Any, npdt: Any, bits: int, signed: bui
             "__doc__": f"The {name} scalar type.",
             "_type_": ctype,
             "_np_": np.dtype(npdt),
+            # NumPy reads a `dtype` attribute of an object it is given as a dtype: np.dtype(wp.int32) is int32,
+            # np.zeros(n, dtype=wp.float32) a float32 array (the reference's scalar types read the same way)
+            "dtype": np.dtype(npdt),
             "_cname_": name,
             "_size_": bits // 8 if bits >= 8 else 1,
             "_bits_": bits,
@@ -211,12 +214,26 @@ def _bfloat16_numpy() -> Any:
         return np.dtype(np.uint16)
 
 
+class _LazyNumpyDtype:
+    """bfloat16's NumPy dtype, found on first use: importing ``ml_dtypes`` costs more than the rest of start-up."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        dt = _bfloat16_numpy()
+        for name in ("_np_", "dtype"):  # replace both descriptors by the value: later reads are plain lookups
+            type.__setattr__(owner, name, dt)
+        return dt
+
+
 class bfloat16(scalar_base):
     """The bfloat16 storage type (8-bit exponent, 7-bit mantissa). Kernels load, store and convert it."""
 
     __slots__ = ()
     _type_ = ctypes.c_uint16
-    _np_ = _bfloat16_numpy()
+    _np_ = _LazyNumpyDtype()
+    dtype = _LazyNumpyDtype()
     _cname_ = "bfloat16"
     _size_ = 2
     _bits_ = 16
@@ -244,8 +261,6 @@ non_atomic_types: tuple[type, ...] = (int8, uint8, int16, uint16, int64)
 
 # bfloat16 is a storage-only type: recognised everywhere, but not in `scalar_types` (no arithmetic on it).
 _BY_NUMPY = {t._np_: t for t in scalar_types}  # type: ignore[attr-defined]
-if bfloat16._np_ != np.dtype(np.uint16):
-    _BY_NUMPY[bfloat16._np_] = bfloat16
 _BY_NAME = {t.__name__: t for t in (*scalar_types, bfloat16)}
 
 
@@ -278,9 +293,13 @@ def scalar_from_python(t: Any) -> Any:
 def scalar_from_numpy(dt: Any) -> Any:
     """The scalar type for a NumPy dtype, or ``None``."""
     try:
-        return _BY_NUMPY.get(np.dtype(dt))
+        dt = np.dtype(dt)
     except TypeError:
         return None
+    found = _BY_NUMPY.get(dt)
+    if found is None and dt.name == "bfloat16" and dt == bfloat16._np_:  # ml_dtypes' type, when it is installed
+        found = _BY_NUMPY[dt] = bfloat16
+    return found
 
 
 def scalar_by_name(name: str) -> Any:

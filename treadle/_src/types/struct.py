@@ -116,6 +116,15 @@ def _resolve_annotation(cls: type, name: str, ann: Any, scope: dict[str, Any] | 
     return scalars.scalar_from_python(ann)
 
 
+def annotation_union(a: Any, b: Any) -> Any:
+    """``a | b`` for Treadle type objects that are instances rather than classes (structs, array annotations).
+
+    Python's ``X | None`` works only on classes; these give ``typing.Union[a, b]``, which annotations of Python
+    functions and dataclasses (``def f(x: wp.array(dtype=float) | None = None)``) evaluate to.
+    """
+    return typing.Union[a, b]
+
+
 class Struct:
     """A ``@struct`` type: field types, the ctypes layout, and the instance factory.
 
@@ -209,6 +218,14 @@ class Struct:
         inst: Any = object.__new__(self.instance_type)
         inst._setup(c)
         return inst
+
+    def __or__(self, other: Any) -> Any:
+        """``S | None`` in an annotation: ``typing.Optional[S]``."""
+        return annotation_union(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        """``None | S`` in an annotation."""
+        return annotation_union(other, self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Create an instance: zero or default fields, then the given field values (positional in field order)."""

@@ -241,18 +241,34 @@ def scalar_type_of(t: Any) -> Any:
 type_scalar_type = scalar_type_of
 
 
-def type_length(t: Any) -> builtins.int:
-    """Number of scalars in one value of type ``t`` (1 for scalars, ``_length_`` for composites)."""
+def type_size(t: Any) -> builtins.int:
+    """Number of scalars in one value of type ``t`` (1 for scalars, ``_length_`` for composites: 9 for mat33)."""
     t = normalize_type(t)
     cls = _composite_class(t)
     if cls is not None:
         return builtins.int(cls._length_)
     if scalars.is_scalar_type(t):
         return 1
-    raise TypeError(f"type_length() needs a scalar or composite type, got {type_repr(t)}")
+    raise TypeError(f"type_size() needs a scalar or composite type, got {type_repr(t)}")
 
 
-type_size = type_length
+def type_length(obj: Any) -> builtins.int:
+    """The length of a type or value along its first dimension, as the reference's ``types.type_length``.
+
+    A vector, quaternion or transform type has its number of components, a matrix type its number of rows (3 for
+    ``mat33``, where :func:`type_size` says 9), a scalar type 1; a value (vector, matrix, array, sequence) has its
+    ``len()``, a scalar value 1. Python's ``int``/``float`` classes have no length (``TypeError``), as there.
+    """
+    if isinstance(obj, type):
+        if issubclass(obj, composite_base):
+            shape = getattr(obj, "_shape_", None)
+            return builtins.int(shape[0]) if shape else builtins.int(obj._length_)
+        if scalars.is_scalar_type(obj):
+            return 1
+        raise TypeError(f"type_length() needs a Treadle scalar or composite type or a value, got {type_repr(obj)}")
+    if isinstance(obj, scalars.scalar_base):
+        return 1
+    return builtins.len(obj)
 
 
 def type_ctype(t: Any) -> Any:

@@ -77,7 +77,11 @@ def array_cast(in_array: Any, out_array: Any, count: int | None = None) -> None:
                               f"({dst.shape[0]})")
     if total == 0:
         return
-    src, dst = src[:total], dst[:total]
+    # slice only for a partial cast: indexed arrays (whole) cannot be sliced
+    if total < src.shape[0]:
+        src = src[:total]
+    if total < dst.shape[0]:
+        dst = dst[:total]
     if src.dtype == dst.dtype:
         wp.copy(dst, src)
         return

@@ -39,13 +39,29 @@ _NOT_ALIASED = {
 #: there (Newton: ``from warp._src.thirdparty.appdirs import user_cache_dir``). They resolve to the library itself,
 #: installed on its own (``pip install appdirs``).
 VENDORED = {"warp._src.thirdparty.appdirs": "appdirs"}
-_VENDORED_PARENTS = {"warp._src", "warp._src.thirdparty"}
+_VENDORED_PARENTS = {"warp._src.thirdparty"}
+
+#: The private modules of warp-lang that Warp-based libraries reach (``from warp._src.types import Vector``,
+#: ``wp._src.context.runtime.core.wp_builtin_...``, ``wp._src.utils.array_scan``), and the Treadle modules that
+#: implement what they use. ``warp._src`` itself is ``treadle._src``, so that the attribute path a library writes
+#: (``wp._src.X``, where ``wp`` is the ``treadle`` module) and the import path (``import warp._src.X``) agree. Every
+#: other ``warp._src.*`` module fails at import as a private module of warp-lang.
+PRIVATE = {
+    "warp._src.types": "treadle._src.types",
+    "warp._src.utils": "treadle._src.utils",
+    "warp._src.context": "treadle._src.warp_compat.context",
+}
 
 
 def _treadle() -> types.ModuleType:
     import treadle
 
     return treadle
+
+
+def _treadle_src() -> types.ModuleType:
+    """The ``treadle._src`` package (imported by ``import treadle``)."""
+    return sys.modules[f"{_treadle().__name__}._src"]
 
 
 def _is_treadle_module(module: object) -> bool:
@@ -140,6 +156,10 @@ class WarpAliasFinder(importlib.abc.MetaPathFinder):
         if parent is not None and not _is_treadle_module(parent) and not hasattr(parent, "__treadle_alias_parent__"):
             # Something other than Treadle was placed at the parent's name on purpose; its own finders apply.
             return None
+        if fullname == "warp._src":
+            return self._spec_for(fullname, _treadle_src())
+        if fullname in PRIVATE:
+            return self._spec_for(fullname, importlib.import_module(PRIVATE[fullname]))
         if fullname in _VENDORED_PARENTS:
             return importlib.util.spec_from_loader(fullname, _VendoredParentLoader(), is_package=True)
         if fullname in VENDORED:
@@ -209,8 +229,23 @@ def install_warp_alias(subprocesses: bool = True) -> None:
         )
     if _finder() is None:
         sys.meta_path.insert(0, WarpAliasFinder())
+    _serve_private_attributes()
     if subprocesses:
         _export_to_subprocesses()
+
+
+def _private_attribute(name: str) -> types.ModuleType:
+    """``treadle._src.<name>`` for the names of :data:`PRIVATE` (imported on first access)."""
+    if f"warp._src.{name}" in PRIVATE and _finder() is not None:
+        return importlib.import_module(f"warp._src.{name}")
+    raise AttributeError(f"module 'treadle._src' has no attribute {name!r}")
+
+
+def _serve_private_attributes() -> None:
+    # warp-lang imports its private modules with `import warp`, so libraries read them as attributes without an
+    # import (`wp._src.context.runtime`); a module `__getattr__` gives the same on first access, lazily.
+    src = _treadle_src()
+    src.__getattr__ = _private_attribute  # type: ignore[attr-defined]
 
 
 def uninstall_warp_alias() -> None:
@@ -224,6 +259,11 @@ def uninstall_warp_alias() -> None:
     for name in [n for n in sys.modules if n == "warp" or n.startswith("warp.")]:
         if _is_treadle_module(sys.modules[name]) or name in _VENDORED_PARENTS or name in VENDORED:
             del sys.modules[name]
+    src = sys.modules.get("treadle._src")
+    if src is not None:
+        vars(src).pop("__getattr__", None)
+        for name in ("context", "thirdparty"):  # set on the package by imports through the alias
+            vars(src).pop(name, None)
     os.environ.pop(ALIAS_ENV, None)
     while PATH_ENTRY in sys.path:
         sys.path.remove(PATH_ENTRY)

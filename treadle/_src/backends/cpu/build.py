@@ -2,8 +2,9 @@
 
 :func:`prepare` / :func:`prepare_adjoint` take a kernel instance's IR through the compiler's emit stage
 (``compiler/pipeline.py``) and key the block (:func:`block_key`: the code with the compiler, flags, native headers
-and Treadle's version). :func:`compile_batch` finds each key in the kernel cache (``runtime/cache.py``) or compiles
-the missing blocks, in parallel groups, one library per group; :func:`load_symbol` binds an entry point.
+and Treadle's version). :func:`compile_batch` runs the shared batch builder (``backends/batch.py``: cache lookups,
+twins, the batch lock), which hands the missing blocks to this module's build: parallel groups, one library per
+group; :func:`load_symbol` binds an entry point.
 """
 
 from __future__ import annotations
@@ -18,19 +19,27 @@ from ...compiler.pipeline import PRELUDE
 from ...core.errors import CompileError
 from ...runtime.cache import get_cache
 from ...runtime.native import CompileOptions, get_native_compiler, header_hash
+from ..batch import BuildItem, build_batch
 
 
-class Built:
-    """A kernel instance ready to compile: its C++ block, symbol and cache key."""
+class Built(BuildItem):
+    """A kernel instance ready to compile: its C++ block, symbol and cache key (``lib_path``: its library)."""
 
     def __init__(self, block: str, symbol: str, key: str, locs: list[Any] | None = None, name: str = "") -> None:
+        super().__init__(key)
         self.block = block
         self.name = name
         self.locs = locs or []
         self.symbol = symbol
-        self.key = key
-        self.lib_path: Path | None = None
-        self.error: Exception | None = None
+
+    @property
+    def lib_path(self) -> Path | None:
+        """The built library (``None`` until built or found)."""
+        return self.path
+
+    @lib_path.setter
+    def lib_path(self, value: Path | None) -> None:
+        self.path = value
 
 
 def kernel_options(kernel_ir: Any, deps: list[Any], options: CompileOptions) -> CompileOptions:
@@ -86,40 +95,7 @@ def prepare_adjoint(kernel_ir: Any, deps: list[Any], options: CompileOptions, na
 
 def compile_batch(items: list[Built], options: CompileOptions) -> None:
     """Make sure every item has a library: cache hits are found, misses are compiled (in parallel groups)."""
-    _compile_unique(items, options)
-    _share_twins(items)
-
-
-def _compile_unique(items: list[Built], options: CompileOptions) -> None:
-    cache = get_cache()
-    missing: list[Built] = []
-    by_key: dict[str, Built] = {}
-    for it in items:
-        twin = by_key.get(it.key)
-        if twin is not None:  # the same code twice: build once
-            it.twin = twin  # type: ignore[attr-defined]
-            continue
-        by_key[it.key] = it
-        it.lib_path = cache.lookup(it.key) if config.cache_kernels else None
-        if it.lib_path is None:
-            missing.append(it)
-    if not missing:
-        return
-    batch_key = hashlib.sha256("".join(sorted(it.key for it in missing)).encode()).hexdigest()
-    with cache.lock(batch_key):
-        still = [it for it in missing if (cache.lookup(it.key) if config.cache_kernels else None) is None]
-        for it in missing:
-            if it not in still:
-                it.lib_path = cache.lookup(it.key)
-        if still:
-            _build(still, options)
-
-
-def _share_twins(items: list[Built]) -> None:
-    for it in items:
-        twin = getattr(it, "twin", None)
-        if twin is not None:
-            it.lib_path, it.error = twin.lib_path, twin.error
+    build_batch(items, lambda missing: _build(missing, options))
 
 
 def max_parallel_builds() -> int:

@@ -40,7 +40,7 @@ class CpuKernelInstance(KernelInstance):
         self._bwd_built: Any = None
         self._bwd_options: Any = None
         self.backward_entry: Any = None
-        #: the CPU launch plan (``lang/launch.py``), made at the first launch
+        #: the CPU launch plan (``launch.py``), made at the first launch
         self.plan: Any = None
 
     @property

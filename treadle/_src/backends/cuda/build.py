@@ -30,6 +30,7 @@ from typing import Any
 from .... import config
 from ...core.errors import CompileError, SourceLoc, ToolchainError
 from ...runtime.native import NATIVE_DIR
+from ..batch import BuildItem, batch_key, build_batch
 
 _ERROR_RE = re.compile(r"^(?P<file>[^\n(]+\.py)\((?P<line>\d+)\): (?:catastrophic )?error:\s*(?P<msg>.*)$", re.M)
 
@@ -288,10 +289,11 @@ class CudaCompileOptions:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class CudaBuilt:
+class CudaBuilt(BuildItem):
     """A kernel pass ready to compile for CUDA: its block, entry name, cache key, and once built, its binary."""
 
     def __init__(self, cblock: Any, key: str) -> None:
+        super().__init__(key)
         self.cblock = cblock
         self.block: str = cblock.block
         self.symbol: str = cblock.symbol
@@ -299,9 +301,15 @@ class CudaBuilt:
         self.kind: str = cblock.kind
         self.locs: list[Any] = cblock.locs
         self.uses_ckpt: bool = cblock.uses_ckpt
-        self.key = key
-        self.binary_path: Path | None = None
-        self.error: Exception | None = None
+
+    @property
+    def binary_path(self) -> Path | None:
+        """The built CUBIN or PTX (``None`` until built or found)."""
+        return self.path
+
+    @binary_path.setter
+    def binary_path(self, value: Path | None) -> None:
+        self.path = value
 
 
 def _key(block: str, options: CudaCompileOptions) -> str:
@@ -371,44 +379,28 @@ def compile_cuda_batch(items: list[CudaBuilt], options: CudaCompileOptions) -> N
 
     An item whose code fails to compile gets ``error`` set; its siblings still build.
     """
-    from ...runtime.cache import get_cache
-
-    cache = get_cache()
-    unique: dict[str, CudaBuilt] = {}
-    for it in items:
-        unique.setdefault(it.key, it)
-    missing = []
-    for it in unique.values():
-        it.binary_path = cache.lookup(it.key) if config.cache_kernels else None
-        if it.binary_path is None:
-            missing.append(it)
-    if missing:
-        batch_key = hashlib.sha256("".join(sorted(it.key for it in missing)).encode()).hexdigest()
-        with cache.lock(batch_key):
-            still = []
-            for it in missing:
-                it.binary_path = cache.lookup(it.key) if config.cache_kernels else None
-                if it.binary_path is None:
-                    still.append(it)
-            if still:
-                try:
-                    _build_publish(still, batch_key, options)
-                except CompileError as e:
-                    if len(still) == 1:
-                        still[0].error = e
-                    else:
-                        for it in still:  # one bad kernel must not take its siblings down
-                            try:
-                                _build_publish([it], it.key, options)
-                            except CompileError as e1:
-                                it.error = e1
-    for it in items:
-        twin = unique[it.key]
-        if twin is not it:
-            it.binary_path, it.error = twin.binary_path, twin.error
+    build_batch(items, lambda missing: _build_isolated(missing, options))
 
 
-def _build_publish(items: list[CudaBuilt], batch_key: str, options: CudaCompileOptions) -> None:
+def _build_isolated(items: list[CudaBuilt], options: CudaCompileOptions) -> None:
+    """Build ``items`` in one translation unit; when that fails, each on its own.
+
+    One bad kernel must not take its siblings down.
+    """
+    try:
+        _build_publish(items, batch_key(items), options)
+    except CompileError as e:
+        if len(items) == 1:
+            items[0].error = e
+            return
+        for it in items:
+            try:
+                _build_publish([it], it.key, options)
+            except CompileError as e1:
+                it.error = e1
+
+
+def _build_publish(items: list[CudaBuilt], name: str, options: CudaCompileOptions) -> None:
     import shutil
 
     from ...compiler.emit_cuda import cuda_source
@@ -418,12 +410,12 @@ def _build_publish(items: list[CudaBuilt], batch_key: str, options: CudaCompileO
     tmp = cache.tmp_dir()
     source = cuda_source([it.cblock for it in items])
     suffix = options.target_name()
-    src_path = tmp / f"b_{batch_key}.cu"
+    src_path = tmp / f"b_{name}.cu"
     src_path.write_text(source)
     binary = compile_cuda_source(source, options, str(src_path))  # on failure the source stays for the report
-    out = tmp / f"b_{batch_key}.{suffix}"
+    out = tmp / f"b_{name}.{suffix}"
     out.write_bytes(binary)
-    final = publish_artifact(cache, out, f"b_{batch_key}.{suffix}", [it.key for it in items])
+    final = publish_artifact(cache, out, f"b_{name}.{suffix}", [it.key for it in items])
     shutil.rmtree(tmp, ignore_errors=True)
     for it in items:
         it.binary_path = final

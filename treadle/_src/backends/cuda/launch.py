@@ -1,6 +1,7 @@
-"""``wp.launch`` on CUDA devices: the same argument packing as the CPU (``core/abi.py``), run by the driver.
+"""Launches on CUDA devices: the same argument packing as the CPU (``core/abi.py``), run by the driver.
 
-``lang/launch.py`` hands every launch on a ``cuda:N`` device to :func:`launch_cuda`. A kernel instance gets one
+The launch front door (``lang/launch.py``) runs launches on a ``cuda:N`` device through the CUDA backend
+(``backend.py``), which uses this module's plans. A kernel instance gets one
 :class:`CudaPlan` per device and pass (forward or adjoint): the per-parameter packers every backend uses
 (``backends/args.py: make_packer``, so a CUDA ``Args`` struct is byte for byte the CPU one) and the loaded entry point
 (:func:`treadle._src.backends.cuda.build.load_cuda_kernel`). No CPU library is built for a CUDA launch.
@@ -15,7 +16,6 @@ recorded after the launch (which waits for the device), except during a graph ca
 from __future__ import annotations
 
 import ctypes
-import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -23,9 +23,7 @@ from typing import Any
 from .... import config
 from ...core.abi import ARRAY_KEEP_GRAD
 from ...core.errors import LaunchError
-from ...runtime.recording import active_tape
 from ...types.arrays import is_array_object
-from ..args import cached_bounds as _bounds
 from ..args import launch_bounds, make_packer, value_type
 from ..launch_params import ParamSetters
 
@@ -33,8 +31,11 @@ from ..launch_params import ParamSetters
 class CudaPlan:
     """What launching one kernel instance's forward or backward pass on one device needs, made once."""
 
-    __slots__ = ("inst", "kernel", "device", "adjoint", "names", "packers", "args_type", "fn", "checked", "owner",
-                 "shared", "last", "last_desc")
+    __slots__ = ("inst", "kernel", "device", "adjoint", "names", "nargs", "packers", "args_type", "fn", "checked",
+                 "owner", "shared", "last", "last_desc", "mode")
+
+    #: the backend running the plan (``backend.py`` sets it)
+    backend: Any = None
 
     def __init__(self, inst: Any, device: Any, adjoint: bool) -> None:
         from . import build as cb
@@ -44,6 +45,8 @@ class CudaPlan:
         self.device = device
         self.adjoint = adjoint
         self.names = list(inst.kernel.param_names)
+        self.nargs = len(self.names)
+        self.mode = config.mode
         self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
         self.args_type = inst.args_type
         self.fn = cb.load_cuda_kernel(inst, device, adjoint=adjoint)
@@ -95,6 +98,15 @@ class CudaPlan:
             else:
                 last[i], last_desc[i] = _UNSET, None
         return packed  # type: ignore[no-any-return]
+
+    def reuse(self, device: Any, stream: Any, block_dim: int, max_blocks: int) -> bool:
+        """Whether a launch may take this remembered forward plan as it is.
+
+        It may on the plan's device with the default stream, block size and grid, while the compile mode and the
+        kernel's instance stay the same.
+        """
+        return (device is self.device and stream is None and max_blocks == 0 and block_dim == 256
+                and self.mode is config.mode and self.inst in self.kernel.instances.values())
 
     def run(self, bounds: Any, packed: Any, stream: Any = None, block_dim: int | None = None,
             max_blocks: int = 0) -> None:
@@ -181,79 +193,30 @@ class CudaLaunch(ParamSetters):
         self.plan.run(self.bounds, self.args, s, self.block_dim, self.max_blocks)
 
 
-def launch_cuda(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Sequence[Any], outputs: Sequence[Any],
-                adj: list[Any], adjoint: bool, record_tape: bool, record_cmd: bool, stream: Any = None,
-                block_dim: int | None = None, max_blocks: int = 0) -> CudaLaunch | None:
-    """``wp.launch`` on a CUDA device (``args``: inputs + outputs with defaults filled in)."""
-    bounds = _bounds(dim)
-    s = _stream_of(stream, device) if stream is not None else None
-    bd = int(block_dim) if block_dim else None
-    if adjoint:
-        plan = plan_for(instance_for(kernel, args), device, adjoint=True)
-        packed = plan.pack(args)
-        keep = _apply_adjoints(plan, packed, adj)
-        rec = CudaLaunch(plan, bounds, [*args, *keep], packed, s, bd, max_blocks)
-        if record_cmd:
-            return rec
-        plan.run(bounds, packed, s, bd, max_blocks)
-        return None
-    plan = _forward_plan(kernel, args, device)
-    packed = plan.pack(args) if record_cmd else plan.pack_reused(args)
-    _announce(kernel, dim, bounds, inputs, outputs, device, plan.inst, record_tape)
-    if record_cmd:
-        return CudaLaunch(plan, bounds, args, packed, s, bd, max_blocks)
-    plan.run(bounds, packed, s, bd, max_blocks)
-    return None
+def stream_of(stream: Any, device: Any) -> Any:
+    """``stream`` checked for a launch on ``device`` (``None``: the device's current stream)."""
+    return _stream_of(stream, device) if stream is not None else None
 
 
-def launch_again(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any], device: Any,
-                 record_tape: bool) -> bool:
-    """``wp.launch``'s short path for a kernel launched on ``device`` before (default stream, block size and grid).
-
-    What :func:`launch_cuda` does for such a launch, without the general launcher's bookkeeping. ``False`` when it
-    does not apply (no remembered plan, another device, changed options, missing arguments): nothing was done.
-    """
-    plan = _known_plan(kernel, device)
-    args = inputs if not outputs else [*inputs, *outputs]
-    if plan is None or len(args) != len(plan.names):
-        return False
-    bounds = _bounds(dim)
-    _announce(kernel, dim, bounds, inputs, outputs, device, plan.inst, record_tape)
-    plan.run(bounds, plan.pack_reused(args), None, 256)
-    return True
-
-
-def _announce(kernel: Any, dim: Any, bounds: Any, inputs: Sequence[Any], outputs: Sequence[Any], device: Any,
-              inst: Any, record_tape: bool) -> None:
-    """Record a forward launch on the active tape and print it when ``config.print_launches`` is set."""
-    if record_tape:
-        tape = active_tape()
-        if tape is not None:
-            tape.record_launch(kernel, dim, inputs, outputs, device, inst)
-    if config.print_launches:
-        print(f"treadle: launch {kernel.key} dim={tuple(bounds.shape[: bounds.ndim])} on {device}", file=sys.stderr)
-
-
-def _known_plan(kernel: Any, device: Any) -> CudaPlan | None:
-    """The remembered forward plan of a non-generic kernel on ``device`` (``None`` when there is none for it).
-
-    A plan is remembered while the compile mode and the kernel's instance stay the same.
-    """
-    fast = kernel.__dict__.get("_cuda_fast")
-    if (fast is not None and fast[0] is device and fast[1] is config.mode
-            and fast[2].inst in kernel.instances.values()):
-        return fast[2]  # type: ignore[no-any-return]
-    return None
-
-
-def _forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
-    """The forward plan, remembered on non-generic kernels (see :func:`_known_plan`)."""
-    plan = _known_plan(kernel, device)
-    if plan is None:
-        plan = plan_for(instance_for(kernel, args), device)
-        if not kernel.is_generic:
-            kernel._cuda_fast = (device, config.mode, plan)
+def forward_plan(kernel: Any, args: Sequence[Any], device: Any) -> CudaPlan:
+    """The forward plan of these arguments, remembered on a non-generic kernel (``kernel._launch_fast``)."""
+    plan = plan_for(instance_for(kernel, args), device)
+    if not kernel.is_generic:
+        kernel._launch_fast = plan
     return plan
+
+
+def launch_adjoint(kernel: Any, bounds: Any, args: list[Any], device: Any, adj: list[Any], record_cmd: bool,
+                   stream: Any = None, block_dim: int | None = None, max_blocks: int = 0) -> CudaLaunch | None:
+    """The backward pass (``stream`` checked); array gradients go to ``adj`` arrays where given."""
+    plan = plan_for(instance_for(kernel, args), device, adjoint=True)
+    packed = plan.pack(args)
+    keep = _apply_adjoints(plan, packed, adj)
+    rec = CudaLaunch(plan, bounds, [*args, *keep], packed, stream, block_dim, max_blocks)
+    if record_cmd:
+        return rec
+    plan.run(bounds, packed, stream, block_dim, max_blocks)
+    return None
 
 
 def _apply_adjoints(plan: CudaPlan, packed: Any, adj: list[Any]) -> list[Any]:

@@ -1,10 +1,11 @@
 """Builtins in interpret mode: host implementations, and the kernel-only builtins implemented here.
 
-Most builtin calls run the registry's NumPy host implementation (:func:`host_call`). The handlers in
-:data:`HANDLERS` cover what those cannot: builtins that exist only in kernels (comparisons, printing, ``expect_*``,
+Most builtin calls run the registry's NumPy host implementation (:func:`host_call`). A declaration that names an
+interpreter handler (``Builtin.interpret``, a :class:`~treadle._src.builtins.registry.Interp`) runs the handler that
+:data:`HANDLERS` holds for it instead: builtins that exist only in kernels (comparisons, printing, ``expect_*``,
 array shapes, ``lower_bound``, bit casts), builtins whose host implementation differs from the native one on edge
 cases (``min``/``max``/``clamp``/``abs`` with NaN, ``inverse`` of a singular matrix, integer division by zero), and
-builtins that update arguments in place (random states, output arguments). Output formats follow
+builtins that update arguments in place (random states, in-place setters). Output formats follow
 ``treadle/native/print.h``.
 """
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...builtins.registry import Interp, Op
 from ...compiler import ir
 from ...types.typesys import is_int, scalar_of
 from .values import (
@@ -63,8 +65,17 @@ def _equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _compare(op: Callable[[Any, Any], Any]) -> Handler:
-    return lambda it, s, args, f: np.bool_(op(args[0], args[1]))
+#: The comparison operators (``Builtin.op`` of the ``Interp.COMPARE`` builtins).
+_COMPARE: dict[Op, Callable[[Any, Any], Any]] = {
+    Op.LT: operator.lt, Op.LE: operator.le, Op.GT: operator.gt, Op.GE: operator.ge,
+    Op.EQ: _equal, Op.NE: lambda a, b: not _equal(a, b),
+}
+
+
+def _compare(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    op = s.overload.builtin.op
+    assert op is not None, f"{s.overload.builtin.name} is declared a comparison without an operator"
+    return np.bool_(_COMPARE[op](args[0], args[1]))
 
 
 def _int_division(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
@@ -88,7 +99,7 @@ _PRINTF_SPEC = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(hh|h|ll|l|L|q|j|z|t)?([diou
 
 
 def _printf(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> None:
-    fmt: str = s.overload.fmt  # type: ignore[attr-defined]
+    fmt: str = s.overload.fmt or ""
     values = iter(args)
     out: list[str] = []
     pos = 0
@@ -262,38 +273,48 @@ def host_call(ov: Any, args: Sequence[Any]) -> Any:
     return host(*args)
 
 
-#: Builtins that update their first argument in place, computed by the host implementation of a copying twin.
-_IN_PLACE_TWINS = {"transform_set_translation": "transform_set_translation_copy",
-                   "transform_set_rotation": "transform_set_rotation_copy"}
-
-
-def call_with_refs(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
-    """A builtin with by-reference arguments: random generators advance their state; output forms fill locals."""
+def _random(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    """A random generator: the host draws from the state argument, and the state variable advances."""
     b = s.overload.builtin
     if b.host is None:
         raise unsupported(f"the builtin '{b.name}'")
-    if b.group == "Random":
-        result, state = _draw(b.host, *args)
-        _write_state(s, f, state)
-        return result
+    result, state = _draw(b.host, *args)
+    _write_state(s, f, state)
+    return result
+
+
+def _in_place(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    """A builtin that updates its first argument, computed by the host implementation of its copying twin."""
+    from ...builtins import REGISTRY
+
+    b = s.overload.builtin
+    refs = [i for i, a in enumerate(s.args) if isinstance(a, ir.LocalRef)]
+    if not refs:
+        return host_call(s.overload, args)
+    twin_host: Any = REGISTRY.builtins[b.twin].host
+    _fill_refs(s, f, refs[:1], twin_host(*args))
+    return None
+
+
+def call_with_refs(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    """A builtin with by-reference output arguments: the tuple form's result fills the output locals."""
+    b = s.overload.builtin
+    if b.host is None:
+        raise unsupported(f"the builtin '{b.name}'")
     refs = [i for i, a in enumerate(s.args) if isinstance(a, ir.LocalRef)]
     if not refs:  # the tuple-returning form, e.g. ``U, s, V = wp.svd3(A)``
         return host_call(s.overload, args)
-    twin = _IN_PLACE_TWINS.get(b.name)
-    if twin is not None:
-        from ...builtins import REGISTRY
+    # the output-argument form, e.g. ``wp.svd3(A, U, s, V)``: the host computes the tuple form's result
+    _fill_refs(s, f, refs, b.host(*[a for i, a in enumerate(args) if i not in refs]))
+    return None
 
-        twin_host: Any = REGISTRY.builtins[twin].host
-        outs: Any = twin_host(*args)
-        refs = refs[:1]
-    else:  # the output-argument form, e.g. ``wp.svd3(A, U, s, V)``: the host computes the tuple form's result
-        outs = b.host(*[a for i, a in enumerate(args) if i not in refs])
+
+def _fill_refs(s: ir.Call, f: Frame, refs: list[int], outs: Any) -> None:
     if not isinstance(outs, tuple):
         outs = (outs,)
     for i, v in zip(refs, outs):
         local = s.args[i].local
         f.locals[local.id] = coerce(v, local.type)
-    return None
 
 
 def _write_state(s: ir.Call, f: Frame, state: int | None) -> None:
@@ -321,37 +342,37 @@ def _sample_cdf(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     return np.int32(lo)
 
 
-HANDLERS: dict[str, Handler] = {
-    "_cmp_lt": _compare(operator.lt),
-    "_cmp_le": _compare(operator.le),
-    "_cmp_gt": _compare(operator.gt),
-    "_cmp_ge": _compare(operator.ge),
-    "_cmp_eq": lambda it, s, args, f: np.bool_(_equal(args[0], args[1])),
-    "_cmp_ne": lambda it, s, args, f: np.bool_(not _equal(args[0], args[1])),
-    "_not": lambda it, s, args, f: np.bool_(not args[0]),
-    "div": _int_division,
-    "mod": _int_division,
-    "floordiv": _int_division,
-    "print": _print,
-    "printf": _printf,
-    "expect_eq": _expect_eq,
-    "expect_neq": _expect_neq,
-    "expect_near": _expect_near,
-    "len": lambda it, s, args, f: np.int32(args[0].shape[0]),
-    "_array_dim": lambda it, s, args, f: np.int32(args[0].shape[int(args[1])]),
-    "_array_valid": lambda it, s, args, f: np.bool_(bool(args[0])),
-    "lower_bound": _lower_bound,
-    "_array_ptr": _array_ptr,
-    "_array_from_ptr": _array_from_ptr,
-    "identity": _identity,
-    "min": _c_min,
-    "max": _c_max,
-    "clamp": _c_clamp,
-    "abs": _c_abs,
-    "argmin": lambda it, s, args, f: np.uint32(_c_arg(args[0], operator.lt)),
-    "argmax": lambda it, s, args, f: np.uint32(_c_arg(args[0], operator.gt)),
-    "inverse": _inverse,
-    "inverse_approx": _inverse,
-    "cast": _bit_cast,
-    "sample_cdf": _sample_cdf,
+def _no_host_form(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
+    raise unsupported(f"the builtin '{s.overload.builtin.name}'")
+
+
+#: The handler of each ``Interp`` kind a declaration can name.
+HANDLERS: dict[Interp, Handler] = {
+    Interp.NONE: _no_host_form,
+    Interp.COMPARE: _compare,
+    Interp.NOT: lambda it, s, args, f: np.bool_(not args[0]),
+    Interp.INT_DIVISION: _int_division,
+    Interp.PRINT: _print,
+    Interp.PRINTF: _printf,
+    Interp.EXPECT_EQ: _expect_eq,
+    Interp.EXPECT_NEQ: _expect_neq,
+    Interp.EXPECT_NEAR: _expect_near,
+    Interp.LEN: lambda it, s, args, f: np.int32(args[0].shape[0]),
+    Interp.ARRAY_DIM: lambda it, s, args, f: np.int32(args[0].shape[int(args[1])]),
+    Interp.ARRAY_VALID: lambda it, s, args, f: np.bool_(bool(args[0])),
+    Interp.ARRAY_PTR: _array_ptr,
+    Interp.ARRAY_FROM_PTR: _array_from_ptr,
+    Interp.LOWER_BOUND: _lower_bound,
+    Interp.IDENTITY: _identity,
+    Interp.MIN: _c_min,
+    Interp.MAX: _c_max,
+    Interp.CLAMP: _c_clamp,
+    Interp.ABS: _c_abs,
+    Interp.ARGMIN: lambda it, s, args, f: np.uint32(_c_arg(args[0], operator.lt)),
+    Interp.ARGMAX: lambda it, s, args, f: np.uint32(_c_arg(args[0], operator.gt)),
+    Interp.INVERSE: _inverse,
+    Interp.BIT_CAST: _bit_cast,
+    Interp.SAMPLE_CDF: _sample_cdf,
+    Interp.RANDOM: _random,
+    Interp.IN_PLACE: _in_place,
 }

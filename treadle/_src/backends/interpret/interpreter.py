@@ -1,7 +1,7 @@
 """Interpret mode: run a kernel's typed IR in Python, one thread index after another.
 
-``wp.config.mode = "interpret"`` makes :func:`~treadle._src.lang.launch.launch` call :func:`interpret_launch`
-instead of compiling. Nothing is compiled: the kernel is lowered to the same IR the emitter reads, and
+``wp.config.mode = "interpret"`` makes the launch front door (``lang/launch.py``) run CPU launches through the
+interpreter backend (``backend.py``) instead of compiling. Nothing is compiled: the kernel is lowered to the same IR the emitter reads, and
 :class:`Interpreter` walks it for each thread index in order (so atomics are plain read-modify-writes in thread
 order and return the old values).
 
@@ -25,13 +25,11 @@ from __future__ import annotations
 import bdb
 import keyword
 import operator
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 
-from .... import config
 from ...compiler import ir
 from ...core.errors import SourceLoc
 from ...types import scalars
@@ -225,10 +223,9 @@ class Interpreter:
     def exec_call(self, s: ir.Call, f: Frame) -> None:
         ov = s.overload
         b = ov.builtin
-        handler = HANDLERS.get(b.name)
         args = [self.operand(a, f) for a in s.args]
-        if handler is not None:
-            result = handler(self, s, args, f)
+        if b.interpret is not None:
+            result = HANDLERS[b.interpret](self, s, args, f)
         elif b.ref_args:
             result = call_with_refs(self, s, args, f)
         elif b.host is not None:
@@ -479,18 +476,20 @@ _ATOMIC_OPS: dict[str, Callable[[Any, Any], Any]] = {
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _instance(kernel: Any, args: Sequence[Any]) -> Any:
+def instance_for(kernel: Any, args: Sequence[Any]) -> Any:
+    """The kernel instance for these arguments (generic kernels are specialised on the argument types)."""
     if kernel.is_generic:
         return kernel.get_instance(tuple(value_type(v, t) for v, t in zip(args, kernel.param_types)))
     return kernel.get_instance(None)
 
 
-def _launch_shape(dim: Any) -> tuple[int, ...]:
+def launch_shape(dim: Any) -> tuple[int, ...]:
+    """The launch grid of ``dim`` as a tuple."""
     b = launch_bounds(dim)  # the same validation (and messages) as compiled launches
     return tuple(int(b.shape[i]) for i in range(b.ndim))
 
 
-def _argument_values(inst: Any, args: Sequence[Any], device: Any) -> list[Any]:
+def argument_values(inst: Any, args: Sequence[Any], device: Any) -> list[Any]:
     """Check the arguments as a compiled launch does, then convert them to interpreter values."""
     array = array_class()
     kernel = inst.kernel
@@ -515,7 +514,7 @@ class InterpretedLaunch(ParamSetters):
 
     def set_dim(self, dim: Any) -> None:
         """Change the launch grid."""
-        self.shape = _launch_shape(dim)
+        self.shape = launch_shape(dim)
 
     def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
         """Replace one argument by position."""
@@ -526,33 +525,7 @@ class InterpretedLaunch(ParamSetters):
 
     def launch(self, stream: Any = None) -> None:
         """Run the recorded launch again (interpreted)."""
-        Interpreter(self.instance, self.shape, _argument_values(self.instance, self.args, self.device)).run()
+        Interpreter(self.instance, self.shape, argument_values(self.instance, self.args, self.device)).run()
 
 
-def interpret_launch(kernel: Any, dim: Any, args: list[Any], device: Any, inputs: Sequence[Any] = (),
-                     outputs: Sequence[Any] = (), record_tape: bool = True,
-                     record_cmd: bool = False) -> InterpretedLaunch | None:
-    """A forward ``wp.launch`` in interpret mode (called from :func:`~treadle._src.lang.launch.launch`).
-
-    ``args`` are the kernel arguments (inputs, outputs and defaults) in parameter order; the launch runs in
-    :class:`Interpreter`. (Adjoint launches, ``Tape.backward``, run the compiled backward pass, which replays the
-    forward computation itself: the launch front end sends them to the compiled backend.)
-    """
-    inst = _instance(kernel, args)
-    shape = _launch_shape(dim)
-    values = _argument_values(inst, args, device)
-    if record_tape:
-        from ...runtime.recording import active_tape
-
-        tape = active_tape()
-        if tape is not None:
-            tape.record_launch(kernel, dim, inputs, outputs, device, inst)
-    if config.print_launches:
-        print(f"treadle: interpret {kernel.key} dim={shape}", file=sys.stderr)
-    if record_cmd:
-        return InterpretedLaunch(inst, shape, list(args), device)
-    Interpreter(inst, shape, values).run()
-    return None
-
-
-__all__ = ["Interpreter", "InterpretedLaunch", "interpret_launch", "InterpretError"]
+__all__ = ["Interpreter", "InterpretedLaunch", "InterpretError", "argument_values", "instance_for", "launch_shape"]

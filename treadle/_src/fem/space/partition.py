@@ -1,0 +1,214 @@
+"""Space partitions: the nodes of a function space that one geometry partition's cells touch.
+
+Field values (``dof_values``) are stored per *partition node*. Over the whole geometry every space node is a
+partition node with the same number (:class:`WholeSpacePartition`). Over a cell-based geometry partition, the
+partition's nodes are those of its cells (owned nodes first, then, ``with_halo``, nodes shared with cells outside),
+and ``partition_node_index(arg, node)`` gives a node's partition number or ``NULL_NODE_INDEX``.
+"""
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+import treadle as wp
+
+from .. import codegen
+from ..geometry.partition import GeometryPartition, WholeGeometryPartition
+from ..types import NULL_NODE_INDEX
+
+
+class SpacePartition:
+    """Base class of space partitions.
+
+    Attributes:
+        space_topology: the topology partitioned.
+        geo_partition: the geometry partition it follows.
+
+    """
+
+    def __init__(self, space_topology: Any, geo_partition: GeometryPartition) -> None:
+        self.space_topology = space_topology
+        self.geo_partition = geo_partition
+        self._args: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """A name describing the partition's kind."""
+        return type(self).__name__
+
+    def node_count(self) -> int:
+        """Nodes of the partition (owned and halo)."""
+        raise NotImplementedError
+
+    def owned_node_count(self) -> int:
+        """Nodes the partition owns."""
+        return self.node_count()
+
+    def interior_node_count(self) -> int:
+        """Owned nodes touched only by partition cells."""
+        return self.owned_node_count()
+
+    def space_node_indices(self) -> Any:
+        """Space node number of each partition node."""
+        raise NotImplementedError
+
+    @property
+    def PartitionArg(self) -> Any:  # noqa: N802 - reference attribute name
+        """Struct type of the partition's kernel argument."""
+        return self.funcs.PartitionArg
+
+    def partition_arg_value(self, device: Any = None) -> Any:
+        """The partition's kernel argument on ``device``."""
+        key = str(wp.get_device(device))
+        v = self._args.get(key)
+        if v is None:
+            v = self.PartitionArg()
+            self.fill_partition_arg(v, wp.get_device(device))
+            self._args[key] = v
+        return v
+
+    def fill_partition_arg(self, arg: Any, device: Any) -> None:
+        """Fill the kernel argument."""
+
+    @property
+    def partition_node_index(self) -> Any:
+        """Kernel function ``(arg, space node) -> partition node`` (``NULL_NODE_INDEX`` outside)."""
+        return self.funcs.partition_node_index
+
+    def rebuild(self, device: Any = None, temporary_store: Any = None) -> None:
+        """Recompute the partition after its geometry partition changed."""
+
+
+@functools.cache
+def _whole_funcs() -> SimpleNamespace:
+    PartitionArg = codegen.struct("WholeSpacePartitionArg", {"unused": int}, "whole")
+
+    def partition_node_index(arg: PartitionArg, node: int) -> int:
+        return node
+
+    return SimpleNamespace(PartitionArg=PartitionArg,
+                           partition_node_index=codegen.func(partition_node_index, "whole_space"))
+
+
+class WholeSpacePartition(SpacePartition):
+    """Every node of the space, numbered as in the space."""
+
+    def __init__(self, space_topology: Any) -> None:
+        from ..domain import _partition_of
+
+        super().__init__(space_topology, _partition_of(space_topology.geometry)[1])
+        self.funcs = _whole_funcs()
+
+    def node_count(self) -> int:
+        """All nodes."""
+        return self.space_topology.node_count()
+
+    def space_node_indices(self) -> Any:
+        """``0, 1, ...``."""
+        return wp.array(np.arange(self.node_count(), dtype=np.int32), dtype=int)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WholeSpacePartition) and other.space_topology is self.space_topology
+
+    def __hash__(self) -> int:
+        return hash(("whole", id(self.space_topology)))
+
+
+@functools.cache
+def _node_funcs() -> SimpleNamespace:
+    PartitionArg = codegen.struct("NodeSpacePartitionArg", {"space_to_partition": wp.array(dtype=int)}, "node")
+
+    def partition_node_index(arg: PartitionArg, node: int) -> int:
+        return arg.space_to_partition[node]
+
+    return SimpleNamespace(PartitionArg=PartitionArg,
+                           partition_node_index=codegen.func(partition_node_index, "node_space"))
+
+
+class NodePartition(SpacePartition):
+    """The nodes of a cell-based geometry partition's cells (owned first, then halo nodes)."""
+
+    def __init__(self, space_topology: Any, geo_partition: GeometryPartition, with_halo: bool = True,
+                 device: Any = None) -> None:
+        super().__init__(space_topology, geo_partition)
+        self.with_halo = with_halo
+        self.funcs = _node_funcs()
+        self._device = wp.get_device(device)
+        self.rebuild()
+
+    def rebuild(self, device: Any = None, temporary_store: Any = None) -> None:
+        """Number the nodes of the partition's cells."""
+        topo = self.space_topology
+        table = topo.element_node_indices().numpy()
+        cells = self.geo_partition._cell_indices_np
+        inside = np.zeros(table.shape[0], dtype=bool)
+        inside[cells] = True
+        nodes_in = np.unique(table[inside])
+        nodes_out = np.unique(table[~inside]) if np.any(~inside) else np.zeros(0, dtype=table.dtype)
+        shared = np.intersect1d(nodes_in, nodes_out)
+        # a shared node belongs to the partition of the lowest-ranked cell using it (deterministic, disjoint)
+        first_cell = np.full(topo.node_count(), np.iinfo(np.int64).max)
+        np.minimum.at(first_cell, table.reshape(-1), np.repeat(np.arange(table.shape[0]), table.shape[1]))
+        owned = nodes_in[inside[first_cell[nodes_in]]]
+        halo = np.setdiff1d(nodes_in, owned) if self.with_halo else np.zeros(0, dtype=nodes_in.dtype)
+        interior = np.setdiff1d(owned, shared)
+        order = np.concatenate([interior, np.setdiff1d(owned, interior), halo])
+        mapping = np.full(topo.node_count(), NULL_NODE_INDEX, dtype=np.int64)
+        mapping[order] = np.arange(len(order))
+        self._node_indices_np = order.astype(np.int32)
+        self._owned = len(owned)
+        self._interior = len(interior)
+        self._mapping = wp.array(mapping.astype(np.int32), dtype=int, device=self._device)
+        self._args.clear()
+
+    def node_count(self) -> int:
+        """Owned plus halo nodes."""
+        return len(self._node_indices_np)
+
+    def owned_node_count(self) -> int:
+        """Nodes owned by the partition."""
+        return self._owned
+
+    def interior_node_count(self) -> int:
+        """Owned nodes used only by the partition's cells."""
+        return self._interior
+
+    def space_node_indices(self) -> Any:
+        """Space node number of each partition node."""
+        return wp.array(self._node_indices_np, dtype=int, device=self._device)
+
+    def fill_partition_arg(self, arg: Any, device: Any) -> None:
+        """The space-to-partition map."""
+        arg.space_to_partition = self._mapping.to(device)
+
+
+def make_space_partition(space_topology: Any, geometry_partition: GeometryPartition | None = None,
+                         with_halo: bool = True, max_node_count: int = -1, environment_first: bool = False, *,
+                         device: Any = None, temporary_store: Any = None) -> SpacePartition:
+    """The partition of a space's nodes that follows a geometry partition.
+
+    Args:
+        space_topology: the space's topology (a function space is accepted too).
+        geometry_partition: the geometry partition (the whole geometry when ``None``).
+        with_halo: include the nodes the partition's cells share with cells outside it.
+        max_node_count: unused (accepted for compatibility).
+        environment_first: unused (accepted for compatibility).
+        device: device of the partition's arrays.
+        temporary_store: unused (accepted for compatibility).
+
+    """
+    topo = space_topology
+    if topo is None:
+        raise TypeError("make_space_partition needs a space topology")
+    topo = getattr(topo, "topology", topo)
+    if geometry_partition is None or isinstance(geometry_partition, WholeGeometryPartition):
+        part = topo.__dict__.get("_whole_partition")
+        if part is None:
+            part = WholeSpacePartition(topo)
+            topo.__dict__["_whole_partition"] = part
+        return part
+    if geometry_partition.geometry is not topo.geometry:
+        raise ValueError("make_space_partition: the geometry partition is not of the space's geometry")
+    return NodePartition(topo, geometry_partition, with_halo=with_halo, device=device)

@@ -1,0 +1,1 @@
+"""Optimisation algorithms built on Treadle kernels; the iterative linear solvers live in :mod:`.linear`."""

@@ -1,0 +1,1 @@
+"""Finite-element helpers for example programs (``warp.examples.fem`` under the Warp alias)."""
