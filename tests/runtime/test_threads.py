@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import types
 import typing
 from pathlib import Path
 
@@ -236,15 +237,15 @@ def test_a_library_loaded_from_several_threads_is_one_object(monkeypatch):
 
 def test_the_device_runtime_is_created_once_when_threads_ask_at_once():
     """Threads that first ask for the device runtime together get one runtime, started once, after its start."""
-    from treadle._src.runtime.state import RuntimeHolder
+    from treadle._src.runtime import state
 
-    holder = RuntimeHolder()
+    holder = state.RuntimeHolder()
     entered, release = threading.Event(), threading.Event()
     made: list[object] = []
     started: list[object] = []
 
     def factory(providers: list[typing.Any]) -> object:
-        rt = object()
+        rt = types.SimpleNamespace(default_device=None, devices={})
         made.append(rt)
         entered.set()
         assert release.wait()
@@ -255,6 +256,14 @@ def test_the_device_runtime_is_created_once_when_threads_ask_at_once():
         started.append(holder.runtime)
 
     holder.factory, holder.start = factory, start
+    try:
+        _first_use_from_threads(holder, entered, release, made, started)
+    finally:  # the holder published its stand-in devices for the launch path: put the real runtime's back
+        state.publish_devices(state.DEVICES.runtime)
+
+
+def _first_use_from_threads(holder: typing.Any, entered: threading.Event, release: threading.Event,
+                            made: list[object], started: list[object]) -> None:
     got: list[object] = []
     first = threading.Thread(target=lambda: got.append(holder.get()))
     first.start()

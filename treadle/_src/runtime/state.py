@@ -116,8 +116,8 @@ class RuntimeHolder:
                     raise RuntimeError("the device runtime is not set up (treadle._src.runtime.device is not "
                                        "imported)")
                 self.runtime = self.factory(self.providers)
-                publish_devices(self.runtime)
                 try:
+                    publish_devices(self.runtime)
                     if self.start is not None:
                         self.start()
                 finally:
