@@ -1,5 +1,7 @@
-"""Run the reference's warp.fem example programs on warp-lang or on Treadle (through the Warp alias) and print,
-for each, whether it ran and a figure to compare: the norms of the discrete fields the example object holds.
+"""Run the reference's warp.fem example programs on warp-lang or on Treadle and compare a figure of each.
+
+Each example runs on warp-lang or on Treadle (through the Warp alias); the script prints whether it ran and the
+norms of the discrete fields the example object holds.
 
     python tools/run_fem_examples.py treadle [names...]    # Treadle through the Warp alias
     python tools/run_fem_examples.py warp [names...]       # warp-lang itself (CPU)
