@@ -119,7 +119,7 @@ def test_code_mode_and_usage(tmp_path: Path) -> None:
 def test_missing_submodules_fail_clearly(tmp_path: Path) -> None:
     _write(tmp_path / "probe.py", """
         import warp
-        for name in ("warp.fem", "warp.no_such_module.linalg", "warp._src.codegen", "warp.warp_compat"):
+        for name in ("warp.tests", "warp.no_such_module.linalg", "warp._src.codegen", "warp.warp_compat"):
             try:
                 __import__(name)
             except ModuleNotFoundError as e:
@@ -127,16 +127,16 @@ def test_missing_submodules_fail_clearly(tmp_path: Path) -> None:
             else:
                 print(name, "imported")
         try:
-            from warp.fem import Domain
+            from warp.tests import unittest_utils
         except ModuleNotFoundError as e:
             print("from", e.name)
     """)
     r = _run(["-m", "treadle.warp_compat", "probe.py"], tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    for line, name in zip(lines, ("warp.fem", "warp.no_such_module", "warp._src.codegen", "warp.warp_compat")):
+    for line, name in zip(lines, ("warp.tests", "warp.no_such_module", "warp._src.codegen", "warp.warp_compat")):
         assert line.split(" | ")[1:] == [name, "True", "True"], line
-    assert lines[-1] == "from warp.fem"
+    assert lines[-1] == "from warp.tests"
 
 
 def test_uncaught_missing_submodule_points_at_user_line(tmp_path: Path) -> None:
