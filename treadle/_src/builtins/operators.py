@@ -114,10 +114,21 @@ def _unary_int(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return types[0]
 
 
+def _mixed_float_compare(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are a float32/float64 scalar and an integer or the other float width.
+
+    Such pairs compare as C++ does, in the float type (the wider one for two floats). float16 and integer pairs of
+    different types stay refused (their C++ promotions are surprising: signed against unsigned, half against int).
+    """
+    wide = (scalars.float32, scalars.float64)
+    return (a in wide and (is_int(b) or b in wide)) or (b in wide and is_int(a))
+
+
 def _compare_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
     a, b = types
-    need(a == b and (_numeric(a) or a is scalars.bool), f"cannot compare {type_str(a)} with {type_str(b)}")
+    need((a == b and (_numeric(a) or a is scalars.bool)) or _mixed_float_compare(a, b),
+         f"cannot compare {type_str(a)} with {type_str(b)}")
     return scalars.bool
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...builtins.registry import Interp, Op
 from ...compiler import ir
-from ...types.typesys import is_int, scalar_of
+from ...types.typesys import is_float, is_int, scalar_of
 from .values import (
     ArrayRef,
     DivisionByZero,
@@ -75,7 +75,12 @@ _COMPARE: dict[Op, Callable[[Any, Any], Any]] = {
 def _compare(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
     op = s.overload.builtin.op
     assert op is not None, f"{s.overload.builtin.name} is declared a comparison without an operator"
-    return np.bool_(_COMPARE[op](args[0], args[1]))
+    a, b = args
+    ta, tb = s.overload.arg_types
+    if ta != tb:  # a float against an integer or the other float width: in the float type, as C++ compares
+        common = np.result_type(*(t._np_ for t in (ta, tb) if is_float(t)))
+        a, b = np.asarray(a).astype(common), np.asarray(b).astype(common)
+    return np.bool_(_COMPARE[op](a, b))
 
 
 def _int_division(it: Interpreter, s: ir.Call, args: list[Any], f: Frame) -> Any:
