@@ -85,8 +85,8 @@ class FuncDef:
         if origin is tuple:
             return TupleT(tuple(normalize_annotation(x) for x in r.__args__)), False
         t = normalize_annotation(r)
-        if scalar_category(t) is not None or isinstance(t, GenericComposite):
-            return None, True  # `-> wp.Float`, `-> vector(3, wp.Float)`: inferred per instance
+        if t is Any or scalar_category(t) is not None or isinstance(t, GenericComposite):
+            return None, True  # `-> Any`, `-> wp.Float`, `-> vector(3, wp.Float)`: inferred per instance
         return t, False
 
     def instance(self, types: tuple[Any, ...]) -> FuncInstance:
