@@ -11,6 +11,7 @@ import numpy as np
 
 from ..builtins import REGISTRY
 from ..builtins.registry import NOT_CONST, Builtin, Lowering, NoMatch, Overload
+from ..core import pyast
 from ..core.errors import CodegenError, CodegenTypeError, CodegenValueError, UnsupportedConstructError
 from ..types import scalars
 from ..types.typesys import (
@@ -185,7 +186,7 @@ class CallMixin(ExprMixin):
         scope.update(self.static_locals)  # type: ignore[attr-defined]
         for k, c in self.const_bindings.items():  # type: ignore[attr-defined]
             scope[k] = c.obj if isinstance(c, PyObj) else c.value
-        code = compile(ast.Expression(body=node.args[0]), self.src.file, "eval")
+        code = pyast.compile_ast(ast.Expression(body=node.args[0]), self.src.file, "eval")
         try:
             value = eval(code, scope)  # noqa: S307 - the user's own compile-time expression
         except Exception as e:

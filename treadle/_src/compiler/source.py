@@ -17,6 +17,7 @@ import tokenize
 from collections.abc import Callable
 from typing import Any
 
+from ..core import pyast
 from ..core.errors import CodegenError, SourceLoc
 
 
@@ -114,7 +115,7 @@ class FuncSource:
         indent = len(lines[0]) - len(lines[0].lstrip())
         self.source = text
         try:
-            tree = ast.parse(text)
+            tree = pyast.parse(text)
         except SyntaxError as e:  # pragma: no cover - Python already parsed it once
             raise CodegenError(f"cannot parse '{self.qualname}': {e}") from None
         ast.increment_lineno(tree, first - 1)

@@ -20,6 +20,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import pyast
 from . import codegen
 from .field.field import FieldError, FieldLike
 from .operator import Integrand, Operator
@@ -108,7 +109,7 @@ class _Rewriter:
         self.indent = len(lines[0]) - len(lines[0].lstrip())
         text = textwrap.dedent("".join(lines))
         self.lines = text.splitlines(True)
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
         fdef = tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise IntegrandError(f"integrand '{fn.__qualname__}' is not a function definition")
