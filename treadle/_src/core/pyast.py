@@ -21,7 +21,7 @@ def parse(text: str) -> ast.Module:
         return ast.parse(text)
 
 
-def compile_ast(node: ast.AST, filename: str, mode: str) -> CodeType:
+def compile_ast(node: ast.Expression | ast.Module, filename: str, mode: str) -> CodeType:
     """``compile(node, filename, mode)`` of an ``ast`` node, one thread at a time."""
     with _LOCK:
         return compile(node, filename, mode)
