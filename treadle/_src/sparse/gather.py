@@ -12,7 +12,7 @@ from typing import Any
 import treadle as wp
 
 from .matrix import BsrMatrix, block_shape_of, row_end_args, scalar_of
-from .topology import Runs, _dummy
+from .topology import Runs, _dummy, run_slot
 
 
 @wp.kernel
@@ -20,13 +20,9 @@ def _gather(run_beg: wp.array(dtype=int), run_end: wp.array(dtype=int), srcs: wp
             uoff: wp.array(dtype=int), nrow: int, slot: wp.array(dtype=int), use_slot: int,
             src: wp.array(dtype=Any), alpha: Any, out: wp.array(dtype=Any)):
     u = wp.tid()
-    if u >= uoff[nrow]:
+    s = run_slot(u, uoff, nrow, slot, use_slot)
+    if s < 0:
         return
-    s = u
-    if use_slot != 0:
-        s = slot[u]
-        if s < 0:
-            return
     acc = out.dtype(0.0)
     for p in range(run_beg[u], run_end[u]):
         acc += out.dtype(src[srcs[p]])
@@ -42,13 +38,9 @@ def _gather_scaled_pair(run_beg: wp.array(dtype=int), run_end: wp.array(dtype=in
     # sums of alpha * a[a_slot[k]] (entries with a_slot >= 0) and beta * b[b_slot[k]] (the others); an operand
     # whose factor is zero is not read (it may hold NaNs)
     u = wp.tid()
-    if u >= uoff[nrow]:
+    s = run_slot(u, uoff, nrow, slot, use_slot)
+    if s < 0:
         return
-    s = u
-    if use_slot != 0:
-        s = slot[u]
-        if s < 0:
-            return
     acc_a = out.dtype(0.0)
     acc_b = out.dtype(0.0)
     for p in range(run_beg[u], run_end[u]):
@@ -107,13 +99,9 @@ def _transposed_gather_kernel(key: tuple[Any, ...], src_type: Any, out_type: Any
                           uoff: wp.array(dtype=int), nrow: int, slot: wp.array(dtype=int), use_slot: int,
                           src: wp.array(dtype=src_type), alpha: Any, out: wp.array(dtype=out_type)):
         u = wp.tid()
-        if u >= uoff[nrow]:
+        s = run_slot(u, uoff, nrow, slot, use_slot)
+        if s < 0:
             return
-        s = u
-        if use_slot != 0:
-            s = slot[u]
-            if s < 0:
-                return
         acc = out_type(0.0)
         for p in range(run_beg[u], run_end[u]):
             if wp.static(scalar_blocks):

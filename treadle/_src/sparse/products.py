@@ -35,7 +35,7 @@ from .matrix import (
     type_name,
     vector_type,
 )
-from .topology import Entries, Runs, _dummy
+from .topology import Entries, Runs, _dummy, run_slot
 
 # -- matrix-vector product ------------------------------------------------------------------------------------------
 
@@ -315,13 +315,9 @@ def _mm_kernels(key: tuple[Any, ...], x_type: Any, y_type: Any, z_type: Any) -> 
         # z_mode 0: z's blocks are entries of the runs; 1: z already has the product's topology (slot u);
         # 2: z is not read
         u = wp.tid()
-        if u >= uoff[nrow]:
+        s = run_slot(u, uoff, nrow, slot, use_slot)
+        if s < 0:
             return
-        s = u
-        if use_slot != 0:
-            s = slot[u]
-            if s < 0:
-                return
         acc = z_type(0.0)
         acc_z = z_type(0.0)
         for p in range(run_beg[u], run_end[u]):

@@ -47,6 +47,16 @@ _INSERTION = 16
 
 
 @wp.func
+def run_slot(u: int, uoff: wp.array(dtype=int), nrow: int, slot: wp.array(dtype=int), use_slot: int) -> int:
+    """The output block of distinct entry ``u`` (through ``slot`` when ``use_slot``); -1 when there is none."""
+    if u >= uoff[nrow]:
+        return -1
+    if use_slot != 0:
+        return slot[u]
+    return u
+
+
+@wp.func
 def _less(ca: int, sa: int, cb: int, sb: int) -> bool:
     if ca < cb:
         return True

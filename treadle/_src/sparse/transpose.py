@@ -32,7 +32,7 @@ from .matrix import (
     scalar_view,
     transposed_block_type,
 )
-from .topology import Runs, _dummy, group_triplets
+from .topology import Runs, _dummy, group_triplets, run_slot
 from .triplets import row_entries
 
 
@@ -62,13 +62,9 @@ def _gather_reshaped(run_beg: wp.array(dtype=int), run_end: wp.array(dtype=int),
                      dest_cols: wp.array(dtype=int), nsub: int, src: wp.array3d(dtype=Any), alpha: Any,
                      out: wp.array3d(dtype=Any)):
     u = wp.tid()
-    if u >= uoff[nrow]:
+    s = run_slot(u, uoff, nrow, slot, use_slot)
+    if s < 0:
         return
-    s = u
-    if use_slot != 0:
-        s = slot[u]
-        if s < 0:
-            return
     sr = src.shape[1]
     sc = src.shape[2]
     dr = out.shape[1]
