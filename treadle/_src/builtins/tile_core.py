@@ -98,7 +98,7 @@ def _from_thread_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
          f"{type_str(v)}")
     need(types[2] is None or is_int(types[2]), "thread_idx must be an integer")
     t = make_tile(v, shape, storage_arg(consts[3]))
-    order = (1, 2) if types[2] is not None else (1, Pad(0, scalars.int32))
+    order = (0, 1) if types[2] is not None else (0, Pad(0, scalars.int32))
     return TileSig(t, template=(v, *t.rows_cols), order=order)
 
 
@@ -144,10 +144,10 @@ def _rand_rule(is_int_tile: bool) -> Any:
         t = make_tile(dtype, shape, storage_arg(consts[4]))
         if is_int_tile:
             bounded = lo is not None
-            order: tuple[Any, ...] = (1, Pad(int(lo or 0), scalars.int32), Pad(int(hi or 0), scalars.int32),
+            order: tuple[Any, ...] = (0, Pad(int(lo or 0), scalars.int32), Pad(int(hi or 0), scalars.int32),
                                       Pad(bounded, scalars.bool))
         else:
-            order = (1, Pad(float(0.0 if lo is None else lo), scalars.float32),
+            order = (0, Pad(float(0.0 if lo is None else lo), scalars.float32),
                      Pad(float(1.0 if hi is None else hi), scalars.float32))
         return TileSig(t, template=(dtype, *t.rows_cols), order=order)
 
