@@ -31,6 +31,51 @@ TREADLE_FUNC void adj_sub(const TREADLE_TT&, const TREADLE_TT&, TREADLE_TT& adj_
         adj_b.data[k] = treadle::sub(adj_b.data[k], adj_ret.data[k]);
     }
 }
+// A tile and a scalar: the scalar applies to every element (either side).
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT add(const TREADLE_TT& a, S s) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::add(a.data[k], T(s));
+    return r;
+}
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT add(S s, const TREADLE_TT& a) { return add(a, s); }
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT sub(const TREADLE_TT& a, S s) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::sub(a.data[k], T(s));
+    return r;
+}
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT sub(S s, const TREADLE_TT& a) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::sub(T(s), a.data[k]);
+    return r;
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_add(const TREADLE_TT&, S, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+    adj_accum(adj_a, adj_ret);
+    for (int k = 0; k < M * N; ++k)
+        adj_s = treadle::add(adj_s, S(adj_ret.data[k]));
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_add(S, const TREADLE_TT&, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+    adj_accum(adj_a, adj_ret);
+    for (int k = 0; k < M * N; ++k)
+        adj_s = treadle::add(adj_s, S(adj_ret.data[k]));
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_sub(const TREADLE_TT&, S, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+    adj_accum(adj_a, adj_ret);
+    for (int k = 0; k < M * N; ++k)
+        adj_s = treadle::sub(adj_s, S(adj_ret.data[k]));
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_sub(S, const TREADLE_TT&, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+    for (int k = 0; k < M * N; ++k) {
+        adj_a.data[k] = treadle::sub(adj_a.data[k], adj_ret.data[k]);
+        adj_s = treadle::add(adj_s, S(adj_ret.data[k]));
+    }
+}
 template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT neg(const TREADLE_TT& a) {
     TREADLE_TT r;
     for (int k = 0; k < M * N; ++k)

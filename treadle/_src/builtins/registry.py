@@ -157,8 +157,9 @@ class Overload:
     cpp: str
     template: tuple[Any, ...] = ()
     fmt: str | None = None  #: the format string of a printing call (``Op.PRINTF``)
-    #: C++ callables passed first, as generic lambdas (``tile_map``): (forward function, adjoint function)
-    callee: tuple[str, str] | None = None
+    #: C++ callables passed first, as generic lambdas (``tile_map``): (forward function, adjoint function, the
+    #: forward function as backward passes replay it)
+    callee: tuple[str, str, str] | None = None
 
     @property
     def differentiable(self) -> bool:

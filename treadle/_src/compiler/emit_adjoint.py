@@ -206,6 +206,8 @@ def replay_name(fi: Any) -> str:
 class ReplayEmitter(Emitter):
     """Writes the side-effect-free replay variant of a ``@func`` (see :func:`replay_stmt`)."""
 
+    callee_slot = 2
+
     def function(self, f: ir.FuncIR, cname: str) -> str:
         native = getattr(f, "native", None)
         if native is not None:  # a @func_native replay: its replay snippet, else the forward snippet
@@ -309,6 +311,7 @@ class AdjointEmitter(Emitter):
     """Writes adjoint functions and the backward kernel entry point."""
 
     hoist = True
+    callee_slot = 2
 
     def __init__(self, base: Emitter) -> None:
         super().__init__(line_directives=base.line_directives, checked=False)

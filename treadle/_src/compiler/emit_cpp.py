@@ -282,6 +282,9 @@ class Emitter:
 
     #: Adjoint code declares every value once at the top of the function (so the reverse sweep can read it).
     hoist = False
+    #: Which name of a per-element function (``Overload.callee``) forward code calls: 0 the function, 2 its replay
+    #: variant (backward passes and replay functions, where only that variant is emitted).
+    callee_slot = 0
     #: The kernel's loops with launch-constant ranges (``uniform.uniform_ranges``; empty outside forward kernels).
     uniform_loops: dict[int, str] = {}  # noqa: RUF012 - replaced, never mutated
 
@@ -524,7 +527,7 @@ class Emitter:
         if ov.template:
             tmpl = "<" + ",".join(template_arg(x) for x in ov.template) + ">"
         if ov.callee is not None:  # a function applied per element (tile_map): a generic lambda over it
-            args.insert(0, f"[&](auto... _x) {{ return {ov.callee[0]}(_x...); }}")
+            args.insert(0, f"[&](auto... _x) {{ return {ov.callee[self.callee_slot]}(_x...); }}")
         return f"treadle::{cpp}{tmpl}({', '.join(args)})"
 
     def operator_expr(self, op: Op, s: ir.Call, args: list[str]) -> str:
