@@ -60,6 +60,7 @@ class TileCallee:
         adj: the C++ callable of its adjoint (``None``: no derivative; the reverse sweep adds nothing).
         differentiable: whether gradients flow through it.
         replay: the C++ callable backward passes use for the forward value (a @func's side-effect-free variant).
+        args: the element types it is called with.
     """
 
     obj: Any
@@ -68,6 +69,7 @@ class TileCallee:
     adj: str | None
     differentiable: bool
     replay: str = ""
+    args: tuple[Any, ...] = ()
 
 
 def tile_builtin(name: str, *, rule: Callable[[Sequence[Any], Sequence[Any]], Any], doc: str, signature: str,
