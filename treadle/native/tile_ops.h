@@ -222,6 +222,7 @@ TREADLE_FUNC auto tile_map(F f, const TREADLE_TT& a, const R&... rest) -> tile_t
         r.data[k] = f(a.data[k], detail::elem(rest, k)...);
     return r;
 }
+// One overload per operand count (1 + up to 7 extra operands, tiles or broadcast values).
 template <typename AF, typename T, int M, int N, typename U>
 TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, TREADLE_TT& adj_a, const tile_t<U, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
@@ -233,11 +234,34 @@ TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, TREADLE_T
         af(a.data[k], detail::elem(b, k), adj_a.data[k], detail::adj_elem(adj_b, k), adj_ret.data[k]);
 }
 template <typename AF, typename T, int M, int N, typename B, typename C, typename U>
-TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, TREADLE_TT& adj_a, B& adj_b, C& adj_c,
-                               const tile_t<U, M, N>& adj_ret) {
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, TREADLE_TT& adj_a, B& adj_b, C& adj_c, const tile_t<U, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
-        af(a.data[k], detail::elem(b, k), detail::elem(c, k), adj_a.data[k], detail::adj_elem(adj_b, k),
-           detail::adj_elem(adj_c, k), adj_ret.data[k]);
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename F, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, const F& f, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, F& adj_f, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), detail::elem(f, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), detail::adj_elem(adj_f, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename F, typename G, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, const F& f, const G& g, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, F& adj_f, G& adj_g, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), detail::elem(f, k), detail::elem(g, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), detail::adj_elem(adj_f, k), detail::adj_elem(adj_g, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename F, typename G, typename H, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, const F& f, const G& g, const H& h, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, F& adj_f, G& adj_g, H& adj_h, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), detail::elem(f, k), detail::elem(g, k), detail::elem(h, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), detail::adj_elem(adj_f, k), detail::adj_elem(adj_g, k), detail::adj_elem(adj_h, k), adj_ret.data[k]);
 }
 
 // ------------------------------------------------------------------------------------------------ reductions
