@@ -37,6 +37,9 @@ def loss_elementwise(x: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.flo
     wp.tile_assign(k, wp.tile_view(a, offset=(1, 3), shape=(2, 2)))
     k[0, 1] = a[0, 0] * b[2, 4]
     s += wp.tile_sum(k * k) + wp.untile(wp.tile(a[2, 2] * b[1, 1]))
+    k2 = a * wp.float64(1.0)
+    k2[1, :] = b[2]  # a row replaced through a slice
+    s += wp.tile_sum(k2 * k2) + wp.tile_sum(c[1:3, 2:] * b[0:2, 0:3])
     loss[i] = s[0] + wp.tile_extract(wp.tile_astype(a, wp.float64), 1, 1)
 
 

@@ -191,3 +191,31 @@ def test_scans_and_sort(seed):
     np.testing.assert_array_equal(mn, np.minimum.accumulate(A))
     np.testing.assert_array_equal(keys, np.sort(A))
     np.testing.assert_array_equal(A[vals], np.sort(A))
+
+
+@wp.kernel
+def slicing(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float), r: wp.array(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(4, 6))
+    wp.tile_store(r, t[1])
+    s = t[1:3, 2:]
+    u = wp.tile_zeros(shape=(4, 6), dtype=float)
+    u[0, :] = t[3, :]
+    u[2:4, 0:4] = s
+    u[1:3, 4:] += s[:, 2:]
+    u[-1, -1] = t[-1, 0]
+    wp.tile_store(out, u)
+
+
+def test_slices_read_and_assign():
+    A = np.arange(24, dtype=np.float32).reshape(4, 6)
+    out = wp.zeros((4, 6), dtype=float)
+    r = wp.zeros(6, dtype=float)
+    wp.launch_tiled(slicing, dim=1, inputs=[wp.array(A), out, r], block_dim=8)
+    U = np.zeros((4, 6), np.float32)
+    U[0] = A[3]
+    U[2:4, 0:4] = A[1:3, 2:]
+    U[1:3, 4:] += A[1:3, 2:][:, 2:]
+    U[-1, -1] = A[-1, 0]
+    np.testing.assert_array_equal(out.numpy(), U)
+    np.testing.assert_array_equal(r.numpy(), A[1])

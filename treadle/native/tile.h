@@ -13,6 +13,17 @@
 #include "atomic.h"
 #include "random.h"
 
+// g++ 12 at -O3 -march=native (AVX-512) mis-vectorises some reverse sweeps once tile functions are inlined into
+// them: a tile window read back as if its rows were contiguous (tests/tiles/test_tile_grad.py; clang++, -O2,
+// -fno-tree-slp-vectorize and -fno-strict-aliasing all give the right result). The tile functions are compiled
+// without SLP vectorisation under g++, which also keeps them out of line in kernels built with other options;
+// their loops are still vectorised.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#pragma GCC push_options
+#pragma GCC optimize("no-tree-slp-vectorize")
+#define TREADLE_TILE_GCC_OPTIONS 1
+#endif
+
 namespace treadle {
 
 // The block's number of logical threads: one on the CPU (and in Treadle's CUDA code, which runs each block as one
@@ -347,5 +358,10 @@ TREADLE_FUNC void adj_tile_atomic_add(const array_t<T>& a, const TREADLE_TILE_T&
 }  // namespace treadle
 
 #include "tile_ops.h"
+
+#if defined(TREADLE_TILE_GCC_OPTIONS)
+#pragma GCC pop_options
+#undef TREADLE_TILE_GCC_OPTIONS
+#endif
 
 // ---- linear algebra and FFT (tile_linalg.h, tile_fft.h) ----

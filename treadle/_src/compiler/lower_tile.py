@@ -182,6 +182,99 @@ class TileMixin:
         raise self.err(f"{b.name}() takes a builtin or a @wp.func, got {type(obj).__name__}", node,  # type: ignore[attr-defined]
                        cls=CodegenTypeError)
 
+    def tile_window(self, t: TileT, idx: list[Any], node: ast.AST) -> tuple[list[Any], tuple[int, ...], tuple[int, ...]]:
+        """The window a subscript of a tile names: offsets (operands), window extents, and the result's shape.
+
+        An integer index selects one position of its dimension (and drops it); a slice ``start:stop`` with constant
+        bounds (or a start and ``:``-less stop that fit) keeps a range; missing trailing indices keep whole dims.
+        """
+        nd = len(t.shape)
+        if len(idx) > nd:
+            raise self.err(f"too many indices ({len(idx)}) for a tile of shape {t.shape}", node,  # type: ignore[attr-defined]
+                           cls=CodegenTypeError)
+        offsets: list[Any] = []
+        window: list[int] = []
+        out: list[int] = []
+        for d in range(nd):
+            ext = t.shape[d]
+            i = idx[d] if d < len(idx) else ir.SliceSpec(None, None, None)
+            if not isinstance(i, ir.SliceSpec):
+                if isinstance(i, ir.Const) and not -ext <= int(i.value) < ext:
+                    raise self.err(f"index {i.value} is out of bounds for dimension {d} of extent {ext}", node,  # type: ignore[attr-defined]
+                                   cls=CodegenTypeError)
+                if isinstance(i, ir.Const) and int(i.value) < 0:
+                    i = ir.Const(int(i.value) + ext, scalars.int32)
+                offsets.append(i)
+                window.append(1)
+                continue
+            parts = []
+            for p, dflt in ((i.start, 0), (i.stop, ext), (i.step, 1)):
+                if p is None:
+                    parts.append(dflt)
+                elif isinstance(p, ir.Const):
+                    parts.append(int(p.value))
+                else:
+                    raise self.err("tile slices need compile-time bounds (the result's shape is a compile-time fact)",  # type: ignore[attr-defined]
+                                   node, "use literals or wp.static(...) bounds, or wp.tile_view(t, offset, shape)",
+                                   CodegenTypeError)
+            lo, hi, step = parts
+            if step != 1:
+                raise self.err("tile slices take a step of 1", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            lo, hi = (lo + ext if lo < 0 else lo), (hi + ext if hi < 0 else hi)
+            lo, hi = max(0, min(lo, ext)), max(0, min(hi, ext))
+            if hi <= lo:
+                raise self.err(f"the slice {lo}:{hi} of dimension {d} is empty", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            offsets.append(ir.Const(lo, scalars.int32))
+            window.append(hi - lo)
+            out.append(hi - lo)
+        return offsets, tuple(window), tuple(out) or (1,)
+
+    def tile_slice(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
+        """``t[i]``, ``t[i, :]``, ``t[1:3, 2:]``: a copy of that part of the tile."""
+        from ..builtins.tile_common import make_tile, padded
+
+        t: TileT = val.type
+        offsets, window, out = self.tile_window(t, idx, node)
+        ret = make_tile(t.dtype, out, t.storage)
+        pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offsets))]
+        ops = [val, *pads, *offsets]
+        b = REGISTRY.builtins["tile_view"]
+        ov = Overload(b, tuple(o.type for o in ops), ret, "tile_subtile", (*padded(t.shape), *padded(window)))
+        r = self.new_value(ret, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        return r
+
+    def assign_tile_slice(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
+                          node: ast.AST) -> None:
+        """``t[i, :] = u`` / ``t[a:b] = u``: the window replaced by a tile of its shape (``tile_assign``)."""
+        from ..builtins.tile_common import padded
+
+        t: TileT = local.type
+        offsets, window, out = self.tile_window(t, idx, node)
+        if not isinstance(v.type, TileT) or (v.type.shape != out and v.type.shape != window):
+            got = v.type.shape if isinstance(v.type, TileT) else type_str(v.type)
+            raise self.err(f"assigning to a {out} part of a tile needs a tile of shape {out}, got {got}", node,  # type: ignore[attr-defined]
+                           cls=CodegenTypeError)
+        if v.type.shape != window:  # a dropped dimension: reshape the source to the window's rank
+            v = self.reshape_value(v, window, node)
+        cur = self.value(target.value)  # type: ignore[attr-defined]
+        pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offsets))]
+        ops = [cur, v, *pads, *offsets]
+        b = REGISTRY.builtins["tile_assign"]
+        ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_window", (*padded(t.shape), *padded(window)))
+        r = self.new_value(t, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        self.assign(target.value, r, node)  # type: ignore[attr-defined]
+
+    def reshape_value(self, v: Any, shape: tuple[int, ...], node: ast.AST) -> Any:
+        """A tile value with the same elements and another shape."""
+        ret = v.type.with_(shape=shape)
+        b = REGISTRY.builtins["tile_reshape"]
+        ov = Overload(b, (v.type,), ret, "tile_reshape", ret.rows_cols)
+        r = self.new_value(ret, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, [v]))  # type: ignore[attr-defined]
+        return r
+
     def tile_element_target(self, target: ast.expr) -> tuple[ir.Local, list[Any]] | None:
         """``t[i, j]`` as an assignment target where ``t`` is a tile variable: the variable and the indices."""
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
@@ -189,11 +282,14 @@ class TileMixin:
         local = self.locals.get(target.value.id)  # type: ignore[attr-defined]
         if local is None or not isinstance(local.type, TileT):
             return None
-        return local, self.index_operands(target.slice)  # type: ignore[attr-defined]
+        return local, self.index_operands(target.slice, allow_slices=True)  # type: ignore[attr-defined]
 
     def assign_tile_element(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
                             node: ast.AST) -> None:
-        """``t[i, j] = v``: the tile variable receives a copy with that element replaced."""
+        """``t[i, j] = v``: the tile variable receives a copy with that element replaced (a part: ``t[i, :] = u``)."""
+        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < len(local.type.shape):
+            self.assign_tile_slice(target, local, idx, v, node)
+            return
         cur = self.value(target.value)  # type: ignore[attr-defined]
         new = self.tile_index_call(REGISTRY.builtins["_tile_insert"], cur, idx, [v], node)
         self.assign(target.value, new, node)  # type: ignore[attr-defined]
@@ -209,6 +305,14 @@ class TileMixin:
         if len(idx) != len(t.shape):
             raise self.err(f"a tile of shape {t.shape} takes {len(t.shape)} indices, got {len(idx)}", node,  # type: ignore[attr-defined]
                            cls=CodegenTypeError)
+        idx = list(idx)
+        for d, i in enumerate(idx):  # constant indices: checked, and negative ones count from the end
+            if isinstance(i, ir.Const):
+                ext = t.shape[d]
+                if not -ext <= int(i.value) < ext:
+                    raise self.err(f"index {i.value} is out of bounds for dimension {d} of extent {ext}", node,  # type: ignore[attr-defined]
+                                   cls=CodegenTypeError)
+                idx[d] = ir.Const(int(i.value) % ext, scalars.int32)
         ops = [val, *idx, *extra]
         try:
             sig = b.rule([o.type for o in ops], [NOT_CONST] * len(ops))
