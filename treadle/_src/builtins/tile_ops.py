@@ -14,7 +14,6 @@ from ..types.typesys import TileT, is_int, type_str
 from .registry import Param, need
 from .tile_common import TileCallee, TileSig, is_float_tile, make_tile, need_tile, scalar_dtype, tile_builtin
 
-
 _EXTRA = ("b", "c", "d", "e", "f", "g", "h")
 
 
