@@ -122,3 +122,26 @@ def test_an_op_without_adjoint_is_loud():
     with pytest.warns(wp.DroppedGradientWarning if hasattr(wp, "DroppedGradientWarning") else Warning,
                       match="tile_reduce.*no adjoint"):
         tape.backward(grads={out: wp.ones(1, dtype=float)})
+
+
+@wp.kernel
+def gather_loss(x: wp.array2d(dtype=float), idx: wp.array(dtype=int), out: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    rows = wp.tile_load_indexed(x, indices=wp.tile_load(idx, shape=3), shape=(3, 2), axis=0)
+    wp.tile_store_indexed(out, wp.tile_arange(3, dtype=int), rows * rows, axis=0)
+
+
+def test_gradient_of_indexed_loads_and_stores():
+    X = np.arange(1, 9, dtype=np.float32).reshape(4, 2)
+    x = wp.array(X, requires_grad=True)
+    out = wp.zeros((3, 2), dtype=float, requires_grad=True)
+    idx = wp.array(np.array([2, 0, 2], np.int32))  # row 2 twice: its gradients add up
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(gather_loss, dim=1, inputs=[x, idx, out], block_dim=8)
+    W = np.array([[1, 2], [3, 4], [5, 6]], np.float32)
+    tape.backward(grads={out: wp.array(W)})
+    ref = np.zeros_like(X)
+    for k, r in enumerate([2, 0, 2]):
+        ref[r] += 2 * X[r] * W[k]
+    np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)

@@ -219,3 +219,20 @@ def test_slices_read_and_assign():
     U[-1, -1] = A[-1, 0]
     np.testing.assert_array_equal(out.numpy(), U)
     np.testing.assert_array_equal(r.numpy(), A[1])
+
+
+@wp.kernel
+def reduce_axis(a: wp.array2d(dtype=float), rows: wp.array(dtype=float), cols: wp.array(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(3, 5))
+    wp.tile_store(rows, wp.tile_reduce(wp.max, t, axis=1))
+    wp.tile_store(cols, wp.tile_reduce(wp.mul, t, axis=0))
+
+
+def test_reduce_along_an_axis():
+    A = np.random.default_rng(8).uniform(0.5, 2, (3, 5)).astype(np.float32)
+    rows = wp.zeros(3, dtype=float)
+    cols = wp.zeros(5, dtype=float)
+    wp.launch_tiled(reduce_axis, dim=1, inputs=[wp.array(A), rows, cols], block_dim=8)
+    np.testing.assert_array_equal(rows.numpy(), A.max(1))
+    np.testing.assert_allclose(cols.numpy(), A.prod(0), rtol=1e-6)

@@ -356,6 +356,19 @@ template <typename F, typename T, int M, int N> TREADLE_FUNC tile_t<T, 1, 1> til
     r.data[0] = s;
     return r;
 }
+// tile_reduce along one axis of a tile seen as (outer, extent, inner).
+template <int OUTER, int EXT, int INNER, int RM, int RN, typename F, typename T, int M, int N>
+TREADLE_FUNC tile_t<T, RM, RN> tile_reduce_axis(F f, const TREADLE_TT& a) {
+    tile_t<T, RM, RN> r;
+    for (int o = 0; o < OUTER; ++o)
+        for (int i = 0; i < INNER; ++i) {
+            T s = a.data[o * EXT * INNER + i];
+            for (int e = 1; e < EXT; ++e)
+                s = f(s, a.data[(o * EXT + e) * INNER + i]);
+            r.data[o * INNER + i] = s;
+        }
+    return r;
+}
 template <typename T, int M, int N> TREADLE_FUNC tile_t<T, 1, 1> tile_dot(const TREADLE_TT& a, const TREADLE_TT& b) {
     T s = treadle::mul(a.data[0], b.data[0]);
     for (int k = 1; k < M * N; ++k)
