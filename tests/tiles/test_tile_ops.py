@@ -236,3 +236,23 @@ def test_reduce_along_an_axis():
     wp.launch_tiled(reduce_axis, dim=1, inputs=[wp.array(A), rows, cols], block_dim=8)
     np.testing.assert_array_equal(rows.numpy(), A.max(1))
     np.testing.assert_allclose(cols.numpy(), A.prod(0), rtol=1e-6)
+
+
+@wp.kernel
+def mixed_products(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3),
+                   q: wp.array(dtype=wp.vec3)):
+    _i, _ = wp.tid()
+    s = wp.tile_load(a, shape=4)
+    w = wp.tile_load(v, shape=4)
+    wp.tile_store(out, s * wp.vec3(1.0, 2.0, 3.0) + w * s)  # float tile times a vector, vector tile times float tile
+    wp.tile_store(q, w / 2.0)
+
+
+def test_products_of_tiles_with_other_element_types():
+    A = np.array([1, 2, 3, 4], np.float32)
+    V = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = wp.zeros(4, dtype=wp.vec3)
+    q = wp.zeros(4, dtype=wp.vec3)
+    wp.launch_tiled(mixed_products, dim=1, inputs=[wp.array(A), wp.array(V, dtype=wp.vec3), out, q], block_dim=8)
+    np.testing.assert_allclose(out.numpy(), A[:, None] * [1, 2, 3] + V * A[:, None], rtol=1e-6)
+    np.testing.assert_allclose(q.numpy(), V / 2, rtol=1e-6)

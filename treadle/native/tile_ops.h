@@ -90,70 +90,79 @@ template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT pos(const TREADLE_TT
 template <typename T, int M, int N> TREADLE_FUNC void adj_pos(const TREADLE_TT&, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
     adj_accum(adj_a, adj_ret);
 }
-// Elementwise product and quotient of two tiles, and of a tile with a scalar (either side).
-template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT mul(const TREADLE_TT& a, const TREADLE_TT& b) {
-    TREADLE_TT r;
+// Elementwise products and quotients: two tiles of one shape, or a tile and a value (either side); the element
+// types may differ where the element operation is defined (a float tile times a matrix gives a tile of matrices).
+template <typename A, typename B, int M, int N>
+TREADLE_FUNC auto mul(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b) -> tile_t<decltype(treadle::mul(a.data[0], b.data[0])), M, N> {
+    tile_t<decltype(treadle::mul(a.data[0], b.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::mul(a.data[k], b.data[k]);
     return r;
 }
-template <typename T, int M, int N>
-TREADLE_FUNC void adj_mul(const TREADLE_TT& a, const TREADLE_TT& b, TREADLE_TT& adj_a, TREADLE_TT& adj_b, const TREADLE_TT& adj_ret) {
+template <typename A, typename B, int M, int N, typename R>
+TREADLE_FUNC void adj_mul(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a, tile_t<B, M, N>& adj_b,
+                        const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_mul(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT mul(const TREADLE_TT& a, S s) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto mul(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::mul(a.data[0], s)), M, N> {
+    tile_t<decltype(treadle::mul(a.data[0], s)), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::mul(a.data[k], s);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_mul(const TREADLE_TT& a, S s, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_mul(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_mul(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT mul(S s, const TREADLE_TT& a) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto mul(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::mul(s, a.data[0])), M, N> {
+    tile_t<decltype(treadle::mul(s, a.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::mul(s, a.data[k]);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_mul(S s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_mul(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_mul(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);
 }
-template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT div(const TREADLE_TT& a, const TREADLE_TT& b) {
-    TREADLE_TT r;
+template <typename A, typename B, int M, int N>
+TREADLE_FUNC auto div(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b) -> tile_t<decltype(treadle::div(a.data[0], b.data[0])), M, N> {
+    tile_t<decltype(treadle::div(a.data[0], b.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::div(a.data[k], b.data[k]);
     return r;
 }
-template <typename T, int M, int N>
-TREADLE_FUNC void adj_div(const TREADLE_TT& a, const TREADLE_TT& b, TREADLE_TT& adj_a, TREADLE_TT& adj_b, const TREADLE_TT& adj_ret) {
+template <typename A, typename B, int M, int N, typename R>
+TREADLE_FUNC void adj_div(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a, tile_t<B, M, N>& adj_b,
+                        const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_div(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT div(const TREADLE_TT& a, S s) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto div(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::div(a.data[0], s)), M, N> {
+    tile_t<decltype(treadle::div(a.data[0], s)), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::div(a.data[k], s);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_div(const TREADLE_TT& a, S s, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_div(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_div(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT div(S s, const TREADLE_TT& a) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto div(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::div(s, a.data[0])), M, N> {
+    tile_t<decltype(treadle::div(s, a.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::div(s, a.data[k]);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_div(S s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_div(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_div(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);
 }
