@@ -256,3 +256,23 @@ def test_products_of_tiles_with_other_element_types():
     wp.launch_tiled(mixed_products, dim=1, inputs=[wp.array(A), wp.array(V, dtype=wp.vec3), out, q], block_dim=8)
     np.testing.assert_allclose(out.numpy(), A[:, None] * [1, 2, 3] + V * A[:, None], rtol=1e-6)
     np.testing.assert_allclose(q.numpy(), V / 2, rtol=1e-6)
+
+
+@wp.kernel
+def advanced_index(a: wp.array2d(dtype=float), idx: wp.array(dtype=int), rows: wp.array2d(dtype=float),
+                   cols: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(4, 5))
+    ind = wp.tile_load(idx, shape=3)
+    wp.tile_store(rows, t[ind, :])
+    wp.tile_store(cols, wp.tile_slice_indexed(t, ind, axis=1))
+
+
+def test_advanced_indexing_with_index_tiles():
+    A = np.arange(20, dtype=np.float32).reshape(4, 5)
+    idx = np.array([3, -1, 0], np.int32)
+    rows = wp.zeros((3, 5), dtype=float)
+    cols = wp.zeros((4, 3), dtype=float)
+    wp.launch_tiled(advanced_index, dim=1, inputs=[wp.array(A), wp.array(idx), rows, cols], block_dim=8)
+    np.testing.assert_array_equal(rows.numpy(), A[[3, 3, 0]])
+    np.testing.assert_array_equal(cols.numpy(), A[:, [3, 4, 0]])

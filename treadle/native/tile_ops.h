@@ -512,6 +512,46 @@ TREADLE_FUNC void adj_tile_subtile(const TREADLE_TT&, int64 o0, int64 o1, int64 
         adj_a.data[s] = treadle::add(adj_a.data[s], adj_ret.data[w]);
     });
 }
+// tile_slice_indexed / t[idx, :]: rows (or entries along padded axis AX) of a picked by a 1-d int32 tile; negative
+// indices count from the end, indices still outside read zero.
+template <int AX, int S0, int S1, int S2, int S3, int R0, int R1, int R2, int R3, int NI, typename T, int M, int N>
+TREADLE_FUNC tile_t<T, R0 * R1 * R2, R3> tile_gather_axis(const TREADLE_TT& a, const tile_t<int32, 1, NI>& idx) {
+    tile_t<T, R0 * R1 * R2, R3> r;
+    const int S[4] = {S0, S1, S2, S3};
+    int k = 0;
+    for (int i0 = 0; i0 < R0; ++i0)
+        for (int i1 = 0; i1 < R1; ++i1)
+            for (int i2 = 0; i2 < R2; ++i2)
+                for (int i3 = 0; i3 < R3; ++i3, ++k) {
+                    int c[4] = {i0, i1, i2, i3};
+                    int j = idx.data[c[AX]];
+                    j = j < 0 ? j + S[AX] : j;
+                    if (j < 0 || j >= S[AX])
+                        continue;
+                    c[AX] = j;
+                    r.data[k] = a.data[detail::tile_offset<S1, S2, S3>(c[0], c[1], c[2], c[3])];
+                }
+    return r;
+}
+template <int AX, int S0, int S1, int S2, int S3, int R0, int R1, int R2, int R3, int NI, typename T, int M, int N>
+TREADLE_FUNC void adj_tile_gather_axis(const TREADLE_TT&, const tile_t<int32, 1, NI>& idx, TREADLE_TT& adj_a,
+                                       tile_t<int32, 1, NI>&, const tile_t<T, R0 * R1 * R2, R3>& adj_ret) {
+    const int S[4] = {S0, S1, S2, S3};
+    int k = 0;
+    for (int i0 = 0; i0 < R0; ++i0)
+        for (int i1 = 0; i1 < R1; ++i1)
+            for (int i2 = 0; i2 < R2; ++i2)
+                for (int i3 = 0; i3 < R3; ++i3, ++k) {
+                    int c[4] = {i0, i1, i2, i3};
+                    int j = idx.data[c[AX]];
+                    j = j < 0 ? j + S[AX] : j;
+                    if (j < 0 || j >= S[AX])
+                        continue;
+                    c[AX] = j;
+                    T& g = adj_a.data[detail::tile_offset<S1, S2, S3>(c[0], c[1], c[2], c[3])];
+                    g = treadle::add(g, adj_ret.data[k]);
+                }
+}
 // tile_assign(dst, src, offset): dst with the window at offset replaced by src (converted to dst's type).
 template <int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, typename T, int M, int N, typename U>
 TREADLE_FUNC TREADLE_TT tile_assign_window(const TREADLE_TT& dst, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0,

@@ -357,6 +357,26 @@ tile_builtin("tile_view", rule=_view_rule,
                  "leaves ``t`` unchanged.")
 
 
+def _slice_indexed_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    t = need_tile(types[0], "t")
+    idx = need_tile(types[1], "indices")
+    need(len(idx.shape) == 1 and idx.dtype == scalars.int32, f"indices must be a 1-d int32 tile, got {type_str(idx)}")
+    axis = consts[2]
+    nd = len(t.shape)
+    need(isinstance(axis, int) and -nd <= axis < nd, f"axis {axis!r} is out of range for a {nd}-d tile")
+    ax = axis % nd
+    out = tuple(idx.shape[0] if d == ax else e for d, e in enumerate(t.shape))
+    ret = make_tile(t.dtype, out, t.storage)
+    return TileSig(ret, template=(ax + 4 - nd, *padded(t.shape), *padded(out), idx.shape[0]), cpp="tile_gather_axis")
+
+
+tile_builtin("tile_slice_indexed", rule=_slice_indexed_rule,
+             params=(Param("t"), Param("indices"), Param("axis", 0, static=True)),
+             signature="tile_slice_indexed(t: tile, indices: tile, axis: int = 0) -> tile",
+             doc="The entries of ``t`` along ``axis`` picked by the 1-d int32 tile ``indices`` (``t[indices, :]``), "
+                 "a copy; negative indices count from the end.")
+
+
 def _assign_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     dst = need_tile(types[0], "dst")
     src = need_tile(types[1], "src")

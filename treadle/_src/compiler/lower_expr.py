@@ -537,6 +537,8 @@ class ExprMixin:
                 return ir.Const(0, scalars.int32)
             return base.items[self.tuple_index(idx, len(base.items), node)]
         val = self.as_operand(base, node)
+        if isinstance(val.type, TileT):
+            return self.tile_subscript_node(val, node)  # type: ignore[attr-defined]
         idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, (ArrayT, TileT))
                                   or is_vector_like(val.type) or is_matrix(val.type))
         if isinstance(val.type, TileT) and (any(isinstance(i, ir.SliceSpec) for i in idx)

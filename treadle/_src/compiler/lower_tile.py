@@ -16,7 +16,7 @@ from ..builtins.registry import NOT_CONST, REQUIRED, Builtin, Lowering, NoMatch,
 from ..builtins.tile_common import Pad, TileCallee, TileSig
 from ..core.errors import CodegenTypeError
 from ..types import scalars
-from ..types.typesys import TileT, TupleT, is_callable_object, type_str
+from ..types.typesys import TileT, TupleT, is_callable_object, is_int, type_str
 from . import ir
 from .lower_expr import PyObj, TupleVal
 
@@ -228,6 +228,40 @@ class TileMixin:
             window.append(hi - lo)
             out.append(hi - lo)
         return offsets, tuple(window), tuple(out) or (1,)
+
+    def tile_subscript_node(self, val: Any, node: ast.Subscript) -> Any:
+        """``t[...]`` on a tile: an element, a slice, or advanced indexing ``t[idx, :]`` with a 1-d int tile."""
+        nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        idx: list[Any] = []
+        for n in nodes:
+            if isinstance(n, ast.Slice):
+                idx.append(self.slice_spec(n))  # type: ignore[attr-defined]
+                continue
+            v = self.value(n)  # type: ignore[attr-defined]
+            if not isinstance(v.type, TileT) and not is_int(v.type):
+                raise self.err(f"tile indices must be integers, slices or a 1-d tile of int32, got {type_str(v.type)}",  # type: ignore[attr-defined]
+                               n, "convert with int(...)", CodegenTypeError)
+            idx.append(v)
+        picked = [d for d, i in enumerate(idx) if not isinstance(i, ir.SliceSpec) and isinstance(i.type, TileT)]
+        if picked:
+            d = picked[0]
+            rest = [i for k, i in enumerate(idx) if k != d]
+            if len(picked) > 1 or any(not isinstance(i, ir.SliceSpec) or i.start is not None or i.stop is not None
+                                      or i.step is not None for i in rest):
+                raise self.err("advanced tile indexing takes one index tile and ':' on all other axes", node,  # type: ignore[attr-defined]
+                               "e.g. t[idx, :] or t[:, idx]", CodegenTypeError)
+            b = REGISTRY.builtins["tile_slice_indexed"]
+            try:
+                sig = b.rule([val.type, idx[d].type, None], [NOT_CONST, NOT_CONST, d])
+            except NoMatch as e:
+                raise self.err(f"tile_slice_indexed(): {e}", node, cls=CodegenTypeError) from None  # type: ignore[attr-defined]
+            ov = Overload(b, (val.type, idx[d].type), sig.ret, sig.cpp or b.cpp, tuple(sig.template))
+            r = self.new_value(sig.ret, "tile")  # type: ignore[attr-defined]
+            self.emit(ir.Call(self.src.loc(node), r, ov, [val, idx[d]]))  # type: ignore[attr-defined]
+            return r
+        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < len(val.type.shape):
+            return self.tile_slice(val, idx, node)
+        return self.tile_subscript(val, idx, node)
 
     def tile_slice(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
         """``t[i]``, ``t[i, :]``, ``t[1:3, 2:]``: a copy of that part of the tile."""
