@@ -276,3 +276,29 @@ def test_advanced_indexing_with_index_tiles():
     wp.launch_tiled(advanced_index, dim=1, inputs=[wp.array(A), wp.array(idx), rows, cols], block_dim=8)
     np.testing.assert_array_equal(rows.numpy(), A[[3, 3, 0]])
     np.testing.assert_array_equal(cols.numpy(), A[:, [3, 4, 0]])
+
+
+@wp.kernel
+def components(v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat22), out: wp.array(dtype=float),
+               vout: wp.array(dtype=wp.vec3)):
+    _i, _ = wp.tid()
+    tv = wp.tile_load(v, shape=2)
+    tm = wp.tile_load(m, shape=2)
+    out[0] = tv[1, 2] + tm[0, 1, 0]
+    tv[0, 1] = 10.0
+    tv[1, 0] += 1.0
+    wp.tile_store(vout, tv)
+
+
+def test_components_of_vector_and_matrix_tiles():
+    V = np.arange(6, dtype=np.float32).reshape(2, 3)
+    M = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    out = wp.zeros(1, dtype=float)
+    vout = wp.zeros(2, dtype=wp.vec3)
+    wp.launch_tiled(components, dim=1, inputs=[wp.array(V, dtype=wp.vec3), wp.array(M, dtype=wp.mat22), out, vout],
+                    block_dim=8)
+    assert out.numpy()[0] == V[1, 2] + M[0, 1, 0]
+    W = V.copy()
+    W[0, 1] = 10
+    W[1, 0] += 1
+    np.testing.assert_array_equal(vout.numpy(), W)

@@ -16,7 +16,7 @@ from ..builtins.registry import NOT_CONST, REQUIRED, Builtin, Lowering, NoMatch,
 from ..builtins.tile_common import Pad, TileCallee, TileSig
 from ..core.errors import CodegenTypeError
 from ..types import scalars
-from ..types.typesys import TileT, TupleT, is_callable_object, is_int, type_str
+from ..types.typesys import TileT, TupleT, is_callable_object, is_composite, is_int, is_matrix, scalar_of, type_str
 from . import ir
 from .lower_expr import PyObj, TupleVal
 
@@ -259,7 +259,12 @@ class TileMixin:
             r = self.new_value(sig.ret, "tile")  # type: ignore[attr-defined]
             self.emit(ir.Call(self.src.loc(node), r, ov, [val, idx[d]]))  # type: ignore[attr-defined]
             return r
-        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < len(val.type.shape):
+        nd = len(val.type.shape)
+        if len(idx) > nd and not any(isinstance(i, ir.SliceSpec) for i in idx[:nd]):
+            # a component of an element of a tile of vectors or matrices: t[i, c], t[i, j, r, c]
+            elem = self.tile_subscript(val, idx[:nd], node)
+            return self.subscript_value(elem, idx[nd:], node)  # type: ignore[attr-defined]
+        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < nd:
             return self.tile_slice(val, idx, node)
         return self.tile_subscript(val, idx, node)
 
@@ -321,7 +326,22 @@ class TileMixin:
     def assign_tile_element(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
                             node: ast.AST) -> None:
         """``t[i, j] = v``: the tile variable receives a copy with that element replaced (a part: ``t[i, :] = u``)."""
-        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < len(local.type.shape):
+        nd = len(local.type.shape)
+        if len(idx) > nd and not any(isinstance(i, ir.SliceSpec) for i in idx):
+            # t[i, c] = s on a tile of vectors (or matrices): the element with that component replaced
+            cur = self.value(target.value)  # type: ignore[attr-defined]
+            elem = self.tile_subscript(cur, idx[:nd], node)
+            et, comp = elem.type, idx[nd:]
+            if not is_composite(et) or len(comp) > (2 if is_matrix(et) else 1):
+                raise self.err(f"a tile of {type_str(et)} takes {nd} indices here, got {len(idx)}", node,  # type: ignore[attr-defined]
+                               cls=CodegenTypeError)
+            part = et._wp_row_type_ if is_matrix(et) and len(comp) == 1 else scalar_of(et)
+            v = self.coerce(v, part, node, "the assigned component")  # type: ignore[attr-defined]
+            new_elem = self.new_value(et)  # type: ignore[attr-defined]
+            self.emit(ir.Insert(self.src.loc(node), new_elem, elem, list(comp), v))  # type: ignore[attr-defined]
+            v = new_elem
+            idx = idx[:nd]
+        elif any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < nd:
             self.assign_tile_slice(target, local, idx, v, node)
             return
         cur = self.value(target.value)  # type: ignore[attr-defined]
