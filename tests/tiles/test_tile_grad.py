@@ -145,3 +145,26 @@ def test_gradient_of_indexed_loads_and_stores():
     for k, r in enumerate([2, 0, 2]):
         ref[r] += 2 * X[r] * W[k]
     np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
+
+
+@wp.kernel
+def vec_dot(v: wp.array(dtype=wp.vec3), w: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i, _ = wp.tid()
+    a = wp.tile_load(v, shape=3)
+    b = wp.tile_load(w, shape=3)
+    out[i] = wp.tile_dot(a, b * 2.0)[0]
+
+
+def test_dot_of_vector_tiles_and_its_gradient():
+    V = np.arange(9, dtype=np.float32).reshape(3, 3)
+    W = np.ones((3, 3), np.float32) * 0.5
+    v = wp.array(V, dtype=wp.vec3, requires_grad=True)
+    w = wp.array(W, dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(vec_dot, dim=1, inputs=[v, w, out], block_dim=8)
+    assert out.numpy()[0] == (V * W * 2).sum()
+    tape.backward(grads={out: wp.ones(1, dtype=float)})
+    np.testing.assert_allclose(v.grad.numpy(), 2 * W)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * V)

@@ -378,19 +378,40 @@ TREADLE_FUNC tile_t<T, RM, RN> tile_reduce_axis(F f, const TREADLE_TT& a) {
         }
     return r;
 }
-template <typename T, int M, int N> TREADLE_FUNC tile_t<T, 1, 1> tile_dot(const TREADLE_TT& a, const TREADLE_TT& b) {
-    T s = treadle::mul(a.data[0], b.data[0]);
+// tile_dot: products summed over the tile; vector elements contract with dot, matrix elements with ddot.
+namespace detail {
+template <typename T> TREADLE_FUNC T dot_elem(const T& a, const T& b) { return treadle::mul(a, b); }
+template <unsigned L, typename T> TREADLE_FUNC T dot_elem(const vec_t<L, T>& a, const vec_t<L, T>& b) { return dot(a, b); }
+template <unsigned R, unsigned C, typename T> TREADLE_FUNC T dot_elem(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
+    return ddot(a, b);
+}
+template <typename T, typename S> TREADLE_FUNC void adj_dot_elem(const T& a, const T& b, T& adj_a, T& adj_b, const S& adj_r) {
+    treadle::adj_mul(a, b, adj_a, adj_b, adj_r);
+}
+template <unsigned L, typename T>
+TREADLE_FUNC void adj_dot_elem(const vec_t<L, T>& a, const vec_t<L, T>& b, vec_t<L, T>& adj_a, vec_t<L, T>& adj_b, const T& r) {
+    adj_dot(a, b, adj_a, adj_b, r);
+}
+template <unsigned R, unsigned C, typename T>
+TREADLE_FUNC void adj_dot_elem(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a, mat_t<R, C, T>& adj_b,
+                               const T& r) {
+    adj_ddot(a, b, adj_a, adj_b, r);
+}
+}  // namespace detail
+template <typename T, int M, int N>
+TREADLE_FUNC auto tile_dot(const TREADLE_TT& a, const TREADLE_TT& b) -> tile_t<decltype(detail::dot_elem(a.data[0], b.data[0])), 1, 1> {
+    auto s = detail::dot_elem(a.data[0], b.data[0]);
     for (int k = 1; k < M * N; ++k)
-        s = treadle::add(s, treadle::mul(a.data[k], b.data[k]));
-    tile_t<T, 1, 1> r;
+        s = treadle::add(s, detail::dot_elem(a.data[k], b.data[k]));
+    tile_t<decltype(s), 1, 1> r;
     r.data[0] = s;
     return r;
 }
-template <typename T, int M, int N>
+template <typename T, int M, int N, typename S>
 TREADLE_FUNC void adj_tile_dot(const TREADLE_TT& a, const TREADLE_TT& b, TREADLE_TT& adj_a, TREADLE_TT& adj_b,
-                               const tile_t<T, 1, 1>& adj_ret) {
+                               const tile_t<S, 1, 1>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
-        treadle::adj_mul(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[0]);
+        detail::adj_dot_elem(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[0]);
 }
 
 // ------------------------------------------------------------------------------------------------ scans

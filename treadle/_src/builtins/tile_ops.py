@@ -146,13 +146,13 @@ def _dot_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     a, b = need_tile(types[0], "a"), need_tile(types[1], "b")
     need(a.shape == b.shape and a.dtype == b.dtype, f"tile_dot() needs tiles of one shape and type, got "
          f"{type_str(a)} and {type_str(b)}")
-    need(scalars.is_scalar_type(a.dtype), "tile_dot() takes tiles of scalars")
-    return make_tile(a.dtype, (1,))
+    return make_tile(scalar_dtype(a.dtype), (1,))
 
 
 tile_builtin("tile_dot", rule=_dot_rule, params=(Param("a"), Param("b")),
              signature="tile_dot(a: tile, b: tile) -> tile",
-             doc="The sum of the element products of two tiles of one shape, as a ``(1,)`` tile.")
+             doc="The sum of the element products of two tiles of one shape, as a ``(1,)`` tile (vector elements "
+                 "contract with ``dot``, matrix elements with ``ddot``).")
 
 
 # -- scans and sort ------------------------------------------------------------------------------------------------
