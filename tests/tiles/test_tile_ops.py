@@ -302,3 +302,28 @@ def test_components_of_vector_and_matrix_tiles():
     W[0, 1] = 10
     W[1, 0] += 1
     np.testing.assert_array_equal(vout.numpy(), W)
+
+
+@wp.kernel
+def strided(a: wp.array2d(dtype=float), ev: wp.array2d(dtype=float), rev: wp.array(dtype=float),
+            out: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(4, 5))
+    wp.tile_store(ev, t[::2, 1::2])
+    wp.tile_store(rev, t[3, ::-1])
+    u = wp.tile_zeros(shape=(4, 5), dtype=float)
+    u[1::2, ::2] = t[0:2, 0:3]
+    wp.tile_store(out, u)
+
+
+def test_slices_with_steps():
+    A = np.arange(20, dtype=np.float32).reshape(4, 5)
+    ev = wp.zeros((2, 2), dtype=float)
+    rev = wp.zeros(5, dtype=float)
+    out = wp.zeros((4, 5), dtype=float)
+    wp.launch_tiled(strided, dim=1, inputs=[wp.array(A), ev, rev, out], block_dim=8)
+    np.testing.assert_array_equal(ev.numpy(), A[::2, 1::2])
+    np.testing.assert_array_equal(rev.numpy(), A[3, ::-1])
+    U = np.zeros((4, 5), np.float32)
+    U[1::2, ::2] = A[0:2, 0:3]
+    np.testing.assert_array_equal(out.numpy(), U)

@@ -573,6 +573,60 @@ TREADLE_FUNC void adj_tile_gather_axis(const TREADLE_TT&, const tile_t<int32, 1,
                     g = treadle::add(g, adj_ret.data[k]);
                 }
 }
+// A strided window (slices with a step): element w of the window reads source index o[d] + w[d] * ST[d].
+template <int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, int ST0, int ST1, int ST2, int ST3,
+          typename F>
+TREADLE_FUNC void for_strided(int64 o0, int64 o1, int64 o2, int64 o3, F f) {
+    int w = 0;
+    for (int i0 = 0; i0 < W0; ++i0)
+        for (int i1 = 0; i1 < W1; ++i1)
+            for (int i2 = 0; i2 < W2; ++i2)
+                for (int i3 = 0; i3 < W3; ++i3, ++w) {
+                    const int64 s0 = o0 + i0 * ST0, s1 = o1 + i1 * ST1, s2 = o2 + i2 * ST2, s3 = o3 + i3 * ST3;
+                    if (s0 < 0 || s0 >= S0 || s1 < 0 || s1 >= S1 || s2 < 0 || s2 >= S2 || s3 < 0 || s3 >= S3)
+                        continue;
+                    f(w, detail::tile_offset<S1, S2, S3>(int(s0), int(s1), int(s2), int(s3)));
+                }
+}
+#define TREADLE_STRIDED_TP                                                                                             \
+    int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, int ST0, int ST1, int ST2, int ST3, typename T,     \
+        int M, int N
+#define TREADLE_STRIDED_ARGS S0, S1, S2, S3, W0, W1, W2, W3, ST0, ST1, ST2, ST3
+template <TREADLE_STRIDED_TP>
+TREADLE_FUNC tile_t<T, W0 * W1 * W2, W3> tile_subtile_step(const TREADLE_TT& a, int64 o0, int64 o1, int64 o2, int64 o3) {
+    tile_t<T, W0 * W1 * W2, W3> r;
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) { r.data[w] = a.data[s]; });
+    return r;
+}
+template <TREADLE_STRIDED_TP, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_subtile_step(const TREADLE_TT&, int64 o0, int64 o1, int64 o2, int64 o3, TREADLE_TT& adj_a,
+                                        A0&, A1&, A2&, A3&, const tile_t<T, W0 * W1 * W2, W3>& adj_ret) {
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) {
+        adj_a.data[s] = treadle::add(adj_a.data[s], adj_ret.data[w]);
+    });
+}
+template <TREADLE_STRIDED_TP, typename U>
+TREADLE_FUNC TREADLE_TT tile_assign_step(const TREADLE_TT& dst, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0,
+                                         int64 o1, int64 o2, int64 o3) {
+    TREADLE_TT r = dst;
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) { r.data[s] = cast<T>(src.data[w]); });
+    return r;
+}
+template <TREADLE_STRIDED_TP, typename U, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_assign_step(const TREADLE_TT&, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0, int64 o1,
+                                       int64 o2, int64 o3, TREADLE_TT& adj_dst, tile_t<U, W0 * W1 * W2, W3>& adj_src,
+                                       A0&, A1&, A2&, A3&, const TREADLE_TT& adj_ret) {
+    bool covered[M * N > 0 ? M * N : 1] = {};
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) {
+        covered[s] = true;
+        adj_cast<T>(src.data[w], adj_src.data[w], adj_ret.data[s]);
+    });
+    for (int k = 0; k < M * N; ++k)
+        if (!covered[k])
+            adj_dst.data[k] = treadle::add(adj_dst.data[k], adj_ret.data[k]);
+}
+#undef TREADLE_STRIDED_TP
+#undef TREADLE_STRIDED_ARGS
 // tile_assign(dst, src, offset): dst with the window at offset replaced by src (converted to dst's type).
 template <int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, typename T, int M, int N, typename U>
 TREADLE_FUNC TREADLE_TT tile_assign_window(const TREADLE_TT& dst, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0,

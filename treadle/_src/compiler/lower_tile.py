@@ -182,8 +182,9 @@ class TileMixin:
         raise self.err(f"{b.name}() takes a builtin or a @wp.func, got {type(obj).__name__}", node,  # type: ignore[attr-defined]
                        cls=CodegenTypeError)
 
-    def tile_window(self, t: TileT, idx: list[Any], node: ast.AST) -> tuple[list[Any], tuple[int, ...], tuple[int, ...]]:
-        """The window a subscript of a tile names: offsets (operands), window extents, and the result's shape.
+    def tile_window(self, t: TileT, idx: list[Any], node: ast.AST
+                    ) -> tuple[list[Any], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """The window a subscript of a tile names: offsets (operands), window extents, the result's shape, steps.
 
         An integer index selects one position of its dimension (and drops it); a slice ``start:stop`` with constant
         bounds (or a start and ``:``-less stop that fit) keeps a range; missing trailing indices keep whole dims.
@@ -195,6 +196,7 @@ class TileMixin:
         offsets: list[Any] = []
         window: list[int] = []
         out: list[int] = []
+        steps: list[int] = []
         for d in range(nd):
             ext = t.shape[d]
             i = idx[d] if d < len(idx) else ir.SliceSpec(None, None, None)
@@ -206,28 +208,26 @@ class TileMixin:
                     i = ir.Const(int(i.value) + ext, scalars.int32)
                 offsets.append(i)
                 window.append(1)
+                steps.append(1)
                 continue
-            parts = []
-            for p, dflt in ((i.start, 0), (i.stop, ext), (i.step, 1)):
-                if p is None:
-                    parts.append(dflt)
-                elif isinstance(p, ir.Const):
-                    parts.append(int(p.value))
-                else:
+            for p in (i.start, i.stop, i.step):
+                if p is not None and not isinstance(p, ir.Const):
                     raise self.err("tile slices need compile-time bounds (the result's shape is a compile-time fact)",  # type: ignore[attr-defined]
                                    node, "use literals or wp.static(...) bounds, or wp.tile_view(t, offset, shape)",
                                    CodegenTypeError)
-            lo, hi, step = parts
-            if step != 1:
-                raise self.err("tile slices take a step of 1", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
-            lo, hi = (lo + ext if lo < 0 else lo), (hi + ext if hi < 0 else hi)
-            lo, hi = max(0, min(lo, ext)), max(0, min(hi, ext))
-            if hi <= lo:
-                raise self.err(f"the slice {lo}:{hi} of dimension {d} is empty", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            given = [None if p is None else int(p.value) for p in (i.start, i.stop, i.step)]  # type: ignore[union-attr]
+            if given[2] == 0:
+                raise self.err("slice step cannot be zero", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            lo, hi, step = slice(*given).indices(ext)
+            count = len(range(lo, hi, step))
+            if count == 0:
+                raise self.err(f"the slice {lo}:{hi}:{step} of dimension {d} is empty (tiles have no empty "
+                               "dimensions)", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
             offsets.append(ir.Const(lo, scalars.int32))
-            window.append(hi - lo)
-            out.append(hi - lo)
-        return offsets, tuple(window), tuple(out) or (1,)
+            window.append(count)
+            steps.append(step)
+            out.append(count)
+        return offsets, tuple(window), tuple(out) or (1,), tuple(steps)
 
     def tile_subscript_node(self, val: Any, node: ast.Subscript) -> Any:
         """``t[...]`` on a tile: an element, a slice, or advanced indexing ``t[idx, :]`` with a 1-d int tile."""
@@ -273,12 +273,17 @@ class TileMixin:
         from ..builtins.tile_common import make_tile, padded
 
         t: TileT = val.type
-        offsets, window, out = self.tile_window(t, idx, node)
+        offsets, window, out, steps = self.tile_window(t, idx, node)
         ret = make_tile(t.dtype, out, t.storage)
         pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offsets))]
         ops = [val, *pads, *offsets]
         b = REGISTRY.builtins["tile_view"]
-        ov = Overload(b, tuple(o.type for o in ops), ret, "tile_subtile", (*padded(t.shape), *padded(window)))
+        if all(st == 1 for st in steps):
+            ov = Overload(b, tuple(o.type for o in ops), ret, "tile_subtile", (*padded(t.shape), *padded(window)))
+        else:
+            st4 = (1,) * (4 - len(steps)) + steps
+            ov = Overload(b, tuple(o.type for o in ops), ret, "tile_subtile_step",
+                          (*padded(t.shape), *padded(window), *st4))
         r = self.new_value(ret, "tile")  # type: ignore[attr-defined]
         self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
         return r
@@ -289,7 +294,7 @@ class TileMixin:
         from ..builtins.tile_common import padded
 
         t: TileT = local.type
-        offsets, window, out = self.tile_window(t, idx, node)
+        offsets, window, out, steps = self.tile_window(t, idx, node)
         if not isinstance(v.type, TileT) or (v.type.shape != out and v.type.shape != window):
             got = v.type.shape if isinstance(v.type, TileT) else type_str(v.type)
             raise self.err(f"assigning to a {out} part of a tile needs a tile of shape {out}, got {got}", node,  # type: ignore[attr-defined]
@@ -300,7 +305,11 @@ class TileMixin:
         pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offsets))]
         ops = [cur, v, *pads, *offsets]
         b = REGISTRY.builtins["tile_assign"]
-        ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_window", (*padded(t.shape), *padded(window)))
+        st4 = (1,) * (4 - len(steps)) + steps
+        if all(st == 1 for st in steps):
+            ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_window", (*padded(t.shape), *padded(window)))
+        else:
+            ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_step", (*padded(t.shape), *padded(window), *st4))
         r = self.new_value(t, "tile")  # type: ignore[attr-defined]
         self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
         self.assign(target.value, r, node)  # type: ignore[attr-defined]
