@@ -221,8 +221,8 @@ class TileMixin:
             lo, hi, step = slice(*given).indices(ext)
             count = len(range(lo, hi, step))
             if count == 0:
-                raise self.err(f"the slice {lo}:{hi}:{step} of dimension {d} is empty (tiles have no empty "
-                               "dimensions)", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+                why = f"the slice {lo}:{hi}:{step} of dimension {d} is empty (tiles have no empty dimensions)"
+                raise self.err(why, node, cls=CodegenTypeError)  # type: ignore[attr-defined]
             offsets.append(ir.Const(lo, scalars.int32))
             window.append(count)
             steps.append(step)
