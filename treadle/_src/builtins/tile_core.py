@@ -129,7 +129,7 @@ tile_builtin("tile_arange", rule=_arange_rule, differentiable=False,
              params=(Param("start", static=True), Param("stop", None, static=True), Param("step", None, static=True),
                      Param("dtype", None, static=True), _STORAGE),
              signature="tile_arange(start, stop=None, step=None, dtype: type = None, storage: str = 'register') -> tile",
-             doc="A 1-d tile of evenly spaced values in ``[start, stop)`` (``tile_arange(n)``: ``0 .. n-1``). The "
+             doc="A 1-d tile of evenly spaced values in ``[start, stop)`` (``tile_arange(n)``: ``0`` up to ``n - 1``). The "
                  "arguments are compile-time numbers; integer arguments give an int32 tile unless ``dtype`` says "
                  "otherwise.")
 
