@@ -287,6 +287,7 @@ def components(v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat22), out: wp.
     out[0] = tv[1, 2] + tm[0, 1, 0]
     tv[0, 1] = 10.0
     tv[1, 0] += 1.0
+    tv[1][2] = tv[1][2] * 2.0  # nested subscripts, as the reference's programs write them
     wp.tile_store(vout, tv)
 
 
@@ -301,6 +302,7 @@ def test_components_of_vector_and_matrix_tiles():
     W = V.copy()
     W[0, 1] = 10
     W[1, 0] += 1
+    W[1, 2] *= 2
     np.testing.assert_array_equal(vout.numpy(), W)
 
 

@@ -229,6 +229,16 @@ class TileMixin:
             out.append(count)
         return offsets, tuple(window), tuple(out) or (1,), tuple(steps)
 
+    def tile_subscript_parts(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
+        """``t[...]`` with already lowered indices (integers and slices): an element, a component or a slice."""
+        nd = len(val.type.shape)
+        if len(idx) > nd and not any(isinstance(i, ir.SliceSpec) for i in idx[:nd]):
+            elem = self.tile_subscript(val, idx[:nd], node)
+            return self.subscript_value(elem, idx[nd:], node)  # type: ignore[attr-defined]
+        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < nd:
+            return self.tile_slice(val, idx, node)
+        return self.tile_subscript(val, idx, node)
+
     def tile_subscript_node(self, val: Any, node: ast.Subscript) -> Any:
         """``t[...]`` on a tile: an element, a slice, or advanced indexing ``t[idx, :]`` with a 1-d int tile."""
         nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -325,15 +335,26 @@ class TileMixin:
 
     def tile_element_target(self, target: ast.expr) -> tuple[ir.Local, list[Any]] | None:
         """``t[i, j]`` as an assignment target where ``t`` is a tile variable: the variable and the indices."""
-        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+        chain: list[ast.Subscript] = []  # t[i][r] = v: the subscripts from the outermost in
+        base: ast.expr = target
+        while isinstance(base, ast.Subscript):
+            chain.append(base)
+            base = base.value
+        if not chain or not isinstance(base, ast.Name):
             return None
-        local = self.locals.get(target.value.id)  # type: ignore[attr-defined]
+        local = self.locals.get(base.id)  # type: ignore[attr-defined]
         if local is None or not isinstance(local.type, TileT):
             return None
-        return local, self.index_operands(target.slice, allow_slices=True)  # type: ignore[attr-defined]
+        idx: list[Any] = []
+        for sub in reversed(chain):
+            idx += self.index_operands(sub.slice, allow_slices=True)  # type: ignore[attr-defined]
+        return local, idx
 
     def assign_tile_element(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
                             node: ast.AST) -> None:
+        target = ast.copy_location(ast.Subscript(value=ast.copy_location(ast.Name(id=local.name, ctx=ast.Load()),
+                                                                          target), slice=target.slice, ctx=ast.Store()),
+                                   target)
         """``t[i, j] = v``: the tile variable receives a copy with that element replaced (a part: ``t[i, :] = u``)."""
         nd = len(local.type.shape)
         if len(idx) > nd and not any(isinstance(i, ir.SliceSpec) for i in idx):
