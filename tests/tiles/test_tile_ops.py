@@ -329,3 +329,49 @@ def test_slices_with_steps():
     U = np.zeros((4, 5), np.float32)
     U[1::2, ::2] = A[0:2, 0:3]
     np.testing.assert_array_equal(out.numpy(), U)
+
+
+@wp.struct
+class Particle:
+    x: float
+    n: int
+
+
+@wp.func
+def twice_x(p: Particle) -> float:
+    return p.x * 2.0
+
+
+@wp.kernel(enable_backward=False)
+def struct_tiles(a: wp.array(dtype=Particle), out: wp.array(dtype=float), cleared: wp.array(dtype=Particle)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=3)
+    wp.tile_store(out, wp.tile_map(twice_x, t))
+    wp.tile_store(cleared, wp.tile_zeros(shape=3, dtype=Particle))
+
+
+def _particles(requires_grad=False):
+    a = wp.zeros(3, dtype=Particle).numpy()
+    a["x"], a["n"] = [1, 2, 3], [4, 5, 6]
+    return wp.array(a, dtype=Particle, requires_grad=requires_grad)
+
+
+def test_tiles_of_structs_forward_and_loud_gradients():
+    out = wp.zeros(3, dtype=float)
+    cleared = _particles()
+    wp.launch_tiled(struct_tiles, dim=1, inputs=[_particles(), out, cleared], block_dim=4)
+    np.testing.assert_array_equal(out.numpy(), [2, 4, 6])
+    assert cleared.numpy()["n"].tolist() == [0, 0, 0]
+
+    @wp.kernel(module="tiles_struct_grad")
+    def differentiated(a: wp.array(dtype=Particle), out: wp.array(dtype=float)):
+        _i, _ = wp.tid()
+        wp.tile_store(out, wp.tile_map(twice_x, wp.tile_load(a, shape=3)))
+
+    a = _particles(requires_grad=True)
+    o = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(differentiated, dim=1, inputs=[a, o], block_dim=4)
+    with pytest.raises(Exception, match="gradients through tiles of structs are not supported yet"):
+        tape.backward(grads={o: wp.ones(3, dtype=float)})

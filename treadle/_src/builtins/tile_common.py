@@ -13,7 +13,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..types import scalars
-from ..types.typesys import TILE_STORAGES, TileT, TupleT, is_composite, is_float, is_int, normalize_annotation, type_str
+from ..types.typesys import (
+    TILE_STORAGES,
+    TileT,
+    TupleT,
+    is_composite,
+    is_float,
+    is_int,
+    is_struct,
+    normalize_annotation,
+    type_str,
+)
 from .registry import Builtin, Interp, Lowering, NoMatch, Param, builtin, need
 
 GROUP = "Tile Primitives"
@@ -109,7 +119,8 @@ def dtype_arg(value: Any, default: Any = scalars.float32) -> Any:
     if value is None:
         return default
     t = normalize_annotation(value)
-    need(scalars.is_scalar_type(t) or is_composite(t), f"dtype must be a scalar, vector or matrix type, got {value!r}")
+    need(scalars.is_scalar_type(t) or is_composite(t) or is_struct(t),
+         f"dtype must be a scalar, vector, matrix or struct type, got {value!r}")
     return t
 
 
@@ -127,6 +138,8 @@ def _elem_bytes(t: Any) -> int:
 
     if scalars.is_scalar_type(t):
         return ctypes.sizeof(t._type_)
+    if is_struct(t):
+        return ctypes.sizeof(t.ctype)
     return ctypes.sizeof(t) if isinstance(t, type) else 8
 
 

@@ -28,6 +28,10 @@ from .dataflow import Marks
 from .emit_cpp import Emitter, callee_functor, cpp_field, cpp_type, template_arg
 
 
+def _struct_tile(t: Any) -> bool:
+    return isinstance(t, TileT) and is_struct(t.dtype) and differentiable(t.dtype)
+
+
 def differentiable(t: Any) -> bool:
     """Whether values of type ``t`` carry gradients."""
     if t is None or isinstance(t, ArrayT):
@@ -443,6 +447,13 @@ class AdjointEmitter(Emitter):
         if isinstance(s, (ir.Call, ir.Construct, ir.Extract, ir.Insert)) and self.live is not None and \
                 r is not None and r.id not in self.live and not (isinstance(s, ir.Call) and s.overload.builtin.grad_sink):
             return  # its adjoint is always zero (see adjoint_live)
+        if isinstance(s, ir.Call) and s.overload.differentiable and any(
+                _struct_tile(t) for t in (*s.overload.arg_types, s.overload.ret)):
+            from ..core.errors import CodegenError
+
+            raise CodegenError("gradients through tiles of structs are not supported yet", s.loc,
+                               "differentiate tiles of scalars, vectors or matrices (load the struct fields as "
+                               "separate tiles), or launch without gradients")
         if isinstance(s, ir.Call) and s.overload.builtin.grad_sink and s.overload.differentiable:
             self.rev_grad_sink(s, lines, ind)
             return
