@@ -46,7 +46,6 @@ class CallMixin(ExprMixin):
     launch_tid_used: bool
     is_kernel: bool
     locals: dict[str, Any]
-    assigned: set[str]
     const_bindings: dict[str, Any]
 
     def resolve_function_call(self, fn: Any, raw: list[Any], kwargs: dict[str, Any],
@@ -234,7 +233,6 @@ class CallMixin(ExprMixin):
                 local = self.new_local(name, item.type)
                 self.emit(ir.DeclLocal(self.src.loc(a), local))
                 self.emit(ir.StoreLocal(self.src.loc(a), local, item))
-                self.assigned.add(name)
                 args.append(ast.copy_location(ast.Name(id=name, ctx=ast.Load()), a))
         return ast.copy_location(ast.Call(func=node.func, args=args, keywords=node.keywords), node)
 
@@ -356,7 +354,6 @@ class CallMixin(ExprMixin):
                 if local is None:
                     raise self.err(f"argument {i + 1} of '{b.name}' must be a variable (it is updated in place)", a,
                                    "assign it to a variable first, e.g. 'v = ...' and pass 'v'", CodegenTypeError)
-                self.assigned.add(a.id)  # type: ignore[attr-defined]
                 ops.append(ir.LocalRef(local))
             else:
                 ops.append(self.value(a))
@@ -390,7 +387,6 @@ class CallMixin(ExprMixin):
         loc = self.src.loc(node)
         for local, v in zip(targets, items):
             self.emit(ir.StoreLocal(loc, local, v))
-            self.assigned.add(local.name)
         return True
 
     def lower_tid(self, b: Builtin, node: ast.Call) -> Any:
