@@ -138,3 +138,17 @@ def test_assign_before_backward_is_checked_the_same_way():
         x.assign(wp.array(np.array([5.0, 6.0], dtype=np.float32), requires_grad=True))
     with pytest.raises(wp.OverwriteError, match="'square'"):
         tape.backward(grads={y: wp.array(np.ones(2, np.float32))})
+
+
+def test_a_later_launch_of_the_same_kernel_is_named_as_such():
+    q = wp.array(np.array([1.2, 0.0, 0.0, 0.0, 0.0, 0.0], dtype=np.float32), requires_grad=True)
+    w = wp.array(np.ones(6, np.float32), dtype=float, requires_grad=True)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(level, 2, inputs=[q, w, wp.array(PARENT), 1])  # reads q[0], writes q[1], q[2]
+        # writes q[0] from q[1]: its own read is untouched, the first launch's is not
+        wp.launch(level, 1, inputs=[q, w, wp.array(np.ones(6, dtype=np.int32)), 0])
+        wp.launch(total, 6, inputs=[q], outputs=[loss])
+    with pytest.raises(wp.OverwriteError, match="read by kernel 'level' was overwritten by kernel 'level' later"):
+        tape.backward(loss)

@@ -151,7 +151,8 @@ class Tape:
         self.loss: Any = None
         self.check_overwrites = check_overwrites
         self._versions: dict[int, int] = {}
-        self._writer: dict[int, str] = {}
+        #: id(array) -> (name, launch record) of its last recorded writer (a copy has no launch record)
+        self._writer: dict[int, tuple[str, Any]] = {}
         #: id(array) -> recorded launches that read its values since it was last written (nothing kept for them yet)
         self._unkept: dict[int, list[_Recorded]] = {}
         self._arrays: dict[int, Any] = {}
@@ -226,7 +227,7 @@ class Tape:
                             self._unkept.setdefault(id(a), []).append(rec)
             for a in written:
                 self._versions[id(a)] = self._versions.get(id(a), 0) + 1
-                self._writer[id(a)] = kernel.key
+                self._writer[id(a)] = (kernel.key, rec)
             self.launches.append(rec)
             return
         self.launches.append(_Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst))
@@ -270,7 +271,7 @@ class Tape:
             return
         if self._checking():  # the copy overwrote dest: earlier recorded readers of dest are checked
             self._versions[id(dest)] = self._versions.get(id(dest), 0) + 1
-            self._writer[id(dest)] = "copy"
+            self._writer[id(dest)] = ("copy", None)
         flat = count != 0 or dest_offset != 0 or src_offset != 0 or dest.shape != src.shape
         n = (count if count else src.size - src_offset) if flat else 0
 
@@ -345,8 +346,8 @@ class Tape:
         self._report(rec, *overwritten[0], ", and its backward pass gives different gradients with the new values")
 
     def _report(self, rec: _Recorded, a: Any, name: str, why: str) -> None:
-        writer = self._writer.get(id(a), "a later launch")
-        by = "the launch itself" if writer == rec.kernel.key else f"kernel '{writer}'"
+        writer, writer_rec = self._writer.get(id(a), ("a later launch", None))
+        by = "the launch itself" if writer_rec is rec else f"kernel '{writer}'"
         raise OverwriteError(
             f"array '{name}' read by kernel '{rec.kernel.key}' was overwritten by {by} later in the recorded "
             f"sequence{why}: its gradients would be wrong.\n"
