@@ -11,7 +11,7 @@ values. The array operations ``wp.copy``, ``array.zero_()`` and ``array.fill_()`
 ``Tape.zero()``/``Tape.backward()``) on host memory are recorded too, as the memcpy/memset nodes of a CUDA graph:
 they do not run while capturing, and each replay runs them in order between the launches (a replay is then one
 native call per run of consecutive launches). Arrays created inside a capture are initialised at once (``wp.zeros``
-and friends are not recorded). ``capture_if`` / ``capture_while`` (``conditional.py``) record conditional nodes:
+and friends are not recorded). ``capture_if`` / ``capture_while`` (``lang/conditional.py``) record conditional nodes:
 child graphs that a replay runs according to a condition array read at that time.
 """
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import graph as graph_mod
+from ..runtime import graph as graph_mod
 
 
 def is_conditional_graph_supported() -> bool:
@@ -27,14 +27,14 @@ def is_conditional_graph_supported() -> bool:
     not, so the answer is ``False`` where a CUDA device is present (a program then takes its unconditional path,
     as it does with the reference on an older driver).
     """
-    from .device import get_cuda_device_count
+    from ..runtime.device import get_cuda_device_count
 
     return get_cuda_device_count() == 0
 
 
 def _check_condition(condition: Any, fn: str) -> None:
-    from ..lang.array import array
     from ..types import scalars
+    from .array import array
 
     if not isinstance(condition, array) or condition.dtype is not scalars.int32 or condition.size < 1:
         got = (f"an array of {getattr(condition.dtype, '__name__', condition.dtype)} with {condition.size} "
@@ -70,7 +70,7 @@ def _active_cpu_graph(fn: str) -> graph_mod.Graph | None:
     g = getattr(graph_mod.STATE.local, "graph", None) if graph_mod.STATE.count else None
     if g is not None:
         return g
-    from . import cuda_graph
+    from ..runtime import cuda_graph
 
     if cuda_graph.active() is not None:
         raise RuntimeError(f"wp.{fn}() inside a CUDA graph capture: Treadle's CUDA graphs hold launches, copies and "
