@@ -202,37 +202,93 @@ class CpuKernelInstance(KernelInstance):
             self.prepare()
             if self.built.error is not None:
                 raise self.built.error
+            grads = gradients_expected(self.kernel.module)
             if self.kernel.is_generic:
-                load_instances([self])
+                load_instances([self], with_backward=grads)
             else:
                 self.kernel.module.load()
                 if self.entry is None and self.built.error is None:
-                    load_instances([self])
+                    load_instances([self], with_backward=grads)
             if self.built.error is not None:
                 raise self.built.error
 
 
-def load_instances(insts: list[CpuKernelInstance]) -> None:
-    """Compile what the cache lacks, in one translation unit per compile options, then bind entry points."""
+def load_instances(insts: list[CpuKernelInstance], with_backward: bool = False) -> None:
+    """Compile what the cache lacks, in one translation unit per compile options, then bind entry points.
+
+    With ``with_backward``, the backward passes of the instances (those that have one) are built in the same
+    parallel batch as the forward passes (:func:`gradients_expected` says when).
+    """
     by_opts: dict[str, list[CpuKernelInstance]] = {}
     for inst in insts:
         by_opts.setdefault(inst.options.key(), []).append(inst)
+    batches: list[tuple[list[Any], Any]] = []
     for group in by_opts.values():
         builts = [inst.built for inst in group if inst.warm is None]  # warm-index hits have their library
         if builts:
-            build.compile_batch(builts, group[0].options)
-        for inst in group:
-            if inst.built.error is not None and inst.options.cxx is not None:
-                # the loop compiler (see NativeCompiler.loop_compiler) rejected it: build it with the default one
-                inst.options = inst.options.with_cxx(None)
-                inst.built, inst._warm_fp = None, None
-                inst.prepare(loop_compiler=False)
-                build.compile_batch([inst.built], inst.options)
-            if inst.built.error is None:
-                if inst.warm is not None:
-                    inst.defer_bind()  # a verified binary found through the warm-start index: loaded at first use
-                else:
-                    inst.bind()
+            batches.append((builts, group[0].options))
+    bwd = _speculative_backward(insts) if with_backward else []
+    bwd_opts: dict[str, list[CpuKernelInstance]] = {}
+    for inst in bwd:
+        bwd_opts.setdefault(inst.backward_options().key(), []).append(inst)
+    for group in bwd_opts.values():
+        batches.append(([inst._bwd_built for inst in group], group[0].backward_options()))
+    build.compile_batches(batches)
+    for inst in insts:
+        if inst.built.error is not None and inst.options.cxx is not None:
+            # the loop compiler (see NativeCompiler.loop_compiler) rejected it: build it with the default one
+            inst.options = inst.options.with_cxx(None)
+            inst.built, inst._warm_fp = None, None
+            inst.prepare(loop_compiler=False)
+            build.compile_batch([inst.built], inst.options)
+        if inst.built.error is None:
+            if inst.warm is not None:
+                inst.defer_bind()  # a verified binary found through the warm-start index: loaded at first use
+            else:
+                inst.bind()
+    for inst in bwd:
+        b = inst._bwd_built
+        if b.error is None and inst.built.error is None:
+            _bind_backward(inst, b)
+        else:  # built again, alone and with the fallbacks, if the backward pass is ever asked for
+            inst._bwd_built = None
+            inst._bwd_options = None
+
+
+def _speculative_backward(insts: list[CpuKernelInstance]) -> list[CpuKernelInstance]:
+    """The instances whose backward pass can be emitted now (it is emitted; a kernel that fails is left out)."""
+    out = []
+    for inst in insts:
+        if inst.backward_entry is not None or not inst.kernel.enable_backward:
+            continue
+        try:
+            inst.backward_built()
+        except Exception:  # noqa: BLE001 - reported if that backward pass is ever asked for
+            inst._bwd_built = None
+            continue
+        out.append(inst)
+    return out
+
+
+def _bind_backward(inst: CpuKernelInstance, b: Any) -> None:
+    fn = build.load_symbol(b.lib_path, b.symbol, "backward")
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
+    inst.backward_entry = fn
+
+
+def gradients_expected(module: Any) -> bool:
+    """Whether the kernels of ``module`` being loaded now will be differentiated, so build their backward passes too.
+
+    True while a ``wp.Tape`` records on this thread (the launch that loads the module is being recorded) and once a
+    backward pass of any kernel of the module was asked for. A program that never records a launch nor asks for a
+    gradient never builds a backward pass.
+    """
+    if getattr(module, "_gradients_seen", False):
+        return True
+    from ...runtime.recording import active_tape
+
+    return active_tape() is not None
 
 
 def load_backward(insts: list[CpuKernelInstance]) -> None:
@@ -248,6 +304,7 @@ def load_backward(insts: list[CpuKernelInstance]) -> None:
     with contextlib.ExitStack() as stack:
         for _, m in mods:
             stack.enter_context(m.lock)
+            m._gradients_seen = True  # the module's kernels loaded from now on get their backward pass with them
         _load_backward_locked([i for i in todo if i.backward_entry is None])
 
 
@@ -257,24 +314,27 @@ def _load_backward_locked(todo: list[CpuKernelInstance]) -> None:
     by_opts: dict[str, list[CpuKernelInstance]] = {}
     for inst in todo:
         inst.ensure_loaded()
+    todo = [i for i in todo if i.backward_entry is None]  # loading the module may have built them
+    for inst in todo:
         by_opts.setdefault(inst.backward_options().key(), []).append(inst)
+    build.compile_batches([([inst.backward_built() for inst in group], group[0].backward_options())
+                           for group in by_opts.values()])
     for group in by_opts.values():
-        builts = [inst.backward_built() for inst in group]
-        build.compile_batch(builts, group[0].backward_options())
-        for inst, b in zip(group, builts):
+        for inst in group:
+            b = inst.backward_built()
             if b.error is not None and inst.backward_options().cxx != inst.options.cxx:
                 b = inst.backward_with_forward_compiler()  # the loop compiler rejected it
                 build.compile_batch([b], inst.options)
             if b.error is not None:
                 raise b.error
-            fn = build.load_symbol(b.lib_path, b.symbol, "backward")
-            fn.restype = None
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
-            inst.backward_entry = fn
+            _bind_backward(inst, b)
 
 
 def load_module(module: Any) -> None:
-    """Compile (or fetch from the cache) every non-generic kernel of ``module`` in one batch."""
+    """Compile (or fetch from the cache) every non-generic kernel of ``module`` in one batch.
+
+    When :func:`gradients_expected`, their backward passes are built in the same batch.
+    """
     with module.lock:
         pending: list[CpuKernelInstance] = []
         for k in module.kernels:
@@ -296,7 +356,7 @@ def load_module(module: Any) -> None:
                 except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
                     continue
         if ready:
-            load_instances(ready)
+            load_instances(ready, with_backward=gradients_expected(module))
 
 
 def module_hash(module: Any) -> str:
@@ -318,4 +378,4 @@ def module_hash(module: Any) -> str:
     return h.hexdigest()
 
 
-__all__ = ["CpuKernelInstance", "load_backward", "load_instances", "load_module", "module_hash"]
+__all__ = ["CpuKernelInstance", "gradients_expected", "load_backward", "load_instances", "load_module", "module_hash"]
