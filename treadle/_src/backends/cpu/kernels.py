@@ -18,7 +18,7 @@ import hashlib
 from typing import Any
 
 from .... import config
-from ...compiler import fingerprint
+from ...compiler import emit_adjoint, fingerprint
 from ...compiler.instance import KernelInstance
 from ...core.errors import CheckedModeError, TreadleError, checked_mode_message
 from ...runtime import warm_index
@@ -39,6 +39,8 @@ class CpuKernelInstance(KernelInstance):
         self.checked_error: Any = None
         self._bwd_built: Any = None
         self._bwd_options: Any = None
+        #: dropped-gradient warnings of a backward pass built ahead of need, issued when the gradient is asked for
+        self._bwd_warnings: list[str] = []
         self.backward_entry: Any = None
         #: the CPU launch plan (``launch.py``), made at the first launch
         self.plan: Any = None
@@ -170,10 +172,16 @@ class CpuKernelInstance(KernelInstance):
     def ensure_backward(self) -> Any:
         """The backward entry point, compiled or fetched from the cache."""
         fn = self.backward_entry
-        if fn is None:
+        if fn is None or self._bwd_warnings:
             load_backward([self])
             fn = self.backward_entry
         return fn
+
+    def issue_backward_warnings(self) -> None:
+        """Issue the warnings of a backward pass that was emitted before its gradient was asked for."""
+        texts, self._bwd_warnings = self._bwd_warnings, []
+        for text in texts:
+            emit_adjoint.warn_dropped_text(text, stacklevel=4)
 
     def check_errors(self) -> None:
         """In checked mode: raise the first failed runtime check of the last launch, at the user's line."""
@@ -262,10 +270,13 @@ def _speculative_backward(insts: list[CpuKernelInstance]) -> list[CpuKernelInsta
         if inst.backward_entry is not None or not inst.kernel.enable_backward:
             continue
         try:
-            inst.backward_built()
+            with emit_adjoint.deferred_dropped_warnings() as texts:
+                inst.backward_built()
         except Exception:  # noqa: BLE001 - reported if that backward pass is ever asked for
             inst._bwd_built = None
             continue
+        finally:
+            inst._bwd_warnings.extend(texts)  # issued if and when the gradient is asked for
         out.append(inst)
     return out
 
@@ -297,6 +308,9 @@ def load_backward(insts: list[CpuKernelInstance]) -> None:
     Holds the locks of the instances' modules (taken in one order, so two threads never wait on each other): a
     backward pass two threads need at once is built once, and none binds it half-built.
     """
+    for inst in insts:
+        if inst._bwd_warnings:
+            inst.issue_backward_warnings()
     todo = list({id(i): i for i in insts if i.backward_entry is None}.values())
     if not todo:
         return
