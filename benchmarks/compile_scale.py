@@ -14,7 +14,8 @@ Rows:
 Each process also prints a checksum of the gradients; the Treadle and warp-lang checksums must agree, so a fast but
 wrong build cannot pass for a fast one.
 
-Usage: ``python -m benchmarks.compile_scale [--kernels 100] [--peers treadle,warp] [--warm-runs 5] [--json F]``
+Usage: ``python -m benchmarks.compile_time [--kernels 100] [--peers treadle,warp] [--warm-runs 5] [--json F]``
+(``python -m benchmarks.compile_scale`` is the same).
 """
 
 from __future__ import annotations
@@ -175,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             res["treadle g++"] = measure(peer, args.kernels, 0, gxx_only=True)
     print(f"compile at scale: {args.kernels} differentiated kernels, {started}, load {load:.2f}")
     warp = res.get("warp")
-    rows = [("cold (default toolchain)", "treadle", "cold"), ("cold, g++ only", "treadle g++", "cold"),
+    import shutil
+
+    default = "cold, clang++ installed" if shutil.which("clang++") else "cold (default toolchain)"
+    rows = [(default, "treadle", "cold"), ("cold, g++ only", "treadle g++", "cold"),
             ("warm start over the cache", "treadle", "warm")]
     print(f"{'row':32s} {'Treadle s':>10s} {'warp-lang s':>12s} {'ratio':>7s}")
     for label, key, field in rows:
