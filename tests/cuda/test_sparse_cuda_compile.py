@@ -1,9 +1,8 @@
 """The kernels of ``treadle.sparse`` and ``treadle.optim.linear`` compile to CUDA (NVRTC, sm_80), forward and backward.
 
 The sparse and solver test functions run first on the CPU, so that every generic kernel and every per-block-type
-kernel factory has the instances those workloads use; each instance is then compiled for the GPU, with NVRTC's
-fast-compile flags where it has them (``cuda/build.py: fast_compile_flags``: every construct still goes through the
-front end and ``ptxas``). Skipped when NVRTC is not installed (``pip install 'treadle[cuda]'``).
+kernel factory has the instances those workloads use; each instance is then compiled for the GPU. Skipped when
+NVRTC is not installed (``pip install 'treadle[cuda]'``).
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def test_sparse_and_solver_kernels_compile_for_cuda():
     kernels = [k for k in gc.get_objects() if isinstance(k, Kernel)
                and str(getattr(k.module, "name", "")).startswith(("treadle._src.sparse", "treadle._src.optim"))]
     assert len(kernels) > 50
-    opts = cb.CudaCompileOptions(arch=80, extra=cb.fast_compile_flags(80))
+    opts = cb.CudaCompileOptions(arch=80)
     items = []
     for k in kernels:
         for inst in (list(k.instances.values()) if k.is_generic else [k.get_instance(None)]):
