@@ -228,3 +228,23 @@ def test_speculative_backward_that_cannot_build_does_not_break_the_forward(tmp_p
     np.testing.assert_array_equal(out.numpy(), np.full(4, 2.5, np.float32))
     with pytest.raises(Exception, match="enable_backward=False"):
         tape.backward(grads={out: wp.ones(4, dtype=float, device="cpu")})
+
+
+def test_batch_plan_shares_the_compiler_processes_between_compilers(monkeypatch):
+    """Two compilers in one batch: each gets at least one process, together no more than the batch may run."""
+    from treadle._src.runtime.native import CompileOptions
+
+    monkeypatch.setattr(build, "max_parallel_builds", lambda: 4)
+    a, b = CompileOptions(), CompileOptions().with_cxx("g++")
+    items = []
+    for i in range(9):
+        it = build.Built("x" * (1000 if i < 6 else 100), f"s{i}", f"k{i}", name=f"n{i}")
+        it.options = a if i < 6 else b
+        items.append(it)
+    plan = build._plan(items)
+    assert sum(len(g) for g, _ in plan) == 9 and len(plan) == 4
+    assert {o.key() for _, o in plan} == {a.key(), b.key()}
+    for g, o in plan:
+        assert all(it.options is not None and it.options.key() == o.key() for it in g)
+    # the large sources get the most processes
+    assert sum(1 for _, o in plan if o.key() == a.key()) == 3

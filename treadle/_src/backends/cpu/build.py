@@ -153,8 +153,8 @@ def _split(items: list[Built], n: int) -> list[list[Built]]:
 def _plan(items: list[Built]) -> list[tuple[list[Built], CompileOptions]]:
     """The compiler processes of a build: items by compile options, each set split into groups of similar size.
 
-    The groups of all options share :func:`max_parallel_builds` processes in proportion to their source sizes
-    (at least one each), so that a batch with two compilers keeps every core busy for about as long.
+    The groups of all options share :func:`max_parallel_builds` processes: one each, the rest in proportion to their
+    source sizes, so that a batch with two compilers keeps every core busy for about as long.
     """
     by_opts: dict[str, list[Built]] = {}
     opts: dict[str, CompileOptions] = {}
@@ -162,12 +162,16 @@ def _plan(items: list[Built]) -> list[tuple[list[Built], CompileOptions]]:
         o = it.options or CompileOptions()
         by_opts.setdefault(o.key(), []).append(it)
         opts.setdefault(o.key(), o)
-    total = sum(len(it.block) for it in items) or 1
-    slots = max_parallel_builds()
+    keys = list(by_opts)
+    sizes = [sum(len(it.block) for it in by_opts[k]) or 1 for k in keys]
+    extra = max(0, max_parallel_builds() - len(keys))  # one process each, the rest by source size
+    exact = [extra * sz / sum(sizes) for sz in sizes]
+    counts = [1 + int(e) for e in exact]
+    for i in sorted(range(len(keys)), key=lambda i: int(exact[i]) - exact[i])[: extra - sum(int(e) for e in exact)]:
+        counts[i] += 1  # the processes left over go to the largest remainders
     plan: list[tuple[list[Built], CompileOptions]] = []
-    for k, its in by_opts.items():
-        share = sum(len(it.block) for it in its) / total
-        for g in _split(its, max(1, round(slots * share))):
+    for k, n in zip(keys, counts):
+        for g in _split(by_opts[k], n):
             plan.append((g, opts[k]))
     return plan
 
