@@ -207,3 +207,33 @@ def test_non_diagonal_projector_uses_general_projection() -> None:
     fem.project_system_matrix(A, P)
     c = np.eye(n) - dense_p
     np.testing.assert_allclose(_to_dense(A), c @ dense_a @ c + dense_p, atol=1e-6)
+
+
+@pytest.mark.parametrize("block", [1, 2])
+@pytest.mark.parametrize("prune", [True, False])
+def test_row_assembly_matches_triplets(block: int, prune: bool) -> None:
+    from treadle._src.fem.assemble_rows import assemble_rows
+
+    rng = np.random.default_rng(3)
+    n_elem, mt, mr, n_rows, n_cols = 40, 4, 3, 25, 30
+    tnodes = rng.integers(-1, n_rows, n_elem * mt).astype(np.int32)
+    rnodes = rng.integers(-1, n_cols, n_elem * mr).astype(np.int32)
+    shape = (n_elem * mt * mr,) if block == 1 else (n_elem * mt * mr, block, block)
+    vals = rng.standard_normal(shape).astype(np.float32)
+    vals[rng.random(n_elem * mt * mr) < 0.3] = 0.0  # zero blocks, pruned or kept
+    block_t = wp.float32 if block == 1 else wp.types.matrix(shape=(block, block), dtype=wp.float32)
+    wvals = wp.array(vals, dtype=block_t)
+    A = sp.bsr_zeros(n_rows, n_cols, block_type=block_t)
+    assemble_rows(A, n_rows, wp.array(tnodes), wp.array(rnodes), wvals, mt, mr, prune)
+    d, i, j = np.meshgrid(np.arange(n_elem), np.arange(mt), np.arange(mr), indexing="ij")
+    rows = tnodes[d * mt + i].reshape(-1)
+    cols = rnodes[d * mr + j].reshape(-1)
+    ok = (rows >= 0) & (cols >= 0)
+    rows, cols = np.where(ok, rows, -1), np.where(ok, cols, -1)
+    B = sp.bsr_zeros(n_rows, n_cols, block_type=block_t)
+    sp.bsr_set_from_triplets(B, wp.array(rows.astype(np.int32)), wp.array(cols.astype(np.int32)), wvals,
+                             prune_numerical_zeros=prune)
+    assert A.nnz == B.nnz_sync()
+    np.testing.assert_array_equal(A.offsets.numpy()[:n_rows + 1], B.offsets.numpy()[:n_rows + 1])
+    np.testing.assert_array_equal(A.columns.numpy()[:A.nnz], B.columns.numpy()[:A.nnz])
+    np.testing.assert_array_equal(A.values.numpy()[:A.nnz], B.values.numpy()[:A.nnz])

@@ -354,6 +354,7 @@ def _assemble_bilinear(itg: Integrand, spec: Any, domain: GeometryDomain, quadra
                        bsr_options: dict[str, Any] | None, device: Any, temporary_store: Any) -> Any:
     import treadle.sparse as sp
 
+    from .assemble_rows import assemble_rows
     from .integrate_cells import bilinear_cells_kernel, eligible
     from .integrate_kernels import bilinear_kernel
 
@@ -372,24 +373,35 @@ def _assemble_bilinear(itg: Integrand, spec: Any, domain: GeometryDomain, quadra
     mr = 1 if nodal else trial.space.topology.MAX_NODES_PER_ELEMENT * sides
     n_elem = domain.element_count()
     count = n_elem * mt * mr
-    rows = wp.empty(count, dtype=int, device=device)
-    cols = wp.empty(count, dtype=int, device=device)
-    vals = wp.empty(count, dtype=k.block_type, device=device, requires_grad=_requires_grad_inputs(inputs))
-    extra = k.scratch(n_elem, device) if per_element else []
-    _launch(k, n_elem if per_element else (n_elem, mt, mr), inputs + extra + [rows, cols, vals], device)
     n_rows = test.space_partition.node_count()
     n_cols = trial.space_partition.node_count()
     prune = (bsr_options or {}).get("prune_numerical_zeros", True)
+    vals = wp.empty(count, dtype=k.block_type, device=device, requires_grad=_requires_grad_inputs(inputs))
+    if per_element:
+        tnodes = wp.empty(n_elem * mt, dtype=int, device=device)
+        rnodes = wp.empty(n_elem * mr, dtype=int, device=device)
+        _launch(k, n_elem, inputs + k.scratch(n_elem, device) + [tnodes, rnodes, vals], device)
+    else:
+        rows = wp.empty(count, dtype=int, device=device)
+        cols = wp.empty(count, dtype=int, device=device)
+        _launch(k, (n_elem, mt, mr), inputs + [rows, cols, vals], device)
+
+    def fill(m: Any) -> None:
+        if per_element:
+            assemble_rows(m, n_rows, tnodes, rnodes, vals, mt, mr, prune)
+        else:
+            sp.bsr_set_from_triplets(m, rows, cols, vals, prune_numerical_zeros=prune)
+
     if output is None or not add:
         if output is None:
             output = sp.bsr_zeros(n_rows, n_cols, block_type=k.block_type, device=device)
         else:
             _check_matrix(output, n_rows, n_cols, k.block_type)
-        sp.bsr_set_from_triplets(output, rows, cols, vals, prune_numerical_zeros=prune)
+        fill(output)
         return output
     _check_matrix(output, n_rows, n_cols, k.block_type)
     tmp = sp.bsr_zeros(n_rows, n_cols, block_type=k.block_type, device=device)
-    sp.bsr_set_from_triplets(tmp, rows, cols, vals, prune_numerical_zeros=prune)
+    fill(tmp)
     sp.bsr_axpy(tmp, output, alpha=1.0, beta=1.0)
     return output
 

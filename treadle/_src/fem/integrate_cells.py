@@ -284,7 +284,7 @@ def linear_cells_kernel(itg: Any, spec: Specialization, domain: Any, quadrature:
 def bilinear_cells_kernel(itg: Any, spec: Specialization, domain: Any, quadrature: Any, test_name: str, test: Any,
                           trial_name: str, trial: Any, acc: Any, out_s: Any,
                           opts: dict[str, Any]) -> GeneratedKernel | None:
-    """One thread per cell: the element matrix of a bilinear form, written as the cell's ``MT x MR`` triplets.
+    """One thread per cell: the element matrix of a bilinear form, for :func:`.assemble_rows.assemble_rows`.
 
     Returns ``None`` when the integrand needs the generic kernel.
     """
@@ -312,19 +312,20 @@ def bilinear_cells_kernel(itg: Any, spec: Specialization, domain: Any, quadratur
                       _t_node=tf.element_partition_node, _r_count=rf.element_node_count,
                       _r_node=rf.element_partition_node)
         block = TS * RS
-        outs = ["accv: wp.array(dtype=AccS)", "rows: wp.array(dtype=int)", "cols: wp.array(dtype=int)",
+        outs = ["accv: wp.array(dtype=AccS)", "tnodes: wp.array(dtype=int)", "rnodes: wp.array(dtype=int)",
                 "vals: wp.array(dtype=BlockT)"]
         src.lines += [f"def integrate_bilinear_cells({', '.join(src.params + outs)}):",
                       "    d = wp.tid()",
-                      f"    base = d * {MT * MR}",
-                      f"    for off in range(base, base + {MT * MR}):",
-                      "        rows[off] = -1",
-                      "        cols[off] = -1",
+                      f"    for i in range({MT}):",
+                      f"        tnodes[d * {MT} + i] = -1",
+                      f"    for j in range({MR}):",
+                      f"        rnodes[d * {MR} + j] = -1",
                       "    element_index = _dom_index(dom_index_arg, d)",
                       "    if element_index < 0:",
                       "        return",
                       f"    n_{t} = _t_count(f_{t}, element_index)",
                       f"    n_{r} = _r_count(f_{r}, element_index)",
+                      f"    base = d * {MT * MR}",
                       f"    abase = base * {block}",
                       f"    for a in range(abase, abase + {MT * MR * block}):",
                       "        accv[a] = AccS(0.0)"]
@@ -348,13 +349,15 @@ def bilinear_cells_kernel(itg: Any, spec: Specialization, domain: Any, quadratur
                       f"                accv[a] = accv[a] + AccS({src.call()}) * vol",
                       f"    for i in range(n_{t}):",
                       f"        tnode = _t_node(f_{t}, element_index, i)",
+                      "        if tnode != NULL_NODE_INDEX and tnode >= 0:",
+                      f"            tnodes[d * {MT} + i] = tnode",
+                      f"    for j in range(n_{r}):",
+                      f"        rnode = _r_node(f_{r}, element_index, j)",
+                      "        if rnode != NULL_NODE_INDEX and rnode >= 0:",
+                      f"            rnodes[d * {MR} + j] = rnode",
+                      f"    for i in range(n_{t}):",
                       f"        for j in range(n_{r}):",
-                      f"            rnode = _r_node(f_{r}, element_index, j)",
-                      "            if tnode == NULL_NODE_INDEX or rnode == NULL_NODE_INDEX or tnode < 0 or rnode < 0:",
-                      "                continue",
-                      f"            off = base + i * {MR} + j",
-                      "            rows[off] = tnode",
-                      "            cols[off] = rnode"]
+                      f"            off = base + i * {MR} + j"]
         if scalar_block:
             src.lines += ["            vals[off] = BlockT(accv[off])"]
         else:
