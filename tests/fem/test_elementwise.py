@@ -237,3 +237,25 @@ def test_row_assembly_matches_triplets(block: int, prune: bool) -> None:
     np.testing.assert_array_equal(A.offsets.numpy()[:n_rows + 1], B.offsets.numpy()[:n_rows + 1])
     np.testing.assert_array_equal(A.columns.numpy()[:A.nnz], B.columns.numpy()[:A.nnz])
     np.testing.assert_array_equal(A.values.numpy()[:A.nnz], B.values.numpy()[:A.nnz])
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_embedded_surface_matches_generic(monkeypatch: pytest.MonkeyPatch, vector: bool) -> None:
+    from treadle._src.fem.utils import grid_to_tris
+
+    from .forms import diffusion_mass, lattice
+
+    xy = lattice(3, 2)
+    pos = np.concatenate([xy, (0.3 * xy[:, :1] + 0.2 * xy[:, 1:] ** 2)], axis=1).astype(np.float32)
+    geo = fem.Trimesh3D(wp.array(grid_to_tris(3, 3), dtype=int), wp.array(pos, dtype=wp.vec3))
+    space = fem.make_polynomial_space(geo, degree=2, dtype=wp.vec3 if vector else float)
+
+    def run():  # noqa: ANN202
+        A = fem.integrate(diffusion_mass, fields={"u": fem.make_trial(space), "v": fem.make_test(space)},
+                          values={"a": 1.0, "b": 0.5}, output_dtype=wp.float64)
+        return _to_dense(A)
+
+    A1, A0 = _both(monkeypatch, run)
+    assert "bilinear_cells" in _kinds(diffusion_mass)
+    assert np.abs(A0).max() > 0.1
+    np.testing.assert_allclose(A1, A0, rtol=1e-9, atol=1e-12)

@@ -201,3 +201,25 @@ def test_edge_counts_and_reference_prototypes() -> None:
     assert fem.Element.TETRAHEDRON.prototype.measure() == pytest.approx(1.0 / 6.0)
     coords, weights = fem.Element.SQUARE.prototype.instantiate_quadrature(3)
     assert len(coords) == 4 and sum(weights) == pytest.approx(1.0)
+
+
+@fem.integrand
+def side_coords_error(s: fem.Sample, domain: fem.Domain):
+    c = fem.element_coordinates(domain, s.element_index, domain(s))
+    d = c - s.element_coords
+    return wp.dot(d, d)
+
+
+@fem.integrand
+def side_coords_norm(s: fem.Sample, domain: fem.Domain):
+    return wp.dot(s.element_coords, s.element_coords)
+
+
+@pytest.mark.parametrize("kind", ["grid2d", "grid3d", "tri", "quad", "tet", "hex"])
+def test_element_coordinates_on_sides(kind: str) -> None:
+    from .forms import make_geometry
+
+    geo = make_geometry(kind, 2)
+    q = fem.RegularQuadrature(fem.Sides(geo), order=2)
+    assert fem.integrate(side_coords_norm, quadrature=q) > 0.01
+    assert fem.integrate(side_coords_error, quadrature=q) < 1e-10

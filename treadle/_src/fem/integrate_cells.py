@@ -127,13 +127,20 @@ def _cached_funcs(cf: QPCachedBasis) -> dict[str, Any]:
     value = codegen.func(cached_value, *key)
     out = {"inner": value, "outer": value}
     if alg.G is not None:
-        ref_term = alg.ref_grad_term
+        # the cache holds grad(weight) @ inv(F): (v (x) grad w) @ inv(F) is v (x) (grad w @ inv(F)), a world-space
+        # gradient (of the world dimension, also on cells embedded in a higher-dimensional space)
+        if is_vector_type(T):
+            def grad_term(v: T, g: Any):
+                return wp.outer(v, g)
+        else:
+            def grad_term(v: T, g: Any):
+                return v * g
+        grad_term = codegen.func(grad_term, "grad_term", *key)
 
-        # the cache holds grad(weight) @ inv(F): (v (x) grad w) @ inv(F) is v (x) (grad w @ inv(F))
         def cached_grad(fa: Arg, s: Any):
             dof = dof_of(s)
             k = dof // DS
-            return ref_term(dof_to_value(unit(dof - k * DS)), fa.g)
+            return grad_term(dof_to_value(unit(dof - k * DS)), fa.g)
 
         grad = codegen.func(cached_grad, *key)
         out.update(grad=grad, grad_outer=grad)
