@@ -33,6 +33,20 @@ def _is_zero(b: _Mat):  # noqa: F811 - overload
     return wp.ddot(b, b) == type(b[0, 0])(0.0)
 
 
+@wp.func
+def _lower_bound(a: wp.array(dtype=int), base: int, m: int, c: int) -> int:
+    """The first position ``k`` in ``[0, m)`` with ``a[base + k] >= c`` (``m`` when none): ``a`` is sorted there."""
+    lo = 0
+    hi = m
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[base + mid] < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @wp.kernel
 def _count_slots(tnodes: wp.array(dtype=int), counts: wp.array(dtype=int)):
     e = wp.tid()
@@ -78,15 +92,7 @@ def _row_columns(starts: wp.array(dtype=int), slots: wp.array(dtype=int), rnodes
             if prune != 0:
                 if _is_zero(vals[e * mr + j]):
                     continue
-            # binary search of c in scratch[base, base + m)
-            lo = 0
-            hi = m
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if scratch[base + mid] < c:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _lower_bound(scratch, base, m, c)
             if lo < m and scratch[base + lo] == c:
                 continue
             k = m
@@ -117,14 +123,7 @@ def _row_values(starts: wp.array(dtype=int), slots: wp.array(dtype=int), rnodes:
             c = rnodes[d * mr + j]
             if c < 0:
                 continue
-            lo = 0
-            hi = m
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if scratch[base + mid] < c:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _lower_bound(scratch, base, m, c)
             # a pruned (zero) block has no column: nothing to add
             if lo < m and scratch[base + lo] == c:
                 values[out + lo] = values[out + lo] + vals[e * mr + j]
