@@ -102,7 +102,22 @@ class QPCachedBasis(FieldLike):
         return Resolved(fn)
 
 
+_FUNCS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
 def _cached_funcs(cf: QPCachedBasis) -> dict[str, Any]:
+    # one set of functions per kind of cache: functions of the same name must be the same function
+    space = cf.space
+    memo = (cf.dof_attr, cf.Arg.key, codegen.type_key(space.dtype), codegen.type_key(space.dof_dtype),
+            space.dof_mapper.DOF_SIZE, id(space.dof_mapper.funcs), space.geometry.cell_dimension,
+            space.geometry.dimension)
+    out = _FUNCS.get(memo)
+    if out is None:
+        out = _FUNCS[memo] = _make_cached_funcs(cf, memo)
+    return out
+
+
+def _make_cached_funcs(cf: QPCachedBasis, memo: tuple[Any, ...]) -> dict[str, Any]:
     space = cf.space
     alg = value_funcs(space.dtype, space.geometry.cell_dimension, space.geometry.dimension)
     DS = space.dof_mapper.DOF_SIZE
@@ -110,7 +125,7 @@ def _cached_funcs(cf: QPCachedBasis) -> dict[str, Any]:
     unit = unit_dof_func(space.dof_dtype)
     Arg = cf.Arg
     T = space.dtype
-    key = ("qpcache", cf.dof_attr, Arg.key, codegen.type_key(T))
+    key = ("qpcache", *memo)
     if cf.dof_attr == "test_dof":
         def dof_of(s: Any) -> int:
             return s.test_dof
