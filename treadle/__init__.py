@@ -235,12 +235,14 @@ from .config import DeterministicMode as DeterministicMode
 
 # isort: split
 # Graph capture of launches.
+from ._src.lang.conditional import capture_if as capture_if
+from ._src.lang.conditional import capture_while as capture_while
+from ._src.lang.conditional import is_conditional_graph_supported as is_conditional_graph_supported
 from ._src.runtime.graph import Graph as Graph
 from ._src.runtime.graph import ScopedCapture as ScopedCapture
 from ._src.runtime.graph import capture_begin as capture_begin
 from ._src.runtime.graph import capture_end as capture_end
 from ._src.runtime.graph import capture_launch as capture_launch
-from ._src.runtime.graph import is_conditional_graph_supported as is_conditional_graph_supported
 
 # isort: split
 # CUDA runtime: streams, events, memory pools; ahead-of-time compilation.

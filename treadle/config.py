@@ -106,8 +106,9 @@ ptx_target_arch: int | None = None
 lineinfo: bool = False
 #: Accepted for compatibility with the reference API (component writes are always allowed and differentiated).
 enable_vector_component_overwrites: bool = False
-#: Check on each recorded launch that the arrays its backward pass reads are not overwritten later
-#: (:class:`treadle.OverwriteError` at ``Tape.backward()``; ``docs/autodiff.md``).
+#: Check that no recorded launch's gradients change because an array it read was overwritten later (compared by
+#: running its adjoint with the kept and the current values: :class:`treadle.OverwriteError` at
+#: ``Tape.backward()``; ``docs/autodiff.md``).
 verify_autograd_array_access: bool = True
 #: Enable the stream-ordered memory pool of CUDA devices that support one when they are initialised.
 enable_mempools_at_init: bool = False

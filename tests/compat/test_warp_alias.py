@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import treadle as wp
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,7 +42,12 @@ def test_script_sees_treadle_as_warp(tmp_path: Path) -> None:
         import warp.utils
         from warp.types import vector
         import treadle
-        assert warp is treadle
+        assert warp.launch is treadle.launch and warp.array is treadle.array and warp.__file__ == treadle.__file__
+        assert warp.__version__ == "1.19.0" and treadle.__version__ == treadle.config.version != warp.__version__
+        warp.set_by_program = 7  # attributes set on warp are Treadle's
+        assert treadle.set_by_program == 7
+        del warp.set_by_program
+        assert not hasattr(treadle, "set_by_program")
         assert warp.types is treadle.types and vector is treadle.types.vector
         assert warp.config is treadle.config and warp.utils is treadle.utils
         assert sys.modules["warp.types"] is treadle.types
@@ -97,7 +104,7 @@ def test_module_mode(tmp_path: Path) -> None:
     """)
     r = _run(["-m", "treadle.warp_compat", "-m", "pkg.tool", "x", "-y"], tmp_path)
     assert r.returncode == 3, r.stderr
-    assert r.stdout.split() == ["__main__", "pkg.tool", "['x',", "'-y']", "True", "treadle"]
+    assert r.stdout.split() == ["__main__", "pkg.tool", "['x',", "'-y']", "True", "warp"]
     missing = _run(["-m", "treadle.warp_compat", "-m", "pkg.nothere"], tmp_path)
     assert missing.returncode == 1
     assert "No module named pkg.nothere" in missing.stderr and "Traceback" not in missing.stderr
@@ -105,7 +112,7 @@ def test_module_mode(tmp_path: Path) -> None:
 
 def test_code_mode_and_usage(tmp_path: Path) -> None:
     r = _run(["-m", "treadle.warp_compat", "-c", "import sys, warp; print(warp.__name__, sys.argv)", "1"], tmp_path)
-    assert r.stdout.strip() == "treadle ['-c', '1']"
+    assert r.stdout.strip() == "warp ['-c', '1']"
     usage = _run(["-m", "treadle.warp_compat"], tmp_path)
     assert usage.returncode == 2 and "usage:" in usage.stderr
     nofile = _run(["-m", "treadle.warp_compat", "nothere.py"], tmp_path)
@@ -150,7 +157,8 @@ def test_uncaught_missing_submodule_points_at_user_line(tmp_path: Path) -> None:
 def test_subprocesses_get_the_alias(tmp_path: Path) -> None:
     _write(tmp_path / "parent.py", """
         import os, subprocess, sys
-        code = "import warp, treadle, warp.types; print(warp is treadle, warp.types is treadle.types, treadle.__file__)"
+        code = ("import warp, treadle, warp.types; print(warp.launch is treadle.launch and warp.__version__ == '1.19.0', "
+                "warp.types is treadle.types, treadle.__file__)")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
         print(r.stdout.strip() or r.stderr)
         r = subprocess.run([sys.executable, "-c", "import treadle; print('plain', treadle.__name__)"],
@@ -171,7 +179,7 @@ def test_spawned_multiprocessing_workers_get_the_alias(tmp_path: Path) -> None:
 
         def work(x):
             import warp, treadle
-            return (warp is treadle, x * 2)
+            return (warp.array is treadle.array, x * 2)
 
         if __name__ == "__main__":
             with mp.get_context("spawn").Pool(1) as pool:
@@ -189,10 +197,10 @@ def test_install_warp_alias_from_python(tmp_path: Path) -> None:
         treadle.install_warp_alias(subprocesses=False)  # idempotent
         import warp, warp.autograd
         from treadle import warp_compat
-        print(warp is treadle, warp.autograd is treadle.autograd, warp_compat.is_warp_alias_installed(),
+        print(warp.launch is treadle.launch, warp.autograd is treadle.autograd, warp_compat.is_warp_alias_installed(),
               "TREADLE_WARP_ALIAS" in os.environ)
         warp_compat.uninstall_warp_alias()
-        print(warp_compat.is_warp_alias_installed(), "warp" in sys.modules and sys.modules["warp"] is treadle)
+        print(warp_compat.is_warp_alias_installed(), "warp" in sys.modules)
     """)
     r = _run(["-c", code], tmp_path)
     assert r.returncode == 0, r.stderr
@@ -226,3 +234,20 @@ def test_vendored_library_alias(tmp_path: Path) -> None:
     lines = r.stdout.splitlines()
     assert lines[0] == ("ok True" if have else "missing warp._src.thirdparty.appdirs True"), r.stdout + r.stderr
     assert lines[1] == "private warp._src.codegen"
+
+
+def test_func_accepts_the_inline_hint() -> None:
+    # Newton picks wp.func(inline=False) when warp.__version__ >= 1.18, which the alias reports
+    @wp.func(inline=False)
+    def twice(x: float) -> float:
+        return 2.0 * x
+
+    @wp.kernel
+    def use(a: wp.array(dtype=float)):
+        a[0] = twice(a[0])
+
+    a = wp.full(1, 3.0, dtype=float)
+    wp.launch(use, 1, inputs=[a])
+    assert a.numpy()[0] == 6.0 and twice.inline is False
+    with pytest.raises(TypeError, match="inline"):
+        wp.func(inline="no")(lambda x: x)

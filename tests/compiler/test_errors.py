@@ -110,8 +110,10 @@ def k_string_var(a: wp.array(dtype=float)):
 @wp.kernel
 def k_unassigned(a: wp.array(dtype=float), flag: int):
     if flag > 0:
-        y = 1.0
-    a[0] = y  # <-
+        y = a[1]
+    else:
+        y = wp.vec3(1.0)  # <-
+    a[0] = y
 
 
 @wp.kernel
@@ -430,8 +432,8 @@ def k_bitand_float(a: wp.array(dtype=float)):
 @wp.kernel
 def k_unassigned_after_loop(a: wp.array(dtype=float), n: int):
     for i in range(n):
+        a[i] = z  # noqa: F821  # <-
         z = float(i)
-    a[0] = z  # <-
 
 
 MARKED_IN = {}  # kernels whose error is inside a called @func
@@ -447,7 +449,7 @@ CASES = [
     (k_arity, "two_args"),
     (k_arg_type, "two_args"),
     (k_string_var, "str"),
-    (k_unassigned, "may be used before it is assigned"),
+    (k_unassigned, "has type float32 but is assigned a vec3f"),
     (k_float_index, "integers"),
     (k_too_many_idx, "too many or too few indices"),
     (k_return_value, "cannot return values"),
@@ -507,7 +509,7 @@ MORE_CASES = [
     (k_store_scalar_in_vec, "the assigned value must be vec3f, got float32", "convert it explicitly"),
     (k_mat_vec_mismatch, "cannot multiply mat22f by vec3f", "mul(a: Matrix, b: Vector) -> Vector"),
     (k_bitand_float, "expected integers, got float32", "bit_and(a: Int, b: Int)"),
-    (k_unassigned_after_loop, "may be used before it is assigned on some path", "assign 'z' a value before"),
+    (k_unassigned_after_loop, "name 'z' is not defined", "a local assigned earlier in the kernel"),
 ]
 
 

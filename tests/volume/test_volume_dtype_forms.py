@@ -1,9 +1,9 @@
 """The ``dtype=`` forms of the volume and texture builtins (``volume_sample(..., dtype=wp.vec3d)``).
 
-Their type rules take the value type as a constant argument whose type is ``None``. The frontend passing such
-compile-time type arguments to builtins (and keyword arguments of multi-form builtins after the positional ones) is
-a compiler feature: until it is there these tests are expected to fail (strict), and they run normally once it is.
-The rules themselves are checked directly here in any case.
+Their type rules take the value type as a constant argument whose type is ``None``: the frontend passes such
+compile-time type arguments (by keyword or position, also next to by-reference outputs such as ``grad``, and
+keyword arguments of multi-form builtins after the positional ones) to the rule, and no runtime value for them. The
+rules themselves are checked directly too.
 """
 
 from __future__ import annotations
@@ -16,29 +16,10 @@ import pytest
 import treadle as wp
 from treadle._src.builtins import REGISTRY
 from treadle._src.builtins.registry import NOT_CONST, NoMatch
-from treadle._src.core.errors import CodegenError
+from treadle._src.core.errors import CodegenError, CodegenTypeError
 from treadle._src.volume import nanovdb as nv
 
 from .helpers import trilinear
-
-
-@wp.kernel
-def _probe(vid: wp.uint64, out: wp.array(dtype=float)):
-    out[0] = wp.volume_lookup(vid, 0, 0, 0, dtype=float)
-
-
-def _compiler_passes_type_args() -> bool:
-    try:
-        _probe.get_instance(None).ir  # noqa: B018 - lowering only
-    except CodegenError as e:
-        if "does not take" in str(e) or "unexpected keyword" in str(e) or "positional" in str(e):
-            return False
-        raise
-    return True
-
-
-needs_type_args = pytest.mark.xfail(not _compiler_passes_type_args(), strict=True,
-                                    reason="the frontend does not pass compile-time type arguments to builtins yet")
 
 
 def test_rules_take_the_dtype_constant():
@@ -81,7 +62,6 @@ def typed_samples(v: wp.array(dtype=wp.uint64), p: wp.vec3, out: wp.array(dtype=
     out[9] = wp.vec4d(wp.float64(J[0, 0]), wp.float64(J[1, 1]), wp.float64(J[2, 2]), wp.float64(s[0]))
 
 
-@needs_type_args
 def test_every_value_type_samples():
     rng = np.random.default_rng(0)
     dense = rng.standard_normal((4, 5, 6, 4))
@@ -132,7 +112,6 @@ def tex_forms(t: wp.Texture2D, out: wp.array(dtype=wp.vec4)):
     out[2] = wp.vec4(wp.texture_sample(t, 0.3, 0.6, lod=0.0, dtype=float), 0.0, 0.0, 0.0)
 
 
-@needs_type_args
 def test_texture_dtype_and_lod_keywords():
     data = np.random.default_rng(1).random((3, 5, 4)).astype(np.float32)
     tex = wp.Texture2D(data)
@@ -148,7 +127,6 @@ def bad_dtype(vid: wp.uint64, out: wp.array(dtype=float)):
     out[0] = wp.volume_sample(vid, wp.vec3(0.0), wp.Volume.LINEAR, dtype=wp.mat33)[0, 0]  # <-
 
 
-@needs_type_args
 def test_unsupported_dtype_is_a_build_error_at_the_users_line():
     vol = wp.Volume.load_from_numpy(np.zeros((2, 2, 2), np.float32))
     with pytest.raises(CodegenError) as info:
@@ -156,3 +134,34 @@ def test_unsupported_dtype_is_a_build_error_at_the_users_line():
     lines, first = inspect.getsourcelines(bad_dtype.func)
     assert info.value.loc.line == first + next(i for i, t in enumerate(lines) if "# <-" in t)
     assert "dtype must be one of" in str(info.value)
+
+
+@wp.kernel
+def positional_dtype(vid: wp.uint64, out: wp.array(dtype=float)):
+    J = wp.vec3()
+    out[0] = wp.volume_sample(vid, wp.vec3(0.5, 0.0, 0.0), wp.Volume.LINEAR, float)
+    out[1] = wp.volume_sample_grad(vid, wp.vec3(0.5, 0.0, 0.0), wp.Volume.LINEAR, J, float)
+    out[2] = J[0]
+
+
+def test_dtype_given_positionally():
+    vol = wp.Volume.load_from_numpy(np.array([[[1.0]], [[3.0]]], np.float32))
+    out = wp.zeros(3, dtype=float)
+    wp.launch(positional_dtype, 1, inputs=[vol.id, out])
+    np.testing.assert_allclose(out.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_type_argument_to_a_builtin_without_dtype_is_refused():
+    @wp.kernel
+    def sin_of_type(out: wp.array(dtype=float)):
+        out[0] = wp.sin(float)
+
+    @wp.kernel
+    def grad_with_value_keyword(vid: wp.uint64, out: wp.array(dtype=float)):
+        J = wp.vec3()
+        out[0] = wp.volume_sample_grad(vid, wp.vec3(0.0), wp.Volume.LINEAR, J, dtype=float, extra=1.0)
+
+    with pytest.raises(CodegenTypeError, match="'sin' does not take a type argument"):
+        wp.launch(sin_of_type, 1, inputs=[wp.zeros(1, dtype=float)])
+    with pytest.raises(CodegenTypeError, match="takes positional arguments only"):
+        wp.launch(grad_with_value_keyword, 1, inputs=[wp.uint64(0), wp.zeros(1, dtype=float)])

@@ -1,9 +1,16 @@
 """``Tape``: records launches and replays their adjoints in reverse order.
 
-Overwrite safety is on by default: when a recorded launch writes an array that an earlier recorded launch read, the
-backward pass of the earlier launch would replay with the new values and give wrong gradients. ``backward()``
-then raises an error naming both kernels and the array. Opt out with ``Tape(check_overwrites=False)`` or
-``wp.config.verify_autograd_array_access = False``. The check costs a few dictionary updates per recorded launch.
+Overwrite safety is on by default. The backward pass of a launch replays it with the arrays' contents at
+``backward()`` time, so when a recorded launch (or a later one, or a copy) overwrote an array whose values that
+backward pass needs, its gradients could be wrong. Whether they are depends on *which elements* were overwritten
+and read, so the check is made on the gradients themselves: the array's contents as the launch read them are kept
+(copied before the first write that follows the read; before the launch itself when it writes the array too), and
+``backward()`` runs that launch's adjoint with the current contents and again with the kept ones. Equal gradients
+(a launch that writes other elements than the ones an earlier launch read, as in level-by-level updates of one
+array) proceed; different ones raise :class:`OverwriteError` naming the array and both kernels (the gradients of
+the launches after it in recording order are then already accumulated). Opt out with
+``Tape(check_overwrites=False)`` or ``wp.config.verify_autograd_array_access = False``. Without overwrites the
+check costs a few dictionary updates per recorded launch.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ class _Recorded:
     device: Any
     reads: list[tuple[Any, str, int]]
     inst: Any = None
+    #: id(array) -> its contents as this launch read them (kept once the array is written afterwards)
+    kept: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -110,6 +119,22 @@ def _add_into(dest: Any, src: Any, consume: bool = False) -> None:
     dest.assign(total)
 
 
+def _contents(a: Any) -> np.ndarray:
+    """A copy of the array's elements."""
+    return np.array(a.numpy(), copy=True)
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether two gradients agree (up to the rounding of atomics accumulated in another order)."""
+    if x.dtype.names:
+        return all(_same(x[n], y[n]) for n in x.dtype.names)
+    if x.dtype.kind not in "fc":
+        return bool(np.array_equal(x, y))
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    scale = float(np.max(np.abs(x64), initial=0.0))
+    return bool(np.allclose(x64, y64, rtol=1e-5, atol=1e-6 * scale, equal_nan=True))
+
+
 def _window(a: Any, offset: int, count: int) -> Any:
     """Elements ``[offset, offset + count)`` of ``a`` in flat (row-major) order, as a view."""
     if a.ndim == 1:
@@ -126,7 +151,10 @@ class Tape:
         self.loss: Any = None
         self.check_overwrites = check_overwrites
         self._versions: dict[int, int] = {}
-        self._writer: dict[int, str] = {}
+        #: id(array) -> (name, launch record) of its last recorded writer (a copy has no launch record)
+        self._writer: dict[int, tuple[str, Any]] = {}
+        #: id(array) -> recorded launches that read its values since it was last written (nothing kept for them yet)
+        self._unkept: dict[int, list[_Recorded]] = {}
         self._arrays: dict[int, Any] = {}
         self._structs: dict[int, Any] = {}
         #: arrays whose read flag (``array._is_read``) this tape set: cleared by ``backward()`` and ``reset()``
@@ -181,6 +209,10 @@ class Tape:
                 acc = inst._array_access = (*array_access(inst.ir), value_reads(inst.ir), array_stores(inst.ir))
             r, w, vr, st = acc
             names = kernel.param_names
+            rec = _Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst)
+            written = [a for i, a in enumerate(args) if i in w and isinstance(a, array)]
+            for a in written:  # this launch is about to overwrite what earlier launches read: keep it for them
+                self._keep_for_readers(a)
             for i in sorted(r):
                 a = args[i] if i < len(args) else None
                 if isinstance(a, array):
@@ -189,12 +221,29 @@ class Tape:
                     # element it overwrote, so gradients stay exact when other reads are overwritten
                     if i in vr:
                         reads.append((a, names[i], self._versions.get(id(a), 0)))
-            for i in sorted(w):
-                a = args[i] if i < len(args) else None
-                if isinstance(a, array):
-                    self._versions[id(a)] = self._versions.get(id(a), 0) + 1
-                    self._writer[id(a)] = kernel.key
+                        if any(x is a for x in written):  # the launch runs after this: keep what it reads now
+                            rec.kept.setdefault(id(a), _contents(a))
+                        else:
+                            self._unkept.setdefault(id(a), []).append(rec)
+            for a in written:
+                self._versions[id(a)] = self._versions.get(id(a), 0) + 1
+                self._writer[id(a)] = (kernel.key, rec)
+            self.launches.append(rec)
+            return
         self.launches.append(_Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst))
+
+    def before_write(self, a: Any) -> None:
+        """Called before a copy overwrites ``a`` (``wp.copy``, ``array.assign``): see :meth:`_keep_for_readers`."""
+        if self._checking():
+            self._keep_for_readers(a)
+
+    def _keep_for_readers(self, a: Any) -> None:
+        """Before ``a`` is written: give the recorded launches that read its values a copy of them."""
+        readers = self._unkept.pop(id(a), None)
+        if readers:
+            contents = _contents(a)
+            for rec in readers:
+                rec.kept.setdefault(id(a), contents)
 
     def record_func(self, backward: Callable[[], None], arrays: list[Any], name: str = "func") -> None:
         """Record a Python callback that computes the adjoint of a custom operation on ``arrays``.
@@ -220,9 +269,9 @@ class Tape:
             self._mark_read(src)
         if dest.grad is None or src.grad is None:
             return
-        if self._checking():  # the copy overwrites dest: earlier recorded readers of dest are reported
+        if self._checking():  # the copy overwrote dest: earlier recorded readers of dest are checked
             self._versions[id(dest)] = self._versions.get(id(dest), 0) + 1
-            self._writer[id(dest)] = "copy"
+            self._writer[id(dest)] = ("copy", None)
         flat = count != 0 or dest_offset != 0 or src_offset != 0 or dest.shape != src.shape
         n = (count if count else src.size - src_offset) if flat else 0
 
@@ -254,20 +303,57 @@ class Tape:
         self.scopes.append((len(self.launches), None, None))
 
     # Backward ---------------------------------------------------------------------------------------------------
-    def _verify(self) -> None:
-        for rec in self.launches:
-            if not isinstance(rec, _Recorded):
-                continue
-            for a, name, version in rec.reads:
-                if self._versions.get(id(a), 0) != version:
-                    writer = self._writer.get(id(a), "a later launch")
-                    raise OverwriteError(
-                        f"array '{name}' read by kernel '{rec.kernel.key}' was overwritten by kernel '{writer}' "
-                        "later in the recorded sequence, so its gradient would use the new values and be wrong.\n"
-                        "fix: write results to a new array instead of updating one in place (e.g. double-buffer "
-                        "state per time step); or, if the overwrite is harmless for the gradient, opt out with "
-                        "wp.Tape(check_overwrites=False)"
-                    )
+    def _overwritten(self, rec: _Recorded) -> list[tuple[Any, str]]:
+        """The arrays (and parameter names) whose values ``rec`` read and that were written afterwards."""
+        return [(a, name) for a, name, version in rec.reads if self._versions.get(id(a), 0) != version]
+
+    def _checked_adjoint(self, rec: _Recorded, run: Callable[[], None], overwritten: list[tuple[Any, str]]) -> None:
+        """Run ``rec``'s adjoint; raise :class:`OverwriteError` if the overwritten values change its gradients.
+
+        Arrays overwritten without their earlier contents kept (a write the tape did not see coming), and any
+        overwrite while a graph is being captured, are reported without the comparison.
+        """
+        from ..runtime import graph
+
+        unknown = [(a, name) for a, name in overwritten if id(a) not in rec.kept]
+        if unknown:
+            self._report(rec, *unknown[0], "")
+        if graph.capturing():  # nothing runs while capturing: the gradients cannot be compared
+            self._report(rec, *overwritten[0], " (gradients are not compared while a graph is being captured)")
+        grads: dict[int, Any] = {}
+        for a in rec.inputs + rec.outputs:
+            for x in _arrays_in(a, []):
+                if getattr(x, "grad", None) is not None:
+                    grads.setdefault(id(x.grad), x.grad)
+        before = {k: _contents(g) for k, g in grads.items()}
+        run()
+        now = {k: _contents(g) for k, g in grads.items()}
+        for k, g in grads.items():
+            g.assign(before[k])
+        current = [(a, _contents(a)) for a, _ in overwritten]
+        for a, _ in overwritten:
+            a.assign(rec.kept[id(a)])
+        try:
+            run()
+            exact = {k: _contents(g) for k, g in grads.items()}
+        finally:
+            for a, c in current:
+                a.assign(c)
+        for k, g in grads.items():
+            g.assign(now[k])
+        if all(_same(now[k], exact[k]) for k in grads):
+            return
+        self._report(rec, *overwritten[0], ", and its backward pass gives different gradients with the new values")
+
+    def _report(self, rec: _Recorded, a: Any, name: str, why: str) -> None:
+        writer, writer_rec = self._writer.get(id(a), ("a later launch", None))
+        by = "the launch itself" if writer_rec is rec else f"kernel '{writer}'"
+        raise OverwriteError(
+            f"array '{name}' read by kernel '{rec.kernel.key}' was overwritten by {by} later in the recorded "
+            f"sequence{why}: its gradients would be wrong.\n"
+            "fix: write results to a new array instead of updating one in place (e.g. double-buffer state per time "
+            "step); or opt out of the check with wp.Tape(check_overwrites=False)"
+        )
 
     def backward(self, loss: Any = None, grads: dict[Any, Any] | None = None) -> None:
         """Propagate adjoints backwards through the recorded launches.
@@ -278,8 +364,7 @@ class Tape:
         """
         from ..lang.launch import launch
 
-        if self._checking():
-            self._verify()
+        checking = self._checking()
         if loss is not None:
             if loss.grad is None:
                 raise TreadleError("the loss array has no gradient buffer: create it with requires_grad=True")
@@ -298,6 +383,11 @@ class Tape:
         for rec in reversed(self.launches):
             if not isinstance(rec, _Recorded):
                 rec()
+                continue
+            overwritten = self._overwritten(rec) if checking else []
+            if overwritten:
+                self._checked_adjoint(rec, lambda r=rec: launch(r.kernel, r.dim, r.inputs, r.outputs, device=r.device,
+                                                                adjoint=True, record_tape=False), overwritten)
                 continue
             launch(rec.kernel, rec.dim, rec.inputs, rec.outputs, device=rec.device, adjoint=True, record_tape=False)
         self._clear_read_marks()  # the recorded reads are consumed
@@ -335,6 +425,7 @@ class Tape:
         self.scopes = []
         self._versions.clear()
         self._writer.clear()
+        self._unkept.clear()
         self._clear_read_marks()
         self._open_scopes = 0  # the recorded arrays stay known: ``gradients`` and ``zero()`` still reach them
 

@@ -229,6 +229,7 @@ class _Fingerprinter:
 
     def _value(self, v: Any, names: set[str], depth: int) -> None:
         if isinstance(v, types.ModuleType):
+            v = vars(v).get("_treadle_target", v)  # ``warp`` under the alias: a view of the treadle module
             mod = v.__name__
             self.add(f"M:{mod}")
             if mod in _STDLIB_MODULES:

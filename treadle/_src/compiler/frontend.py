@@ -114,9 +114,8 @@ class Lowerer(CallMixin):
         self.blocks: list[ir.Block] = [ir.Block()]
         self.locals: dict[str, ir.Local] = {}
         self.all_locals: list[ir.Local] = []
-        #: Local.id -> block nesting depth where the variable was declared
-        self.local_depth: dict[int, int] = {}
-        self.assigned: set[str] = set()
+        #: Local.id -> the block that declared the variable (the two branches of an ``if`` are different blocks)
+        self.local_block: dict[int, ir.Block] = {}
         self.loop_depth = 0
         self.return_type = return_type
         self.infer_return = infer_return
@@ -130,11 +129,9 @@ class Lowerer(CallMixin):
         for name, t in zip(names, param_types):
             if isinstance(t, StaticArgT):  # a function argument: bound while lowering, no runtime parameter
                 self.const_bindings[name] = PyObj(t.obj)
-                self.assigned.add(name)
                 continue
             local = self.new_local(name, t)
             self.params.append(local)
-            self.assigned.add(name)
         # In a @func_grad body, wp.adjoint[x] names the adjoint of parameter x (passed by reference).
         self.adjoint_locals: dict[str, ir.Local] = {}
         for name, t in zip(adjoint_of or [], param_types):
@@ -161,7 +158,7 @@ class Lowerer(CallMixin):
         local = ir.Local(self.next_id, cname or name, t)
         self.locals[name] = local
         self.all_locals.append(local)
-        self.local_depth[local.id] = len(self.blocks)
+        self.local_block[local.id] = self.blocks[-1]
         return local
 
     def temp_local(self, t: Any) -> ir.Local:
@@ -188,9 +185,6 @@ class Lowerer(CallMixin):
             return bound
         local = self.locals.get(name)
         if local is not None:
-            if name not in self.assigned:
-                raise self.err(f"variable '{name}' may be used before it is assigned on some path", node,
-                               f"assign '{name}' a value before the if/loop that sets it", CodegenError)
             v = self.new_value(local.type, name)
             self.emit(ir.LoadLocal(self.loc(node), v, local))
             return v
@@ -386,7 +380,7 @@ class Lowerer(CallMixin):
             self.emit(ir.DeclLocal(self.loc(node), local))
         elif value.type != local.type:
             rebind = (value.type is not None and local not in self.params and name not in self.ref_params
-                      and self.local_depth.get(local.id) == len(self.blocks))
+                      and self.local_block.get(local.id) is self.blocks[-1])
             converted = None
             if isinstance(value, ir.Const) and value.weak and scalars.is_scalar_type(local.type):
                 try:
@@ -407,7 +401,6 @@ class Lowerer(CallMixin):
                     node, f"inside a branch or loop, a variable declared outside it keeps its type; convert "
                     f"explicitly, e.g. {type_str(local.type)}(...), or use a new name", CodegenTypeError)
         self.emit(ir.StoreLocal(self.loc(node), local, value))
-        self.assigned.add(name)
 
     def adjoint_lvalue(self, target: ast.expr) -> _LValue | None:
         """Where ``wp.adjoint[p]`` / ``wp.adjoint[p.field...]`` (in a ``@func_grad`` body) points, else ``None``.
@@ -477,9 +470,6 @@ class Lowerer(CallMixin):
             if local is None:
                 raise self.err(f"cannot assign to a component of '{target.id}': it is not a kernel variable",
                                target, "assign the value to a variable first", CodegenTypeError)
-            if target.id not in self.assigned:
-                raise self.err(f"variable '{target.id}' may be used before it is assigned on some path", target,
-                               f"assign '{target.id}' a value before the if/loop that sets it", CodegenError)
             return _LValue(local=local, type=local.type)
         if isinstance(target, ast.Attribute):
             lv = self.resolve_lvalue(target.value)
@@ -616,7 +606,6 @@ class Lowerer(CallMixin):
             v = r
         if lv.local is not None:
             self.emit(ir.StoreLocal(loc, lv.local, v))
-            self.assigned.add(lv.local.name)
         else:
             self.emit(ir.ArrayStore(loc, lv.array, list(lv.indices), v))
 
@@ -690,15 +679,9 @@ class Lowerer(CallMixin):
         if isinstance(cond, ir.Const):  # constant condition: lower only the branch taken
             self.block(node.body if cond.value else node.orelse)
             return
-        before = set(self.assigned)
         then, orelse = ir.Block(), ir.Block()
         self.lower_body_into(then, lambda: self.block(node.body))
-        after_then = self.assigned
-        self.assigned = set(before)
         self.lower_body_into(orelse, lambda: self.block(node.orelse))
-        after_else = self.assigned
-        self.assigned = (after_then if _ends(node.orelse) else after_else if _ends(node.body)
-                         else after_then & after_else) | before
         self.emit(ir.If(self.loc(node), cond, then, orelse))
 
     def stmt_For(self, node: ast.For) -> None:
@@ -775,14 +758,10 @@ class Lowerer(CallMixin):
             if (static_trips <= self.ctx.max_unroll or _static_uses(node.body, name)) and self.unrollable(node, name):
                 self.unroll(node, var, range(start.value, stop.value, step.value), it_t)
                 return
-        before = set(self.assigned)
         body = ir.Block()
-        self.assigned.add(name)
         self.loop_depth += 1
         self.lower_body_into(body, lambda: self.block(node.body))
         self.loop_depth -= 1
-        if not (static_trips and not _has_break(node.body)):
-            self.assigned = before | ({name} if static_trips else set())
         self.emit(ir.ForRange(self.loc(node), var, start, stop, step, body))
 
     def unrollable(self, node: ast.For, name: str) -> bool:
@@ -803,7 +782,6 @@ class Lowerer(CallMixin):
             for v in values:
                 c = ir.Const(v, it_t)
                 self.emit(ir.StoreLocal(self.loc(node), var, c))
-                self.assigned.add(name)
                 self.const_bindings[name] = c
                 self.block(node.body)
         finally:
@@ -853,14 +831,11 @@ class Lowerer(CallMixin):
             e = self.new_value(elem_t)
             self.emit(ir.Extract(self.loc(node), e, seq, [i]))
             self.emit(ir.StoreLocal(self.loc(node), var, e))
-            self.assigned.add(name)
             self.block(node.body)
 
-        before = set(self.assigned)
         self.loop_depth += 1
         self.lower_body_into(body, lower)
         self.loop_depth -= 1
-        self.assigned = before | ({name} if n > 0 and not _has_break(node.body) else set())
         self.emit(ir.ForRange(self.loc(node), idx, ir.Const(0, scalars.int32), ir.Const(n, scalars.int32),
                               ir.Const(1, scalars.int32), body))
 
@@ -873,18 +848,15 @@ class Lowerer(CallMixin):
         if var is None:
             var = self.new_local(name, scalars.int32)
             self.emit(ir.DeclLocal(self.loc(node), var))
-        self.assigned.add(name)
         b = REGISTRY.builtins[next_name]
         cond_block = ir.Block()
         conds: list[Any] = []
         self.lower_body_into(cond_block, lambda: conds.append(
             self.call_builtin(b, [ir.LocalRef(state), ir.LocalRef(var)], node)))
-        before = set(self.assigned)
         body = ir.Block()
         self.loop_depth += 1
         self.lower_body_into(body, lambda: self.block(node.body))
         self.loop_depth -= 1
-        self.assigned = before
         self.emit(ir.While(self.loc(node), cond_block, conds[0], body))
 
     def stmt_While(self, node: ast.While) -> None:
@@ -893,12 +865,10 @@ class Lowerer(CallMixin):
         cond_block = ir.Block()
         conds: list[Any] = []
         self.lower_body_into(cond_block, lambda: conds.append(self.truth(self.value(node.test), node.test)))
-        before = set(self.assigned)
         body = ir.Block()
         self.loop_depth += 1
         self.lower_body_into(body, lambda: self.block(node.body))
         self.loop_depth -= 1
-        self.assigned = before
         self.emit(ir.While(self.loc(node), cond_block, conds[0], body))
 
     def stmt_Break(self, node: ast.Break) -> None:
@@ -953,14 +923,6 @@ def _index_nodes(node: ast.expr) -> list[ast.expr]:
 def _ends(stmts: list[ast.stmt]) -> bool:
     """True if a block always leaves (return/break/continue as its last statement)."""
     return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Break, ast.Continue))
-
-
-def _has_break(stmts: list[ast.stmt]) -> bool:
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, (ast.Break, ast.Return)):
-                return True
-    return False
 
 
 def lower_function(src: FuncSource, param_types: list[Any], *, is_kernel: bool, ctx: LowerContext,

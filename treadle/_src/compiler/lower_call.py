@@ -46,7 +46,6 @@ class CallMixin(ExprMixin):
     launch_tid_used: bool
     is_kernel: bool
     locals: dict[str, Any]
-    assigned: set[str]
     const_bindings: dict[str, Any]
 
     def resolve_function_call(self, fn: Any, raw: list[Any], kwargs: dict[str, Any],
@@ -203,16 +202,26 @@ class CallMixin(ExprMixin):
 
     # Builtins --------------------------------------------------------------------------------------------------
     def call_args(self, node: ast.Call, names: list[str] | None = None) -> list[Any]:
+        """Positional arguments, then keyword arguments at their signature positions.
+
+        A keyword naming a parameter that the positional arguments already reach (a builtin whose coordinates may
+        be one vector or several scalars: ``texture_sample(t, u, v, dtype=float, lod=0.0)``) comes after them,
+        in the order written; its rule accepts those keywords in either order.
+        """
         args = [self._tid_value(self.expr(a)) for a in node.args]
         if node.keywords:
             if names is None:
                 raise self.err("keyword arguments are not supported for this call", node, cls=CodegenTypeError)
             by_name = {k.arg: self.expr(k.value) for k in node.keywords}
+            n_positional = len(args)
             for n in names[len(args):]:
                 if n in by_name:
                     args.append(by_name.pop(n))
                 else:
                     break
+            if by_name and all(k in names and names.index(k) < n_positional for k in by_name):
+                args.extend(by_name.values())
+                by_name = {}
             if by_name:
                 raise self.err(f"unexpected keyword argument(s): {', '.join(str(k) for k in by_name)}", node, cls=CodegenTypeError)
         return args
@@ -234,7 +243,6 @@ class CallMixin(ExprMixin):
                 local = self.new_local(name, item.type)
                 self.emit(ir.DeclLocal(self.src.loc(a), local))
                 self.emit(ir.StoreLocal(self.src.loc(a), local, item))
-                self.assigned.add(name)
                 args.append(ast.copy_location(ast.Name(id=name, ctx=ast.Load()), a))
         return ast.copy_location(ast.Call(func=node.func, args=args, keywords=node.keywords), node)
 
@@ -337,17 +345,38 @@ class CallMixin(ExprMixin):
                 ops[i] = ir.Const(consts[i], None)
             return self.call_builtin(b, ops, node, consts)
         if any(isinstance(a, PyObj) for a in raw):
+            return self.call_with_type_args(b, raw, ops, consts, node)
+        return self.call_builtin(b, ops, node)
+
+    def call_with_type_args(self, b: Builtin, raw: list[Any], ops: list[Any], consts: list[Any],
+                            node: ast.AST) -> Any:
+        """A builtin given compile-time objects (``dtype=wp.vec3``) at some positions.
+
+        Only builtins with a ``dtype`` parameter take them: their rule sees each as a constant whose argument type
+        is ``None``, and the call passes no runtime value for it.
+        """
+        if "dtype" not in (_param_names(b) or []):
             bad = next(a for a in raw if isinstance(a, PyObj))
             raise self.err(f"'{b.name}' does not take a {type(bad.obj).__name__} argument", node,
                            f"valid forms: {b.signature}", CodegenTypeError)
-        return self.call_builtin(b, ops, node)
+        keep = [i for i, a in enumerate(raw) if not isinstance(a, PyObj)]
+        return self.call_builtin(b, ops, node, consts, keep=keep)
 
     def call_with_refs(self, b: Builtin, node: ast.Call) -> Any:
-        """A builtin that updates some of its arguments in place: those must be plain variables."""
-        if node.keywords:
-            raise self.err(f"'{b.name}' takes positional arguments only", node, cls=CodegenTypeError)
-        via_tuple = self.refs_via_tuple(b, node)
-        if via_tuple:
+        """A builtin that updates some of its arguments in place: those must be plain variables.
+
+        Besides them, only a compile-time type may be given (``dtype=wp.vec3``, for a builtin with a ``dtype``
+        parameter), by keyword at its signature position or positionally.
+        """
+        names = _param_names(b) or []
+        type_args: dict[int, Any] = {}
+        for k in node.keywords:
+            v = self.expr(k.value) if "dtype" in names else None
+            if k.arg not in names or not (isinstance(v, PyObj) and isinstance(v.obj, type)):
+                raise self.err(f"'{b.name}' takes positional arguments only (and a dtype= type, where it has one)",
+                               node, f"valid forms: {b.signature}", CodegenTypeError)
+            type_args[names.index(k.arg)] = v.obj  # type: ignore[union-attr]
+        if not node.keywords and self.refs_via_tuple(b, node):
             return None
         ops: list[Any] = []
         for i, a in enumerate(node.args):
@@ -356,11 +385,30 @@ class CallMixin(ExprMixin):
                 if local is None:
                     raise self.err(f"argument {i + 1} of '{b.name}' must be a variable (it is updated in place)", a,
                                    "assign it to a variable first, e.g. 'v = ...' and pass 'v'", CodegenTypeError)
-                self.assigned.add(a.id)  # type: ignore[attr-defined]
                 ops.append(ir.LocalRef(local))
+                continue
+            v = self.expr(a)
+            if isinstance(v, PyObj) and isinstance(v.obj, type) and "dtype" in names:
+                type_args[i] = v.obj
+                continue
+            ops.append(self.as_operand(v, a))
+        if not type_args:
+            return self.call_builtin(b, ops, node)
+        n = len(ops) + len(type_args)
+        if any(i >= n for i in type_args):
+            raise self.err(f"'{b.name}': dtype= follows the other arguments", node, f"valid forms: {b.signature}",
+                           CodegenTypeError)
+        full: list[Any] = []
+        consts: list[Any] = []
+        rest = iter(ops)
+        for i in range(n):
+            if i in type_args:
+                full.append(ir.Const(0, None))
+                consts.append(type_args[i])
             else:
-                ops.append(self.value(a))
-        return self.call_builtin(b, ops, node)
+                full.append(next(rest))
+                consts.append(NOT_CONST)
+        return self.call_builtin(b, full, node, consts, keep=[i for i in range(n) if i not in type_args])
 
     def refs_via_tuple(self, b: Builtin, node: ast.Call) -> bool:
         """Lower ``svd3(A, U, sigma, V)``-style calls through the builtin's tuple form (``svd3(A)``), if it has one.
@@ -390,7 +438,6 @@ class CallMixin(ExprMixin):
         loc = self.src.loc(node)
         for local, v in zip(targets, items):
             self.emit(ir.StoreLocal(loc, local, v))
-            self.assigned.add(local.name)
         return True
 
     def lower_tid(self, b: Builtin, node: ast.Call) -> Any:

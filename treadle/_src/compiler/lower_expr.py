@@ -703,8 +703,12 @@ class ExprMixin:
             i.value += n
 
     # Calls ---------------------------------------------------------------------------------------------------
-    def call_builtin(self, b: Builtin, args: list[Any], node: ast.AST, consts: list[Any] | None = None) -> Any:
-        """Resolve ``b`` for the operand types (adapting weak literals) and emit the call."""
+    def call_builtin(self, b: Builtin, args: list[Any], node: ast.AST, consts: list[Any] | None = None,
+                     keep: list[int] | None = None) -> Any:
+        """Resolve ``b`` for the operand types (adapting weak literals) and emit the call.
+
+        ``keep``: the positions that pass a runtime value (the others are compile-time type arguments).
+        """
         types = [a.type for a in args]
         try:
             ov = b.resolve(types, consts)
@@ -716,7 +720,7 @@ class ExprMixin:
                 sig = ", ".join(type_str(t) for t in types)
                 raise self.err(f"no overload of '{b.name}' accepts ({sig}): {first}", node,
                                f"valid forms: {b.signature}", CodegenTypeError) from None
-        args = args[b.static_args:]
+        args = args[b.static_args:] if keep is None else [args[i] for i in keep]
         if ov.ret is None:
             self.emit(ir.Call(self.src.loc(node), None, ov, args))
             return None

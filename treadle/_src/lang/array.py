@@ -714,6 +714,7 @@ class array:
             src = array(src, dtype=self.dtype, device="cpu", copy=False)
         if src.shape != self.shape and src.size != self.size:
             raise ValueError(f"assign(): shape mismatch: destination shape {self.shape}, source shape {src.shape}")
+        before_copy(self)
         copy_array(self, src)
         record_copy(self, src)  # on a recording tape: the gradient flows back from self to src
 
@@ -1014,6 +1015,13 @@ def copy_array(dest: array, src: array, dest_offset: int = 0, src_offset: int = 
     check_copy_range(dest, src, dest_offset, src_offset, count)
     if count:
         _copy_bytes(dest, dest.ptr + dest_offset * itemsize, src, src.ptr + src_offset * itemsize, count * itemsize)  # type: ignore[operator]
+
+
+def before_copy(dest: array) -> None:
+    """On a recording tape, before a copy overwrites ``dest``: the tape keeps what earlier launches read of it."""
+    tape = active_tape()
+    if tape is not None:
+        tape.before_write(dest)
 
 
 def record_copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:

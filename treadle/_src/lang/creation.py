@@ -25,6 +25,7 @@ from ..types.arrays import (
 )
 from .array import (
     array,
+    before_copy,
     check_copy_counts,
     check_copy_range,
     copy_array,
@@ -301,10 +302,12 @@ def copy(
         n = count if count else src.size - src_offset
         check_copy_range(dest, src, dest_offset, src_offset, n)
         d, s = dest[dest_offset:dest_offset + n], src[src_offset:src_offset + n]
+        before_copy(dest)
         if not (_graph.STATE.count and _graph.record_op(lambda: copy_array(d, s), dest, src)):
             copy_array(d, s)
         record_copy(dest, src, dest_offset, src_offset, n)
         return
+    before_copy(dest)
     if _graph.STATE.count and is_array(dest) and is_array(src) and _graph.record_op(
             lambda: copy_array(dest, src, dest_offset, src_offset, count), dest, src):
         _check_copy(dest, src, dest_offset, src_offset, count)  # errors at capture time, as when run

@@ -46,6 +46,8 @@ class Function:
         self.overloads: list[FuncDef] = []
         self._pending: list[Callable[..., Any]] = [fn]
         self.custom_grad: Any = None
+        #: the reference API's inlining hint (``wp.func(inline=...)``): kept, not lowered (the compiler decides)
+        self.inline: bool | None = None
         #: every @func_grad given to this function (one per overload); ``custom_grad`` is the latest
         self.custom_grads: list[Any] = []
         self.custom_replay: Any = None

@@ -337,19 +337,25 @@ def kernel(f: Callable[..., Any] | None = None, *, enable_backward: bool | None 
 
 
 @overload
-def func(f: Callable[_P, _R], *, name: str | None = None, module: Any = None) -> Callable[_P, _R]: ...
+def func(f: Callable[_P, _R], *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Callable[_P, _R]: ...
 
 
 @overload
-def func(f: None = None, *, name: str | None = None,
-         module: Any = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
+def func(f: None = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 
 
-def func(f: Callable[..., Any] | None = None, *, name: str | None = None, module: Any = None) -> Any:
+def func(f: Callable[..., Any] | None = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Any:
     """Decorate a Python function as a function callable from kernels (and from Python, which runs it as is).
 
     Defining another ``@func`` with the same name in the same module adds an overload selected by argument types.
+    ``inline`` (``True``/``False``/``None``) is the reference API's inlining hint: it is checked and kept as
+    ``Function.inline``; the generated C++ leaves inlining to the compiler, which gives the same results.
     """
+    if inline is not None and not isinstance(inline, bool):
+        raise TypeError(f"wp.func(inline=...) takes True, False or None, got {inline!r}")
 
     def wrap(fn: Callable[..., Any]) -> Function:
         mod = get_module(_module_name(fn, module))
@@ -359,6 +365,7 @@ def func(f: Callable[..., Any] | None = None, *, name: str | None = None, module
             existing.add_overload(fn)
             return existing
         f_obj = Function(fn, key, mod.name)
+        f_obj.inline = inline
         mod.functions[key] = f_obj
         return f_obj
 

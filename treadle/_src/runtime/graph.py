@@ -11,7 +11,8 @@ values. The array operations ``wp.copy``, ``array.zero_()`` and ``array.fill_()`
 ``Tape.zero()``/``Tape.backward()``) on host memory are recorded too, as the memcpy/memset nodes of a CUDA graph:
 they do not run while capturing, and each replay runs them in order between the launches (a replay is then one
 native call per run of consecutive launches). Arrays created inside a capture are initialised at once (``wp.zeros``
-and friends are not recorded).
+and friends are not recorded). ``capture_if`` / ``capture_while`` (``lang/conditional.py``) record conditional nodes:
+child graphs that a replay runs according to a condition array read at that time.
 """
 
 from __future__ import annotations
@@ -180,11 +181,3 @@ class ScopedCapture:
             self.graph = capture_end(self.device, self.stream)
             self.active = False
 
-
-def is_conditional_graph_supported() -> bool:
-    """Whether captured graphs can hold conditional nodes (``capture_if`` / ``capture_while``).
-
-    Always ``False``: Treadle's graphs (CPU and CUDA) hold launches, copies and memsets only, so a program that
-    checks this first takes its unconditional path, as it does with the reference on a CPU or an older driver.
-    """
-    return False

@@ -102,6 +102,21 @@ def blocks(n: int, min_block: int = 16384, max_blocks: int = 64) -> Blocks:
     return Blocks(n, nblocks, block, spread)
 
 
+@wp.func
+def block_span(t: int, n: int, block: int, spread: int, nblocks: int) -> wp.vec3i:
+    """``(block, start, end)`` of the block kernel thread ``t`` processes (see :func:`blocks`).
+
+    The block is -1 for the threads that have none: all but every ``spread``-th, and those past the last block.
+    """
+    if t % spread != 0:
+        return wp.vec3i(-1, 0, 0)
+    b = t / spread
+    if b >= nblocks:
+        return wp.vec3i(-1, 0, 0)
+    start = b * block
+    return wp.vec3i(b, start, wp.min(start + block, n))
+
+
 def view2d(a: Any) -> Any:
     """A 2-D scalar view ``(len(a), components)`` of a 1-D array of scalars, vectors or matrices (any stride).
 

@@ -17,6 +17,7 @@ from ..runtime.graph import capturing
 from .common import (
     UtilsTypeError,
     UtilsValueError,
+    block_span,
     blocks,
     check_array,
     check_count,
@@ -36,14 +37,12 @@ _MAX_COMPONENTS = 64
 @wp.kernel(enable_backward=False)
 def _block_totals(a: wp.array(dtype=Any), n: int, block: int, spread: int, nblocks: int,
                   totals: wp.array(dtype=Any)):
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    b = t / spread
-    if b >= nblocks:
-        return
-    start = b * block
-    end = wp.min(start + block, n)
+    b = span[0]
+    start = span[1]
+    end = span[2]
     s = a[start]
     for i in range(start + 1, end):
         s = s + a[i]
@@ -63,14 +62,12 @@ def _scan_totals(totals: wp.array(dtype=Any), nblocks: int, zero: wp.array(dtype
 @wp.kernel(enable_backward=False)
 def _block_scan(a: wp.array(dtype=Any), out: wp.array(dtype=Any), n: int, block: int, spread: int, nblocks: int,
                 offsets: wp.array(dtype=Any), inclusive: int):
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    b = t / spread
-    if b >= nblocks:
-        return
-    start = b * block
-    end = wp.min(start + block, n)
+    b = span[0]
+    start = span[1]
+    end = span[2]
     s = offsets[b]
     if inclusive != 0:
         # the first block starts from its first element, not 0 + it (which would turn -0.0 into +0.0)
@@ -104,14 +101,12 @@ def _narrow(v: wp.float64, like: wp.float64) -> wp.float64:  # noqa: F811 - over
 def _block_partials(a: wp.array2d(dtype=Any), b: wp.array2d(dtype=Any), use_b: int, n: int, block: int,
                     spread: int, nblocks: int, partials: wp.array2d(dtype=wp.float64)):
     # per block: float64 sums of each component (use_b == 0) or of the products a * b over all components
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    bi = t / spread
-    if bi >= nblocks:
-        return
-    start = bi * block
-    end = wp.min(start + block, n)
+    bi = span[0]
+    start = span[1]
+    end = span[2]
     comps = a.shape[1]
     acc = wp.zeros(64, dtype=wp.float64)
     if use_b != 0:
@@ -132,14 +127,12 @@ def _block_partials(a: wp.array2d(dtype=Any), b: wp.array2d(dtype=Any), use_b: i
 def _block_partials1(a: wp.array(dtype=Any), b: wp.array(dtype=Any), use_b: int, n: int, block: int, spread: int,
                      nblocks: int, partials: wp.array2d(dtype=wp.float64)):
     # scalar arrays: four accumulators, so that consecutive additions do not wait on each other
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    bi = t / spread
-    if bi >= nblocks:
-        return
-    start = bi * block
-    end = wp.min(start + block, n)
+    bi = span[0]
+    start = span[1]
+    end = span[2]
     s0 = wp.float64(0.0)
     s1 = wp.float64(0.0)
     s2 = wp.float64(0.0)

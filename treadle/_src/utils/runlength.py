@@ -12,21 +12,28 @@ from typing import Any
 import treadle as wp
 
 from ..runtime.graph import capturing
-from .common import UtilsTypeError, UtilsValueError, blocks, check_array, check_count, check_same_device, type_name
+from .common import (
+    UtilsTypeError,
+    UtilsValueError,
+    block_span,
+    blocks,
+    check_array,
+    check_count,
+    check_same_device,
+    type_name,
+)
 from .reduce import _scan_totals
 
 
 @wp.kernel(enable_backward=False)
 def _block_heads(v: wp.array(dtype=int), n: int, block: int, spread: int, nblocks: int,
                  heads: wp.array(dtype=int)):
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    b = t / spread
-    if b >= nblocks:
-        return
-    start = b * block
-    end = wp.min(start + block, n)
+    b = span[0]
+    start = span[1]
+    end = span[2]
     c = 0
     for i in range(start, end):
         if i == 0:
@@ -39,14 +46,12 @@ def _block_heads(v: wp.array(dtype=int), n: int, block: int, spread: int, nblock
 @wp.kernel(enable_backward=False)
 def _block_runs(v: wp.array(dtype=int), n: int, block: int, spread: int, nblocks: int, first: wp.array(dtype=int),
                 run_values: wp.array(dtype=int), starts: wp.array(dtype=int)):
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    b = t / spread
-    if b >= nblocks:
-        return
-    start = b * block
-    end = wp.min(start + block, n)
+    b = span[0]
+    start = span[1]
+    end = span[2]
     r = first[b]
     for i in range(start, end):
         head = i == 0

@@ -23,7 +23,16 @@ import numpy as np
 import treadle as wp
 
 from ..runtime.graph import capturing
-from .common import UtilsTypeError, UtilsValueError, blocks, check_array, check_count, check_same_device, flat
+from .common import (
+    UtilsTypeError,
+    UtilsValueError,
+    block_span,
+    blocks,
+    check_array,
+    check_count,
+    check_same_device,
+    flat,
+)
 
 RADIX_BITS = 8
 RADIX = 1 << RADIX_BITS
@@ -80,15 +89,13 @@ def _digit(k: wp.uint64, kind: int, shift: int, mask: int) -> int:  # noqa: F811
 @wp.kernel(enable_backward=False)
 def _block_hist(keys: wp.array(dtype=Any), n: int, block: int, spread: int, nblocks: int, shift: int, mask: int,
                 kind: int, hist: wp.array(dtype=int)):
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    b = t / spread
-    if b >= nblocks:
-        return
+    b = span[0]
     counts = wp.zeros(256, dtype=int)
-    start = b * block
-    end = wp.min(start + block, n)
+    start = span[1]
+    end = span[2]
     for i in range(start, end):
         d = _digit(keys[i], kind, shift, mask)
         counts[d] = counts[d] + 1
@@ -113,17 +120,15 @@ def _scan_hist(hist: wp.array(dtype=int), m: int, n: int, trivial: wp.array(dtyp
 def _block_scatter(keys: wp.array(dtype=Any), vals: wp.array(dtype=Any), n: int, block: int, spread: int,
                    nblocks: int, shift: int, mask: int, kind: int, hist: wp.array(dtype=int),
                    keys_out: wp.array(dtype=Any), vals_out: wp.array(dtype=Any)):
-    t = wp.tid()
-    if t % spread != 0:
+    span = block_span(wp.tid(), n, block, spread, nblocks)
+    if span[0] < 0:
         return
-    b = t / spread
-    if b >= nblocks:
-        return
+    b = span[0]
     offs = wp.zeros(256, dtype=int)
     for d in range(256):
         offs[d] = hist[d * nblocks + b]
-    start = b * block
-    end = wp.min(start + block, n)
+    start = span[1]
+    end = span[2]
     for i in range(start, end):
         k = keys[i]
         d = _digit(k, kind, shift, mask)

@@ -541,8 +541,9 @@ class Volume:
         return self._grid.node_counts[0]
 
     def _out(self, out: Any, data: np.ndarray, what: str) -> array:
-        if out is None:
-            return array(data, dtype=vec3i, device=self.device)
+        if out is None:  # an N x 3 int32 array, as the reference returns (``ijk[i, 0]`` in kernels)
+            return array(np.ascontiguousarray(data, dtype=np.int32).reshape(-1, 3), dtype=scalars.int32,
+                         device=self.device)
         if not isinstance(out, array) or out.device != self.device or not out.is_contiguous:
             raise RuntimeError(f"out must be a contiguous array on {self.device}")
         if (out.dtype is vec3i and out.ndim == 1) or (out.dtype is scalars.int32 and out.ndim == 2
@@ -557,11 +558,11 @@ class Volume:
                            f"{out.shape} {getattr(out.dtype, '__name__', out.dtype)}")
 
     def get_tiles(self, out: Any = None) -> array:
-        """The origins of the tiles (leaves), one ``vec3i`` each, in storage order."""
+        """The origins of the tiles (leaves), one row of 3 int32 each (an N x 3 array), in storage order."""
         return self._out(out, self._grid.leaf_origins(), "tile coordinates")
 
     def get_voxels(self, out: Any = None) -> array:
-        """The coordinates of the indexed voxels (``vec3i``), in index order.
+        """The coordinates of the indexed voxels (an N x 3 int32 array), in index order.
 
         Index grids: the active voxels (``OnIndex``) or all tile voxels (``Index``); value grids: the active voxels.
         """

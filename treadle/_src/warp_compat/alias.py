@@ -1,7 +1,10 @@
 """``import warp`` resolved to Treadle: a meta-path finder that hands out Treadle's own module objects.
 
-With the alias installed, ``import warp`` returns the ``treadle`` module itself and ``import warp.X.Y`` returns
-``treadle.X.Y`` (the same object, so ``warp.types.vector is treadle.types.vector``). Which submodules exist is looked
+With the alias installed, ``import warp`` returns :class:`WarpModule`, a view of the ``treadle`` module: every
+attribute read, set or deleted on it is Treadle's own (``warp.launch is treadle.launch``), except ``__version__``,
+which is the Warp API level Treadle implements (:data:`WARP_API_VERSION`), so that libraries comparing it with Warp
+releases take the paths for the features Treadle has; ``treadle.__version__`` stays Treadle's version.
+``import warp.X.Y`` returns ``treadle.X.Y`` (the same object, so ``warp.types.vector is treadle.types.vector``). Which submodules exist is looked
 up in Treadle's package at import time, so a package added to Treadle later is served without a list to edit. A
 ``warp.*`` name with no Treadle counterpart fails at import with a :class:`ModuleNotFoundError` that names it; no
 module is ever synthesised.
@@ -53,6 +56,66 @@ PRIVATE = {
 }
 
 
+#: The warp-lang release whose public API Treadle implements: ``warp.__version__`` under the alias.
+WARP_API_VERSION = "1.19.0"
+
+# Attributes the import system stamps on a module it creates: kept on the view so that Treadle's stay its own.
+_OWN = frozenset({"__version__", "__spec__", "__loader__", "__name__", "__package__"})
+
+
+class WarpModule(types.ModuleType):
+    """``warp`` under the alias: Treadle's namespace (reads, writes and deletes go to ``treadle``), Warp's version."""
+
+    def __init__(self, target: types.ModuleType) -> None:
+        super().__init__("warp", target.__doc__)
+        vars(self)["_treadle_target"] = target
+        vars(self)["__version__"] = WARP_API_VERSION
+        vars(self)["__package__"] = "warp"
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(vars(self)["_treadle_target"], name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _OWN:
+            vars(self)[name] = value
+        else:
+            setattr(vars(self)["_treadle_target"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in _OWN:
+            del vars(self)[name]
+        else:
+            delattr(vars(self)["_treadle_target"], name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(vars(self)["_treadle_target"])) | set(_OWN))
+
+    def __repr__(self) -> str:
+        return f"<module 'warp' (Treadle, Warp API {WARP_API_VERSION}) from {self.__file__!r}>"
+
+
+_VIEWS: dict[int, WarpModule] = {}
+
+
+def warp_module() -> WarpModule:
+    """Return the ``warp`` module the alias serves (one per Treadle module, made on first use)."""
+    target = _treadle()
+    view = _VIEWS.get(id(target))
+    if view is None or vars(view)["_treadle_target"] is not target:
+        view = _VIEWS[id(target)] = WarpModule(target)
+    return view
+
+
+class _ViewLoader(importlib.abc.Loader):
+    """Hands the import system the :class:`WarpModule` view for ``import warp``."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return warp_module()
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
 def _treadle() -> types.ModuleType:
     import treadle
 
@@ -65,6 +128,8 @@ def _treadle_src() -> types.ModuleType:
 
 
 def _is_treadle_module(module: object) -> bool:
+    if isinstance(module, WarpModule):
+        return True
     name = getattr(module, "__name__", "")
     return isinstance(name, str) and (name == "treadle" or name.startswith("treadle."))
 
@@ -148,7 +213,7 @@ class WarpAliasFinder(importlib.abc.MetaPathFinder):
         target: types.ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname == "warp":
-            return self._spec_for(fullname, _treadle())
+            return importlib.util.spec_from_loader(fullname, _ViewLoader(), is_package=True)
         if not fullname.startswith("warp."):
             return None
         parent_name = fullname.rpartition(".")[0]
@@ -205,8 +270,9 @@ def is_warp_alias_installed() -> bool:
 def install_warp_alias(subprocesses: bool = True) -> None:
     """Make ``import warp`` (and the ``warp.*`` submodules Treadle provides) resolve to Treadle.
 
-    After this call, ``import warp`` returns the ``treadle`` module and ``import warp.types`` returns
-    ``treadle.types`` (the same objects). A ``warp.*`` submodule Treadle does not provide raises
+    After this call, ``import warp`` returns a view of the ``treadle`` module (:class:`WarpModule`: Treadle's
+    attributes, and ``__version__`` the Warp API level Treadle implements) and ``import warp.types`` returns
+    ``treadle.types`` (the same object). A ``warp.*`` submodule Treadle does not provide raises
     :class:`ModuleNotFoundError` naming it when imported. Calling it again does nothing.
 
     Args:

@@ -1,4 +1,4 @@
-"""``import warp`` in a process started by an aliased program: load Treadle, install the alias, become Treadle.
+"""``import warp`` in a process started by an aliased program: load Treadle, install the alias, become its view.
 
 This directory is put first on ``PYTHONPATH`` by ``treadle.install_warp_alias()``; nothing here runs unless the
 process imports ``warp``. ``TREADLE_WARP_ALIAS`` names the ``treadle`` package directory of the parent process, so
@@ -36,4 +36,4 @@ def _load_treadle():  # noqa: ANN202 - runs before typing helpers matter
 _treadle = _load_treadle()
 _treadle.install_warp_alias()
 # The import system returns whatever sits in sys.modules under the name once this file has run.
-_sys.modules[__name__] = _treadle
+_sys.modules[__name__] = _sys.modules[_treadle.__name__ + "._src.warp_compat.alias"].warp_module()
