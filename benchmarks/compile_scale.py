@@ -4,6 +4,8 @@ The program has ``n`` distinct kernels (vector, matrix and quaternion math, a lo
 half in float64). The driver launches each kernel once under a ``Tape`` and runs its backward pass once, so both
 the forward and the adjoint code of every kernel are built. Every figure is one fresh process, timed from after
 ``wp.init()`` to the last gradient read back; imports and device discovery are excluded for both Warp-API peers.
+Cold rows also give each process's CPU time (user + system, its compiler processes and imports included): a
+shared machine's load changes it far less than the wall time.
 
 Rows:
 
@@ -14,7 +16,8 @@ Rows:
 Each process also prints a checksum of the gradients; the Treadle and warp-lang checksums must agree, so a fast but
 wrong build cannot pass for a fast one.
 
-Usage: ``python -m benchmarks.compile_scale [--kernels 100] [--peers treadle,warp] [--warm-runs 5] [--json F]``
+Usage: ``python -m benchmarks.compile_time [--kernels 100] [--peers treadle,warp] [--warm-runs 5] [--json F]``
+(``python -m benchmarks.compile_scale`` is the same).
 """
 
 from __future__ import annotations
@@ -121,14 +124,25 @@ print(json.dumps({"seconds": t1 - t0, "checksum": checksum}))
 """
 
 
-def _run(lib: str, work: Path, cache: Path, env: dict[str, str]) -> tuple[float, float]:
+def _cpu_of_children() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run(lib: str, work: Path, cache: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """``(seconds, checksum, CPU seconds)`` of one fresh process; the CPU time is the whole process's, compilers
+    included (what a loaded machine changes least)."""
     env = dict(env, BENCH_DIR=str(work), BENCH_CACHE=str(cache))
     code = _DRIVER.replace("LIB_IS_WARP", str(lib == "warp")).replace("LIB", lib)
+    cpu0 = _cpu_of_children()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=3600)
+    cpu = _cpu_of_children() - cpu0
     if proc.returncode != 0:
         raise RuntimeError(f"{lib} compile-scale run failed:\n{proc.stderr[-3000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return float(out["seconds"]), float(out["checksum"])
+    return float(out["seconds"]), float(out["checksum"]), cpu
 
 
 def measure(lib: str, n: int, warm_runs: int, gxx_only: bool = False) -> dict[str, float]:
@@ -146,9 +160,9 @@ def measure(lib: str, n: int, warm_runs: int, gxx_only: bool = False) -> dict[st
         (tmp / "prime" / "kprog.py").write_text(program_source(lib, 1))
         _run(lib, tmp / "prime", tmp / "prime-cache", env)
         cache = tmp / "cache"
-        cold, checksum = _run(lib, work, cache, env)
+        cold, checksum, cold_cpu = _run(lib, work, cache, env)
         warm = sorted(_run(lib, work, cache, env)[0] for _ in range(warm_runs))[warm_runs // 2] if warm_runs else 0.0
-        return {"cold": cold, "warm": warm, "checksum": checksum}
+        return {"cold": cold, "warm": warm, "checksum": checksum, "cold_cpu": cold_cpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,16 +189,23 @@ def main(argv: list[str] | None = None) -> int:
             res["treadle g++"] = measure(peer, args.kernels, 0, gxx_only=True)
     print(f"compile at scale: {args.kernels} differentiated kernels, {started}, load {load:.2f}")
     warp = res.get("warp")
-    rows = [("cold (default toolchain)", "treadle", "cold"), ("cold, g++ only", "treadle g++", "cold"),
+    import shutil
+
+    default = "cold, clang++ installed" if shutil.which("clang++") else "cold (default toolchain)"
+    rows = [(default, "treadle", "cold"), ("cold, g++ only", "treadle g++", "cold"),
             ("warm start over the cache", "treadle", "warm")]
-    print(f"{'row':32s} {'Treadle s':>10s} {'warp-lang s':>12s} {'ratio':>7s}")
+    print(f"{'row':32s} {'Treadle s':>10s} {'warp-lang s':>12s} {'ratio':>7s}   CPU s of the process (ratio)")
     for label, key, field in rows:
         if key not in res:
             continue
         t = res[key][field]
         w = warp[field] if warp else None
         ratio = f"{t / w:.2f}x" if w else "-"
-        print(f"{label:32s} {t:10.3f} {w if w is not None else float('nan'):12.3f} {ratio:>7s}")
+        cpu = ""
+        if field == "cold":
+            tc, wc = res[key]["cold_cpu"], (warp["cold_cpu"] if warp else None)
+            cpu = f"   {tc:.2f} vs {wc:.2f} ({tc / wc:.2f}x)" if wc else f"   {tc:.2f}"
+        print(f"{label:32s} {t:10.3f} {w if w is not None else float('nan'):12.3f} {ratio:>7s}{cpu}")
     if warp and "treadle" in res:
         a, b = res["treadle"]["checksum"], warp["checksum"]
         agree = abs(a - b) <= 1e-4 * max(1.0, abs(b))

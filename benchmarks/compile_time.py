@@ -231,3 +231,19 @@ def cold_warm(peer: str, n_kernels: int = 5, warm_runs: int = 9) -> tuple[float,
         warm = sorted(r[0] for r in runs)[warm_runs // 2]
         with_init = sorted(r[0] + r[1] for r in runs if r[1] is not None)
         return cold, warm, (with_init[len(with_init) // 2] if len(with_init) == warm_runs else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.compile_time [--kernels 100]``: the compile-at-scale rows (``compile_scale.py``).
+
+    A generated program of N differentiated kernels, cold with the default toolchain (clang++ when installed), cold
+    with g++ only, and warm over the cache, each in fresh processes with empty caches, against warp-lang in the same
+    run; the 5- and 50-kernel module rows run with the other workloads (``python -m benchmarks``).
+    """
+    from .compile_scale import main as scale_main
+
+    return scale_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

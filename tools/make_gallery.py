@@ -49,6 +49,10 @@ GALLERY: list[dict[str, Any]] = [
     {"name": "cloth", "args": ["--frames", "8", "--size", "240"],
      "title": "Cloth",
      "caption": "A spring-mass cloth drapes over a sphere; frames are ray-cast with wp.Mesh queries."},
+    {"name": "cantilever", "args": ["--size", "480"],
+     "title": "Linear elasticity (treadle.fem)",
+     "caption": "A clamped beam bends under an end load (degree-2 elements, Dirichlet projection, CG), coloured by "
+                "von Mises stress; its tip deflection matches Euler-Bernoulli beam theory."},
     {"name": "raycast", "args": ["--frames", "8", "--size", "240"],
      "title": "Ray casting",
      "caption": "A knot rendered with wp.mesh_query_ray and shadow rays, checked against brute force."},

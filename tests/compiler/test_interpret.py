@@ -176,6 +176,7 @@ def test_interpret_mode_does_not_compile(monkeypatch):
         raise AssertionError("interpret mode must not call the native compiler")
 
     monkeypatch.setattr(build, "compile_batch", refuse)
+    monkeypatch.setattr(build, "compile_batches", refuse)
     out = wp.zeros(6, dtype=int)
     with wp.config.override(mode="interpret"):
         wp.launch(never_compiled, dim=6, inputs=[out])

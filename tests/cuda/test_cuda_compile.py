@@ -236,6 +236,22 @@ def test_one_bad_kernel_does_not_fail_its_siblings():
     assert isinstance(bad.error, CompileError)
 
 
+def test_fast_compile_flags_build_a_cubin_under_their_own_key():
+    """The suite's compile-only checks use NVRTC's fast-compile mode: a real CUBIN, never the optimizing one's entry."""
+    fast = cb.fast_compile_flags(80)
+    if not fast:
+        pytest.skip("this NVRTC has no --Ofast-compile (NVRTC 12.8 or later)")
+    full = _compile(loop_sum)
+    quick = _compile(loop_sum, extra=fast)
+    assert quick.key != full.key and quick.binary_path != full.binary_path
+    for b in (full, quick):
+        data = b.binary_path.read_bytes()
+        assert data.startswith(b"\x7fELF") and b.entry.encode() in data
+    with pytest.raises(CompileError):  # bad code is still rejected in fast-compile mode
+        cb.compile_cuda_source('extern "C" __global__ void bad() { undefined_name(); }\n',
+                               cb.CudaCompileOptions(arch=80, extra=fast))
+
+
 def test_cpu_build_is_unchanged_by_the_cuda_block():
     """The CPU entries of a block are fenced off for CUDA only: the CPU compiler still builds the kernel."""
     out = wp.zeros(4)

@@ -201,3 +201,56 @@ def test_edge_counts_and_reference_prototypes() -> None:
     assert fem.Element.TETRAHEDRON.prototype.measure() == pytest.approx(1.0 / 6.0)
     coords, weights = fem.Element.SQUARE.prototype.instantiate_quadrature(3)
     assert len(coords) == 4 and sum(weights) == pytest.approx(1.0)
+
+
+@fem.integrand
+def side_coords_error(s: fem.Sample, domain: fem.Domain):
+    c = fem.element_coordinates(domain, s.element_index, domain(s))
+    d = c - s.element_coords
+    return wp.dot(d, d)
+
+
+@fem.integrand
+def side_coords_norm(s: fem.Sample, domain: fem.Domain):
+    return wp.dot(s.element_coords, s.element_coords)
+
+
+@pytest.mark.parametrize("kind", ["grid2d", "grid3d", "tri", "quad", "tet", "hex"])
+def test_element_coordinates_on_sides(kind: str) -> None:
+    from .forms import make_geometry
+
+    geo = make_geometry(kind, 2)
+    q = fem.RegularQuadrature(fem.Sides(geo), order=2)
+    assert fem.integrate(side_coords_norm, quadrature=q) > 0.01
+    assert fem.integrate(side_coords_error, quadrature=q) < 1e-10
+
+
+@fem.integrand
+def measure_from_gradient_error(s: fem.Sample, domain: fem.Domain, ref: float):
+    F = fem.deformation_gradient(domain, s)
+    e = fem.Geometry._element_measure(F) * ref - fem.measure(domain, s)
+    return e * e
+
+
+@fem.integrand
+def normal_from_gradient_error(s: fem.Sample, domain: fem.Domain):
+    d = fem.Geometry._element_normal(fem.deformation_gradient(domain, s)) - fem.normal(domain, s)
+    return wp.dot(d, d)
+
+
+@pytest.mark.parametrize("kind,cell_ref,side_ref", [("grid2d", 1.0, 1.0), ("tri", 0.5, 1.0), ("quad", 1.0, 1.0),
+                                                    ("grid3d", 1.0, 1.0), ("tet", 1.0 / 6.0, 0.5),
+                                                    ("hex", 1.0, 1.0)])
+def test_element_measure_and_normal_from_deformation_gradient(kind: str, cell_ref: float, side_ref: float) -> None:
+    from .forms import make_geometry
+
+    geo = make_geometry(kind, 2)
+    cells = fem.RegularQuadrature(fem.Cells(geo), order=1)
+    sides = fem.RegularQuadrature(fem.Sides(geo), order=1)
+    assert fem.integrate(measure_from_gradient_error, quadrature=cells, values={"ref": cell_ref}) < 1e-10
+    assert fem.integrate(measure_from_gradient_error, quadrature=sides, values={"ref": side_ref}) < 1e-10
+    if not kind.startswith("grid"):
+        # mesh sides are parametrised so that the normal completes the deformation gradient (grid sides are not)
+        assert fem.integrate(normal_from_gradient_error, quadrature=sides) < 1e-10
+    # a wrong reference measure is seen
+    assert fem.integrate(measure_from_gradient_error, quadrature=cells, values={"ref": 2.0 * cell_ref}) > 1e-6

@@ -28,28 +28,28 @@ def fresh_cache(tmp_path: Path) -> typing.Iterator[Path]:
 
 
 class _Overlap:
-    """Wraps ``build.compile_batch``: the most threads seen compiling one ``Built`` object at the same time."""
+    """Wraps ``build.compile_batches``: the most threads seen compiling one ``Built`` object at the same time."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.lock = threading.Lock()
         self.inside: dict[int, int] = {}
         self.most = 0
-        real = build.compile_batch
+        real = build.compile_batches
 
-        def wrapped(items: list[typing.Any], options: typing.Any) -> None:
-            ids = [id(it) for it in items]
+        def wrapped(batches: list[typing.Any]) -> None:
+            ids = [id(it) for items, _ in batches for it in items]
             with self.lock:
                 for i in ids:
                     self.inside[i] = self.inside.get(i, 0) + 1
                     self.most = max(self.most, self.inside[i])
             try:
-                real(items, options)
+                real(batches)
             finally:
                 with self.lock:
                     for i in ids:
                         self.inside[i] -= 1
 
-        monkeypatch.setattr(build, "compile_batch", wrapped)
+        monkeypatch.setattr(build, "compile_batches", wrapped)
 
 
 def _run_threads(n: int, body: typing.Callable[[int], None]) -> None:

@@ -16,7 +16,10 @@ After an adjoint value has been propagated it is reset to zero, which makes repe
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from ..builtins.registry import Op
@@ -238,6 +241,32 @@ class _GradBodyEmitter(Emitter):
 
 
 _warned: set[tuple[str, int, str]] = set()
+_deferred = threading.local()
+
+
+@contextlib.contextmanager
+def deferred_dropped_warnings() -> Iterator[list[str]]:
+    """Collect the dropped-gradient warnings of backward passes emitted in the block instead of issuing them.
+
+    A backward pass emitted ahead of need (built with its forward, before anyone asks for the gradient) warns when
+    its gradient is asked for: the caller issues the collected texts then (:func:`warn_dropped_text`).
+    """
+    saved = getattr(_deferred, "sink", None)
+    sink: list[str] = []
+    _deferred.sink = sink
+    try:
+        yield sink
+    finally:
+        _deferred.sink = saved
+
+
+def warn_dropped_text(text: str, stacklevel: int = 2) -> None:
+    """Issue one dropped-gradient warning (its text as :func:`deferred_dropped_warnings` collected it)."""
+    import warnings
+
+    from ..core.errors import DroppedGradientWarning
+
+    warnings.warn(text, DroppedGradientWarning, stacklevel=stacklevel + 1)
 
 
 def _operands(s: ir.Stmt) -> list[Any]:
@@ -300,8 +329,13 @@ def _warn_dropped(s: ir.Call, active: set[int] | None) -> None:
     from ..core.errors import DroppedGradientWarning
 
     where = f"{key[0]}:{key[1]}: " if loc is not None else ""
-    warnings.warn(f"{where}'{name}' has no adjoint: gradients do not flow back through it (the backward pass takes "
-                  "its derivative as 0)", DroppedGradientWarning, stacklevel=2)
+    text = (f"{where}'{name}' has no adjoint: gradients do not flow back through it (the backward pass takes its "
+            "derivative as 0)")
+    sink = getattr(_deferred, "sink", None)
+    if sink is not None:
+        sink.append(text)
+        return
+    warnings.warn(text, DroppedGradientWarning, stacklevel=2)
 
 
 class AdjointEmitter(Emitter):

@@ -71,6 +71,11 @@ def project_system_matrix(system_matrix: Any, projector_matrix: Any) -> None:
         raise ValueError(f"project_system_matrix: the system is {system_matrix.nrow}x{system_matrix.ncol} blocks, "
                          f"the projector {projector_matrix.nrow}x{projector_matrix.ncol}; both must be square and "
                          "of the same size")
+    from .dirichlet_kernels import project_with_diagonal_projector
+
+    # the usual projector (nodal assembly) is block diagonal: then every block is scaled in place
+    if project_with_diagonal_projector(system_matrix, projector_matrix):
+        return
     complement = sp.bsr_identity(n, block_type=system_matrix.values.dtype, device=system_matrix.device)
     sp.bsr_axpy(projector_matrix, complement, alpha=-1.0, beta=1.0)
     left = sp.bsr_mm(complement, system_matrix)

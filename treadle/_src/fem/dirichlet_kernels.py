@@ -59,3 +59,85 @@ def normalize_projector(P: Any, fixed_value: Any) -> None:
                          f"{P.nrow} rows")
     wp.launch(_normalize, dim=P.nrow, inputs=[P.offsets, P.columns, P.values, fixed, 0 if fixed_value is None else 1],
               device=P.device)
+
+
+@wp.kernel
+def _diagonal_projector_check(p_offsets: wp.array(dtype=int), p_columns: wp.array(dtype=int),
+                              a_offsets: wp.array(dtype=int), a_columns: wp.array(dtype=int),
+                              bad: wp.array(dtype=int)):
+    row = wp.tid()
+    beg = p_offsets[row]
+    end = p_offsets[row + 1]
+    for k in range(beg, end):
+        if p_columns[k] != row:
+            bad[0] = 1
+    if end > beg:
+        found = 0
+        for k in range(a_offsets[row], a_offsets[row + 1]):
+            if a_columns[k] == row:
+                found = 1
+        if found == 0:
+            bad[0] = 1
+
+
+def _project_kernel(block_type: Any) -> Any:
+    """``A_rc <- (I - D_r) A_rc (I - D_c) (+ D_r on the diagonal)`` for the block diagonal ``D`` of a projector."""
+    k = _PROJECT.get(block_type)
+    if k is not None:
+        return k
+    B = block_type
+    shape = getattr(B, "_shape_", None)
+    if shape is None:
+        def one() -> B:
+            return B(1.0)
+    else:
+        N = shape[0]
+        S = B._wp_scalar_type_
+
+        def one() -> B:
+            return wp.identity(n=N, dtype=S)
+
+    from . import codegen
+
+    one_f = codegen.func(one, "dirichlet_one", codegen.type_key(B))
+
+    def project_diagonal(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), values: wp.array(dtype=B),
+                         diag: wp.array(dtype=B)):
+        row = wp.tid()
+        d_row = diag[row]
+        keep_row = one_f() - d_row
+        for k in range(offsets[row], offsets[row + 1]):
+            col = columns[k]
+            v = keep_row * values[k] * (one_f() - diag[col])
+            if col == row:
+                v = v + d_row
+            values[k] = v
+
+    k = _PROJECT[block_type] = codegen.kernel(project_diagonal, key=f"project_diagonal_{codegen.digest(codegen.type_key(B))}")
+    return k
+
+
+_PROJECT: dict[Any, Any] = {}
+
+
+def project_with_diagonal_projector(A: Any, P: Any) -> bool:
+    """``A <- (I - P) A (I - P) + P`` in place, keeping the pattern of ``A``, when ``P`` is block diagonal.
+
+    Returns ``False`` (and does nothing) when ``P`` has off-diagonal blocks or ``A`` lacks a diagonal block of a
+    row ``P`` constrains.
+    """
+    import treadle.sparse as sp
+
+    if A.nrow == 0:
+        return True
+    if A.values.dtype != P.values.dtype:
+        return False
+    bad = wp.zeros(1, dtype=int, device=A.device)
+    wp.launch(_diagonal_projector_check, dim=P.nrow, inputs=[P.offsets, P.columns, A.offsets, A.columns, bad],
+              device=A.device)
+    if int(bad.numpy()[0]) != 0:
+        return False
+    diag = sp.bsr_get_diag(P)
+    wp.launch(_project_kernel(A.values.dtype), dim=A.nrow, inputs=[A.offsets, A.columns, A.values, diag],
+              device=A.device)
+    return True

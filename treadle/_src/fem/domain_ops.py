@@ -88,7 +88,7 @@ def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
         return Resolved(_lookup_func(g, geo.scalar_type))
     if op == "element_coordinates":
         if not on_cells:
-            raise FieldError("fem.element_coordinates needs a cell domain")
+            return Resolved(_side_coordinates(g))
         return Resolved(g.cell_coordinates)
     if op == "element_closest_point":
         if not on_cells:
@@ -107,6 +107,27 @@ def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
         return Resolved({"_to_inner_cell": sides.inner_sample, "_to_outer_cell": sides.outer_sample,
                          "_to_cell_side": sides.cell_to_side_sample}[op])
     raise FieldError(f"fem.{op} is not available on {type(domain).__name__} domains")
+
+
+_SIDE_COORDS: dict[int, Any] = {}
+
+
+def _side_coordinates(g: Any) -> Any:
+    """``(side_arg, side, x) -> coords``: the side coordinates of ``x``, through the side's inner cell."""
+    f = _SIDE_COORDS.get(id(g))
+    if f is None:
+        SideArg = g.SideArg
+        to_cell = g.side_to_cell_arg
+        inner_index = g.side_inner_cell_index
+        cell_coordinates = g.cell_coordinates
+        from_cell = g.side_from_cell_coords
+
+        def side_coordinates(args: SideArg, side_index: int, x: Any):
+            cell = inner_index(args, side_index)
+            return from_cell(args, side_index, cell, cell_coordinates(to_cell(args), cell, x))
+
+        f = _SIDE_COORDS[id(g)] = codegen.func(side_coordinates, "side_coordinates", SideArg.key)
+    return f
 
 
 _ENV: list[Any] = []

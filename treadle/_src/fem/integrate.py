@@ -207,6 +207,7 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
     acc = accumulate_dtype
     if acc not in (wp.float32, wp.float64):
         raise TypeError(f"{what}: accumulate_dtype must be wp.float32 or wp.float64, got {acc!r}")
+    from .integrate_cells import eligible, linear_cells_kernel
     from .integrate_kernels import constant_kernel, linear_kernel
 
     opts = dict(itg.kernel_options)
@@ -233,7 +234,13 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
     if out_s is None:
         out_s = domain.geometry.scalar_type
     if trial is None:
-        k = linear_kernel(itg, spec, domain, quadrature, test_name, test, acc, out_s, nodal, opts)
+        k = None
+        grad = _requires_grad(fields, values) or (output is not None and output.requires_grad)
+        if not grad and eligible(domain, nodal, test):
+            k = linear_cells_kernel(itg, spec, domain, quadrature, test_name, test, acc, out_s, opts)
+        per_element = k is not None
+        if k is None:
+            k = linear_kernel(itg, spec, domain, quadrature, test_name, test, acc, out_s, nodal, opts)
         n_rows = test.space_partition.node_count()
         if output is not None:
             if output.shape[0] != n_rows:
@@ -254,8 +261,11 @@ def integrate(integrand: Any, domain: GeometryDomain | None = None, quadrature: 
                 raise IntegrateError(f"{what}: output has dtype {result.dtype.__name__}, the linear form produces "
                                      f"{k.out_type.__name__}")
             target = result.view(k.out_type)
-        dim = (domain.element_count(), test.space.topology.MAX_NODES_PER_ELEMENT * (2 if _sides(domain) else 1))
-        _launch(k, dim, args_head + args_fields + args_values + [target], device)
+        dim: Any = domain.element_count()
+        if not per_element:
+            dim = (dim, test.space.topology.MAX_NODES_PER_ELEMENT * (2 if _sides(domain) else 1))
+        extra = k.scratch(domain.element_count(), device) if per_element else []
+        _launch(k, dim, args_head + args_fields + args_values + extra + [target], device)
         return result
     return _assemble_bilinear(itg, spec, domain, quadrature, test_name, test, trial_name, trial, acc, out_s, nodal,
                               opts, args_head + args_fields + args_values, output, add, bsr_options, device,
@@ -344,33 +354,54 @@ def _assemble_bilinear(itg: Integrand, spec: Any, domain: GeometryDomain, quadra
                        bsr_options: dict[str, Any] | None, device: Any, temporary_store: Any) -> Any:
     import treadle.sparse as sp
 
+    from .assemble_rows import assemble_rows
+    from .integrate_cells import bilinear_cells_kernel, eligible
     from .integrate_kernels import bilinear_kernel
 
     if output is not None and hasattr(output, "nrow"):
         out_s = output.scalar_type
-    k = bilinear_kernel(itg, spec, domain, quadrature, test_name, test, trial_name, trial, acc, out_s, nodal, opts)
+    k = None
+    if eligible(domain, nodal, test, trial):
+        k = bilinear_cells_kernel(itg, spec, domain, quadrature, test_name, test, trial_name, trial, acc, out_s,
+                                  opts)
+    per_element = k is not None
+    if k is None:
+        k = bilinear_kernel(itg, spec, domain, quadrature, test_name, test, trial_name, trial, acc, out_s, nodal,
+                            opts)
     sides = 2 if _sides(domain) else 1
     mt = test.space.topology.MAX_NODES_PER_ELEMENT * sides
     mr = 1 if nodal else trial.space.topology.MAX_NODES_PER_ELEMENT * sides
     n_elem = domain.element_count()
     count = n_elem * mt * mr
-    rows = wp.empty(count, dtype=int, device=device)
-    cols = wp.empty(count, dtype=int, device=device)
-    vals = wp.empty(count, dtype=k.block_type, device=device, requires_grad=_requires_grad_inputs(inputs))
-    _launch(k, (n_elem, mt, mr), inputs + [rows, cols, vals], device)
     n_rows = test.space_partition.node_count()
     n_cols = trial.space_partition.node_count()
     prune = (bsr_options or {}).get("prune_numerical_zeros", True)
+    vals = wp.empty(count, dtype=k.block_type, device=device, requires_grad=_requires_grad_inputs(inputs))
+    if per_element:
+        tnodes = wp.empty(n_elem * mt, dtype=int, device=device)
+        rnodes = wp.empty(n_elem * mr, dtype=int, device=device)
+        _launch(k, n_elem, inputs + k.scratch(n_elem, device) + [tnodes, rnodes, vals], device)
+    else:
+        rows = wp.empty(count, dtype=int, device=device)
+        cols = wp.empty(count, dtype=int, device=device)
+        _launch(k, (n_elem, mt, mr), inputs + [rows, cols, vals], device)
+
+    def fill(m: Any) -> None:
+        if per_element:
+            assemble_rows(m, n_rows, tnodes, rnodes, vals, mt, mr, prune)
+        else:
+            sp.bsr_set_from_triplets(m, rows, cols, vals, prune_numerical_zeros=prune)
+
     if output is None or not add:
         if output is None:
             output = sp.bsr_zeros(n_rows, n_cols, block_type=k.block_type, device=device)
         else:
             _check_matrix(output, n_rows, n_cols, k.block_type)
-        sp.bsr_set_from_triplets(output, rows, cols, vals, prune_numerical_zeros=prune)
+        fill(output)
         return output
     _check_matrix(output, n_rows, n_cols, k.block_type)
     tmp = sp.bsr_zeros(n_rows, n_cols, block_type=k.block_type, device=device)
-    sp.bsr_set_from_triplets(tmp, rows, cols, vals, prune_numerical_zeros=prune)
+    fill(tmp)
     sp.bsr_axpy(tmp, output, alpha=1.0, beta=1.0)
     return output
 

@@ -26,6 +26,8 @@ class GeneratedKernel:
     acc_type: Any = None
     out_type: Any = None
     block_type: Any = None
+    #: per-element kernels: ``(element count, device) -> arrays`` passed between the inputs and the outputs
+    scratch: Any = None
 
 
 def _scalar_of(t: Any) -> Any:

@@ -216,6 +216,7 @@ class NativeCompiler:
         self._loop_cxx: str | None = None
         self._loop_sig: dict[str, str] = {}
         self._pch_lock = threading.Lock()
+        self._pch_checked: set[str] = set()  # precompiled headers found valid by this process
 
     def toolchain(self, options: CompileOptions | None = None) -> Toolchain:
         """The default toolchain, or the one ``options.cxx`` asks for."""
@@ -341,7 +342,17 @@ class NativeCompiler:
         if pch.exists():
             cache = shared_cache()
             # a header another user could have replaced is never used (nor rebuilt over: that is theirs)
-            return use if cache.trusted(pch) and cache.trusted(header) else None
+            if not (cache.trusted(pch) and cache.trusted(header)):
+                return None
+            if str(pch) in self._pch_checked or self._pch_valid(pch, self.toolchain(options).is_clang):
+                self._pch_checked.add(str(pch))
+                return use
+            # not a precompiled header of this compiler (damaged): g++ would quietly parse the headers instead, at
+            # every build, so it is replaced
+            with contextlib.suppress(OSError):
+                pch.unlink()
+            with self._pch_lock:
+                self._pch_jobs.pop(str(pch), None)
         if not start:
             return None
         key = str(pch)
@@ -354,6 +365,16 @@ class NativeCompiler:
                 t.start()
         return None
 
+    @staticmethod
+    def _pch_valid(pch: Path, clang: bool) -> bool:
+        """Whether ``pch`` starts as the compiler's precompiled headers do (``CPCH`` for clang, ``gpch`` for g++)."""
+        try:
+            with open(pch, "rb") as f:
+                magic = f.read(4)
+        except OSError:
+            return False
+        return magic == (b"CPCH" if clang else b"gpch")
+
     def wait_pch(self) -> None:
         """Wait for background header builds (tests, benchmarks)."""
         for t in list(self._pch_jobs.values()):
@@ -364,6 +385,7 @@ class NativeCompiler:
         header, pch, _ = self._pch_paths(prelude, options, header_hash)
         with contextlib.suppress(OSError):
             pch.unlink()
+        self._pch_checked.discard(str(pch))
         with self._pch_lock:
             self._pch_jobs.pop(str(pch), None)
 

@@ -23,14 +23,21 @@ from ..batch import BuildItem, build_batch
 
 
 class Built(BuildItem):
-    """A kernel instance ready to compile: its C++ block, symbol and cache key (``lib_path``: its library)."""
+    """A kernel pass ready to compile: its C++ block, symbol and cache key (``lib_path``: its library).
 
-    def __init__(self, block: str, symbol: str, key: str, locs: list[Any] | None = None, name: str = "") -> None:
+    ``kind`` is ``"forward"`` or ``"backward"``; ``options`` (set by :func:`compile_batch`) the compile options it
+    builds with.
+    """
+
+    def __init__(self, block: str, symbol: str, key: str, locs: list[Any] | None = None, name: str = "",
+                 kind: str = "forward") -> None:
         super().__init__(key)
         self.block = block
         self.name = name
         self.locs = locs or []
         self.symbol = symbol
+        self.kind = kind
+        self.options: CompileOptions | None = None
 
     @property
     def lib_path(self) -> Path | None:
@@ -90,12 +97,39 @@ def prepare(kernel_ir: Any, deps: list[Any], options: CompileOptions, name: str)
 def prepare_adjoint(kernel_ir: Any, deps: list[Any], options: CompileOptions, name: str) -> Built:
     """Emit (the compiler's stage) and key one kernel's backward pass."""
     block, symbol = pipeline.emit_backward(kernel_ir, deps, name)
-    return Built(block, symbol, block_key(block, options), name=f"{name} (backward)")
+    return Built(block, symbol, block_key(block, options), name=f"{name} (backward)", kind="backward")
 
 
 def compile_batch(items: list[Built], options: CompileOptions) -> None:
     """Make sure every item has a library: cache hits are found, misses are compiled (in parallel groups)."""
-    build_batch(items, lambda missing: _build(missing, options))
+    compile_batches([(items, options)])
+
+
+def compile_batches(batches: list[tuple[list[Built], CompileOptions]]) -> None:
+    """:func:`compile_batch` for several lists of items, each with its compile options, in one parallel build.
+
+    The compiler processes of every list run at once (a module's forward passes with their backward passes, which
+    may use another compiler), and each item still gets its own cache entry.
+    """
+    items: list[Built] = []
+    for its, options in batches:
+        for it in its:
+            it.options = options
+            items.append(it)
+    if items:
+        build_batch(items, _build)
+
+
+#: Every build: ``(name, kind, compiler)`` of each kernel pass compiled, in order (:func:`build_log`).
+_build_log: list[tuple[str, str, str]] = []
+
+
+def build_log() -> list[tuple[str, str, str]]:
+    """``(kernel name, "forward" or "backward", compiler)`` of every kernel pass this process compiled, in order.
+
+    Kernel passes found in the cache are not listed: the log says what a program paid compiler time for.
+    """
+    return list(_build_log)
 
 
 def max_parallel_builds() -> int:
@@ -116,7 +150,33 @@ def _split(items: list[Built], n: int) -> list[list[Built]]:
     return [g for g in groups if g]
 
 
-def _build(items: list[Built], options: CompileOptions) -> None:
+def _plan(items: list[Built]) -> list[tuple[list[Built], CompileOptions]]:
+    """The compiler processes of a build: items by compile options, each set split into groups of similar size.
+
+    The groups of all options share :func:`max_parallel_builds` processes: one each, the rest in proportion to their
+    source sizes, so that a batch with two compilers keeps every core busy for about as long.
+    """
+    by_opts: dict[str, list[Built]] = {}
+    opts: dict[str, CompileOptions] = {}
+    for it in items:
+        o = it.options or CompileOptions()
+        by_opts.setdefault(o.key(), []).append(it)
+        opts.setdefault(o.key(), o)
+    keys = list(by_opts)
+    sizes = [sum(len(it.block) for it in by_opts[k]) or 1 for k in keys]
+    extra = max(0, max_parallel_builds() - len(keys))  # one process each, the rest by source size
+    exact = [extra * sz / sum(sizes) for sz in sizes]
+    counts = [1 + int(e) for e in exact]
+    for i in sorted(range(len(keys)), key=lambda i: int(exact[i]) - exact[i])[: extra - sum(int(e) for e in exact)]:
+        counts[i] += 1  # the processes left over go to the largest remainders
+    plan: list[tuple[list[Built], CompileOptions]] = []
+    for k, n in zip(keys, counts):
+        for g in _split(by_opts[k], n):
+            plan.append((g, opts[k]))
+    return plan
+
+
+def _build(items: list[Built]) -> None:
     """Compile ``items`` in independent groups, in parallel, each into its own library.
 
     A failing group is retried without the precompiled header, then kernel by kernel, so that one bad kernel never
@@ -129,24 +189,28 @@ def _build(items: list[Built], options: CompileOptions) -> None:
     t0 = time.perf_counter()
     prefetch_runtime()  # the thread pool library builds alongside the kernels the first time
     backend = get_native_compiler()
-    pch = backend.pch_flags(PRELUDE, options, header_hash(), start=False)
-    groups = _split(items, max_parallel_builds())
-    pending = [(g, _start(g, options, pch)) for g in groups]
-    retry: list[list[Built]] = []
-    for g, (job, tmp) in pending:
+    pch_of: dict[str, list[str] | None] = {}
+    pending = []
+    for g, options in _plan(items):
+        k = options.key()
+        if k not in pch_of:
+            pch_of[k] = backend.pch_flags(PRELUDE, options, header_hash(), start=False)
+        pending.append((g, options, _start(g, options, pch_of[k])))
+    retry: list[tuple[list[Built], CompileOptions]] = []
+    for g, options, (job, tmp) in pending:
         try:
             _finish(g, job, tmp)
         except CompileError as e:
-            if pch is not None or len(g) > 1:
-                retry.append(g)
+            if pch_of[options.key()] is not None or len(g) > 1:
+                retry.append((g, options))
             else:
                 g[0].error = e
     if retry:
-        pending = [(g, _start(g, options, None)) for g in retry]
-        for g, (job, tmp) in pending:
+        again = [(g, options, _start(g, options, None)) for g, options in retry]
+        for g, options, (job, tmp) in again:
             try:
                 _finish(g, job, tmp)
-                if pch is not None:  # it was the precompiled header: build it again next time
+                if pch_of[options.key()] is not None:  # it was the precompiled header: build it again next time
                     backend.drop_pch(PRELUDE, options, header_hash())
             except CompileError as e:
                 if len(g) == 1:
@@ -157,8 +221,11 @@ def _build(items: list[Built], options: CompileOptions) -> None:
                         _finish([it], *_start([it], options, None))
                     except CompileError as e1:
                         it.error = e1
-    if pch is None:  # later builds with these options use a precompiled header, built now in the background
-        backend.pch_flags(PRELUDE, options, header_hash())
+    for g, options, _ in pending:
+        if pch_of[options.key()] is None:  # later builds with these options use a precompiled header, built now
+            backend.pch_flags(PRELUDE, options, header_hash())
+        for it in g:
+            _build_log.append((it.name, it.kind, backend.toolchain(options).path))
     _log_build(items, time.perf_counter() - t0)
 
 
@@ -219,5 +286,5 @@ def load_symbol(path: Path, symbol: str, kind: str = "forward") -> Any:
     return getattr(load_library(path), f"{symbol}_cpu_{kind}")
 
 
-__all__ = ["Built", "adjoint_options", "block_key", "compile_batch", "kernel_options", "load_library", "load_symbol",
-           "prepare", "prepare_adjoint"]
+__all__ = ["Built", "adjoint_options", "block_key", "build_log", "compile_batch", "compile_batches", "kernel_options",
+           "load_library", "load_symbol", "prepare", "prepare_adjoint"]

@@ -18,7 +18,7 @@ import hashlib
 from typing import Any
 
 from .... import config
-from ...compiler import fingerprint
+from ...compiler import emit_adjoint, fingerprint
 from ...compiler.instance import KernelInstance
 from ...core.errors import CheckedModeError, TreadleError, checked_mode_message
 from ...runtime import warm_index
@@ -39,6 +39,8 @@ class CpuKernelInstance(KernelInstance):
         self.checked_error: Any = None
         self._bwd_built: Any = None
         self._bwd_options: Any = None
+        #: dropped-gradient warnings of a backward pass built ahead of need, issued when the gradient is asked for
+        self._bwd_warnings: list[str] = []
         self.backward_entry: Any = None
         #: the CPU launch plan (``launch.py``), made at the first launch
         self.plan: Any = None
@@ -170,10 +172,16 @@ class CpuKernelInstance(KernelInstance):
     def ensure_backward(self) -> Any:
         """The backward entry point, compiled or fetched from the cache."""
         fn = self.backward_entry
-        if fn is None:
+        if fn is None or self._bwd_warnings:
             load_backward([self])
             fn = self.backward_entry
         return fn
+
+    def issue_backward_warnings(self) -> None:
+        """Issue the warnings of a backward pass that was emitted before its gradient was asked for."""
+        texts, self._bwd_warnings = self._bwd_warnings, []
+        for text in texts:
+            emit_adjoint.warn_dropped_text(text, stacklevel=4)
 
     def check_errors(self) -> None:
         """In checked mode: raise the first failed runtime check of the last launch, at the user's line."""
@@ -202,37 +210,96 @@ class CpuKernelInstance(KernelInstance):
             self.prepare()
             if self.built.error is not None:
                 raise self.built.error
+            grads = gradients_expected(self.kernel.module)
             if self.kernel.is_generic:
-                load_instances([self])
+                load_instances([self], with_backward=grads)
             else:
                 self.kernel.module.load()
                 if self.entry is None and self.built.error is None:
-                    load_instances([self])
+                    load_instances([self], with_backward=grads)
             if self.built.error is not None:
                 raise self.built.error
 
 
-def load_instances(insts: list[CpuKernelInstance]) -> None:
-    """Compile what the cache lacks, in one translation unit per compile options, then bind entry points."""
+def load_instances(insts: list[CpuKernelInstance], with_backward: bool = False) -> None:
+    """Compile what the cache lacks, in one translation unit per compile options, then bind entry points.
+
+    With ``with_backward``, the backward passes of the instances (those that have one) are built in the same
+    parallel batch as the forward passes (:func:`gradients_expected` says when).
+    """
     by_opts: dict[str, list[CpuKernelInstance]] = {}
     for inst in insts:
         by_opts.setdefault(inst.options.key(), []).append(inst)
+    batches: list[tuple[list[Any], Any]] = []
     for group in by_opts.values():
         builts = [inst.built for inst in group if inst.warm is None]  # warm-index hits have their library
         if builts:
-            build.compile_batch(builts, group[0].options)
-        for inst in group:
-            if inst.built.error is not None and inst.options.cxx is not None:
-                # the loop compiler (see NativeCompiler.loop_compiler) rejected it: build it with the default one
-                inst.options = inst.options.with_cxx(None)
-                inst.built, inst._warm_fp = None, None
-                inst.prepare(loop_compiler=False)
-                build.compile_batch([inst.built], inst.options)
-            if inst.built.error is None:
-                if inst.warm is not None:
-                    inst.defer_bind()  # a verified binary found through the warm-start index: loaded at first use
-                else:
-                    inst.bind()
+            batches.append((builts, group[0].options))
+    bwd = _speculative_backward(insts) if with_backward else []
+    bwd_opts: dict[str, list[CpuKernelInstance]] = {}
+    for inst in bwd:
+        bwd_opts.setdefault(inst.backward_options().key(), []).append(inst)
+    for group in bwd_opts.values():
+        batches.append(([inst._bwd_built for inst in group], group[0].backward_options()))
+    build.compile_batches(batches)
+    for inst in insts:
+        if inst.built.error is not None and inst.options.cxx is not None:
+            # the loop compiler (see NativeCompiler.loop_compiler) rejected it: build it with the default one
+            inst.options = inst.options.with_cxx(None)
+            inst.built, inst._warm_fp = None, None
+            inst.prepare(loop_compiler=False)
+            build.compile_batch([inst.built], inst.options)
+        if inst.built.error is None:
+            if inst.warm is not None:
+                inst.defer_bind()  # a verified binary found through the warm-start index: loaded at first use
+            else:
+                inst.bind()
+    for inst in bwd:
+        b = inst._bwd_built
+        if b.error is None and inst.built.error is None:
+            _bind_backward(inst, b)
+        else:  # built again, alone and with the fallbacks, if the backward pass is ever asked for
+            inst._bwd_built = None
+            inst._bwd_options = None
+
+
+def _speculative_backward(insts: list[CpuKernelInstance]) -> list[CpuKernelInstance]:
+    """The instances whose backward pass can be emitted now (it is emitted; a kernel that fails is left out)."""
+    out = []
+    for inst in insts:
+        if inst.backward_entry is not None or not inst.kernel.enable_backward:
+            continue
+        try:
+            with emit_adjoint.deferred_dropped_warnings() as texts:
+                inst.backward_built()
+        except Exception:  # noqa: BLE001 - reported if that backward pass is ever asked for
+            inst._bwd_built = None
+            continue
+        finally:
+            inst._bwd_warnings.extend(texts)  # issued if and when the gradient is asked for
+        out.append(inst)
+    return out
+
+
+def _bind_backward(inst: CpuKernelInstance, b: Any) -> None:
+    fn = build.load_symbol(b.lib_path, b.symbol, "backward")
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
+    inst.backward_entry = fn
+
+
+def gradients_expected(module: Any) -> bool:
+    """Whether the kernels of ``module`` being loaded now will be differentiated, so build their backward passes too.
+
+    True while a ``wp.Tape`` records on this thread (the launch that loads the module is being recorded) and once a
+    backward pass of any kernel of the module was asked for. A program that never records a launch nor asks for a
+    gradient never builds a backward pass.
+    """
+    if getattr(module, "_gradients_seen", False):
+        return True
+    from ...runtime.recording import active_tape
+
+    return active_tape() is not None
 
 
 def load_backward(insts: list[CpuKernelInstance]) -> None:
@@ -241,6 +308,9 @@ def load_backward(insts: list[CpuKernelInstance]) -> None:
     Holds the locks of the instances' modules (taken in one order, so two threads never wait on each other): a
     backward pass two threads need at once is built once, and none binds it half-built.
     """
+    for inst in insts:
+        if inst._bwd_warnings:
+            inst.issue_backward_warnings()
     todo = list({id(i): i for i in insts if i.backward_entry is None}.values())
     if not todo:
         return
@@ -248,6 +318,7 @@ def load_backward(insts: list[CpuKernelInstance]) -> None:
     with contextlib.ExitStack() as stack:
         for _, m in mods:
             stack.enter_context(m.lock)
+            m._gradients_seen = True  # the module's kernels loaded from now on get their backward pass with them
         _load_backward_locked([i for i in todo if i.backward_entry is None])
 
 
@@ -257,24 +328,27 @@ def _load_backward_locked(todo: list[CpuKernelInstance]) -> None:
     by_opts: dict[str, list[CpuKernelInstance]] = {}
     for inst in todo:
         inst.ensure_loaded()
+    todo = [i for i in todo if i.backward_entry is None]  # loading the module may have built them
+    for inst in todo:
         by_opts.setdefault(inst.backward_options().key(), []).append(inst)
+    build.compile_batches([([inst.backward_built() for inst in group], group[0].backward_options())
+                           for group in by_opts.values()])
     for group in by_opts.values():
-        builts = [inst.backward_built() for inst in group]
-        build.compile_batch(builts, group[0].backward_options())
-        for inst, b in zip(group, builts):
+        for inst in group:
+            b = inst.backward_built()
             if b.error is not None and inst.backward_options().cxx != inst.options.cxx:
                 b = inst.backward_with_forward_compiler()  # the loop compiler rejected it
                 build.compile_batch([b], inst.options)
             if b.error is not None:
                 raise b.error
-            fn = build.load_symbol(b.lib_path, b.symbol, "backward")
-            fn.restype = None
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
-            inst.backward_entry = fn
+            _bind_backward(inst, b)
 
 
 def load_module(module: Any) -> None:
-    """Compile (or fetch from the cache) every non-generic kernel of ``module`` in one batch."""
+    """Compile (or fetch from the cache) every non-generic kernel of ``module`` in one batch.
+
+    When :func:`gradients_expected`, their backward passes are built in the same batch.
+    """
     with module.lock:
         pending: list[CpuKernelInstance] = []
         for k in module.kernels:
@@ -296,7 +370,7 @@ def load_module(module: Any) -> None:
                 except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
                     continue
         if ready:
-            load_instances(ready)
+            load_instances(ready, with_backward=gradients_expected(module))
 
 
 def module_hash(module: Any) -> str:
@@ -318,4 +392,4 @@ def module_hash(module: Any) -> str:
     return h.hexdigest()
 
 
-__all__ = ["CpuKernelInstance", "load_backward", "load_instances", "load_module", "module_hash"]
+__all__ = ["CpuKernelInstance", "gradients_expected", "load_backward", "load_instances", "load_module", "module_hash"]

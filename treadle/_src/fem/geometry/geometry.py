@@ -25,6 +25,7 @@ import treadle as wp
 
 from ..element import ELEMENT_DIMENSION, Element
 from ..types import coords_type, sample_type
+from .measures import element_measure, element_normal
 
 #: Names of the kernel functions every geometry provides.
 CELL_FUNCS = ("cell_position", "cell_deformation_gradient", "cell_inverse_deformation_gradient", "cell_measure",
@@ -46,6 +47,9 @@ class Geometry:
 
     dimension: int = 0
     _funcs: SimpleNamespace
+    #: kernel functions: the measure of an element, and the normal of a side, from its deformation gradient
+    _element_measure = element_measure
+    _element_normal = element_normal
 
     def __init__(self, scalar_type: Any = wp.float32) -> None:
         if scalar_type not in (wp.float32, wp.float64):
