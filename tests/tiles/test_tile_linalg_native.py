@@ -1,4 +1,5 @@
-"""Tests of the tile linear-algebra and FFT headers (``tile_linalg.h``, ``tile_linalg_solve.h``, ``tile_fft.h``).
+"""Tests of the raw tile linear-algebra and FFT kernels (``tile_linalg_gemm.h``, ``tile_linalg_solve.h``,
+``tile_fft_kernels.h``).
 
 Each test instantiates the C++ templates for a set of shapes and dtypes in a small shared library (built once per
 compiler with the flags kernels are built with), calls it through ctypes and compares with NumPy/SciPy computed in
@@ -53,7 +54,7 @@ def _bool(b: bool) -> str:
 
 def _harness_source() -> str:
     """extern "C" wrappers around every instantiation the tests use."""
-    lines = ['#include "tile_linalg.h"', '#include "tile_fft.h"', "using namespace treadle;", 'extern "C" {']
+    lines = ['#include "tile_linalg_gemm.h"', '#include "tile_linalg_solve.h"', '#include "tile_fft_kernels.h"', "using namespace treadle;", 'extern "C" {']
     for m, n, k, ta, tb, tc in GEMM_CASES:
         name = _case_name(m, n, k, ta, tb, tc)
         a, b, c = CTYPE[ta], CTYPE[tb], CTYPE[tc]

@@ -1,152 +1,52 @@
-// Batched in-place complex FFTs along the rows of a row-major buffer, over compile-time shapes, with their adjoints.
-// Complex numbers are stored interleaved (re, im), the layout of a vec2 tile element.
-//
-// The transforms are unnormalized: forward X[k] = sum_n x[n] exp(-2 pi i k n / N), inverse with +i; forward then
-// inverse multiplies by N. Power-of-two lengths use a Stockham auto-sort FFT (radix-4 passes, one radix-2 pass when
-// log2 N is odd), whose innermost loop runs over contiguous elements so it vectorizes and needs no bit-reversal.
-// Other lengths use a direct DFT over a precomputed table of the N roots of unity (O(N^2), exact root indices).
-// Both compute in the element's scalar type; the roots of unity are computed in double and rounded once.
+// tile_fft and tile_ifft over tile_t (tile.h includes this header after defining tile_t): in-place transforms along
+// the last dimension of a tile of vec2 elements (component 0 the real part, 1 the imaginary part), every leading
+// row an independent batch. The transforms themselves are in tile_fft_kernels.h.
 #pragma once
-#include "core.h"
+#include "tile_fft_kernels.h"
 
 namespace treadle {
 namespace tile_fft_impl {
 
-template <typename S> struct cpx {
-    S re, im;
-};
-
-template <typename S> TREADLE_FUNC cpx<S> cadd(cpx<S> a, cpx<S> b) { return {a.re + b.re, a.im + b.im}; }
-template <typename S> TREADLE_FUNC cpx<S> csub(cpx<S> a, cpx<S> b) { return {a.re - b.re, a.im - b.im}; }
-template <typename S> TREADLE_FUNC cpx<S> cmul(cpx<S> a, cpx<S> b) {
-    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
-}
-// Multiplication by -i (forward) or +i (inverse): the radix-4 butterfly's quarter turn.
-template <typename S, bool INV> TREADLE_FUNC cpx<S> quarter(cpx<S> a) {
-    return INV ? cpx<S>{-a.im, a.re} : cpx<S>{a.im, -a.re};
+template <bool INV, typename S, int R, int N>
+TREADLE_FUNC tile_t<vec_t<2, S>, R, N> transformed(const tile_t<vec_t<2, S>, R, N>& x) {
+    static_assert(sizeof(vec_t<2, S>) == 2 * sizeof(S), "vec2 must be two packed scalars");
+    tile_t<vec_t<2, S>, R, N> r = x;
+    tile_fft_rows<S, R, N, INV>(&r.data[0].c[0], N);
+    return r;
 }
 
-constexpr bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
-// The N-th roots of unity w^k = exp(-+2 pi i k / N), k < N, by symmetry from the first octant so that the table is
-// accurate to the last bit and exactly symmetric.
-template <typename S, int N, bool INV> TREADLE_FUNC void roots(cpx<S>* w) {
-    const double two_pi = 6.283185307179586476925286766559;
-    for (int k = 0; k < N; ++k) {
-        const double a = two_pi * (double)k / (double)N;
-        double c = TREADLE_LIBM(cos)(a);
-        double s = TREADLE_LIBM(sin)(a);
-        // Quarter points are exact.
-        if (4 * k == N || 4 * k == 3 * N)
-            c = 0.0;
-        if (2 * k == N)
-            s = 0.0;
-        w[k] = {S(c), INV ? S(s) : S(-s)};
-    }
-}
-
-// One Stockham pass of radix R over n-point sub-transforms with stride s (n * s = N): reads x, writes y.
-template <typename S, int N, bool INV>
-TREADLE_FUNC void pass2(int n, int s, const cpx<S>* x, cpx<S>* y, const cpx<S>* w) {
-    const int m = n / 2;
-    for (int p = 0; p < m; ++p) {
-        const cpx<S> wp = w[p * s];
-        for (int q = 0; q < s; ++q) {
-            const cpx<S> a = x[q + s * p];
-            const cpx<S> b = x[q + s * (p + m)];
-            y[q + s * (2 * p)] = cadd(a, b);
-            y[q + s * (2 * p + 1)] = cmul(csub(a, b), wp);
-        }
-    }
-}
-
-template <typename S, int N, bool INV>
-TREADLE_FUNC void pass4(int n, int s, const cpx<S>* x, cpx<S>* y, const cpx<S>* w) {
-    const int m = n / 4;
-    for (int p = 0; p < m; ++p) {
-        const cpx<S> w1 = w[p * s];
-        const cpx<S> w2 = w[2 * p * s];
-        const cpx<S> w3 = w[3 * p * s];
-        for (int q = 0; q < s; ++q) {
-            const cpx<S> a = x[q + s * p];
-            const cpx<S> b = x[q + s * (p + m)];
-            const cpx<S> c = x[q + s * (p + 2 * m)];
-            const cpx<S> d = x[q + s * (p + 3 * m)];
-            const cpx<S> apc = cadd(a, c), amc = csub(a, c);
-            const cpx<S> bpd = cadd(b, d), bmd = quarter<S, INV>(csub(b, d));
-            y[q + s * (4 * p)] = cadd(apc, bpd);
-            y[q + s * (4 * p + 1)] = cmul(cadd(amc, bmd), w1);
-            y[q + s * (4 * p + 2)] = cmul(csub(apc, bpd), w2);
-            y[q + s * (4 * p + 3)] = cmul(csub(amc, bmd), w3);
-        }
-    }
-}
-
-// One length-N transform of the row `row` (interleaved re/im, N complex values) in place, given the roots table.
-template <typename S, int N, bool INV> TREADLE_FUNC void transform_row(S* row, const cpx<S>* w, cpx<S>* scratch) {
-    cpx<S>* data = (cpx<S>*)row;
-    if constexpr (N <= 1) {
-        return;
-    } else if constexpr (is_pow2(N)) {
-        cpx<S>* x = data;
-        cpx<S>* y = scratch;
-        int n = N, s = 1;
-        while (n >= 4) {
-            pass4<S, N, INV>(n, s, x, y, w);
-            cpx<S>* t = x;
-            x = y;
-            y = t;
-            n /= 4;
-            s *= 4;
-        }
-        if (n == 2) {
-            pass2<S, N, INV>(n, s, x, y, w);
-            cpx<S>* t = x;
-            x = y;
-            y = t;
-        }
-        if (x != data)
-            for (int k = 0; k < N; ++k)
-                data[k] = x[k];
-    } else {
-        for (int k = 0; k < N; ++k)
-            scratch[k] = data[k];
-        for (int k = 0; k < N; ++k) {
-            S re = S(0), im = S(0);
-            int idx = 0;  // (k * n) mod N, kept without overflow
-            for (int n = 0; n < N; ++n) {
-                const cpx<S> t = cmul(scratch[n], w[idx]);
-                re += t.re;
-                im += t.im;
-                idx += k;
-                if (idx >= N)
-                    idx -= N;
-            }
-            data[k] = {re, im};
-        }
-    }
+// The adjoint of y = F x is adj_x (+)= F^H adj_y: the opposite unnormalized transform of the incoming gradient. The
+// in-place builtin's old and new values may share one adjoint variable; then it is replaced instead of added to.
+template <bool INV, typename S, int R, int N>
+TREADLE_FUNC void adj_transformed(tile_t<vec_t<2, S>, R, N>& adj_x, const tile_t<vec_t<2, S>, R, N>& adj_ret) {
+    const tile_t<vec_t<2, S>, R, N> g = transformed<!INV>(adj_ret);
+    const bool aliased = &adj_x == &adj_ret;
+    for (int k = 0; k < R * N; ++k)
+        for (int c = 0; c < 2; ++c)
+            adj_x.data[k].c[c] = aliased ? g.data[k].c[c] : adj_x.data[k].c[c] + g.data[k].c[c];
 }
 
 }  // namespace tile_fft_impl
 
-// In-place FFT (INV = false) or inverse FFT (INV = true) of ROWS independent rows of N complex values; row r starts
-// at data + 2 * r * ld_complex (ld_complex: row stride in complex elements). S is float or double.
-template <typename S, int ROWS, int N, bool INV> TREADLE_FUNC void tile_fft_rows(S* data, int ld_complex) {
-    using namespace tile_fft_impl;
-    if constexpr (N > 1) {
-        cpx<S> w[N];
-        cpx<S> scratch[N];
-        roots<S, N, INV>(w);
-        for (int r = 0; r < ROWS; ++r)
-            transform_row<S, N, INV>(data + 2 * r * ld_complex, w, scratch);
-    }
+// The new value of the tile: its forward FFT along the last dimension (unnormalized, numpy.fft.fft's convention).
+template <typename S, int R, int N> TREADLE_FUNC tile_t<vec_t<2, S>, R, N> tile_fft(const tile_t<vec_t<2, S>, R, N>& x) {
+    return tile_fft_impl::transformed<false>(x);
+}
+template <typename S, int R, int N>
+TREADLE_FUNC void adj_tile_fft(const tile_t<vec_t<2, S>, R, N>&, tile_t<vec_t<2, S>, R, N>& adj_x,
+                               const tile_t<vec_t<2, S>, R, N>& adj_ret) {
+    tile_fft_impl::adj_transformed<false>(adj_x, adj_ret);
 }
 
-// Adjoint of the in-place transform: the forward FFT is the linear map F, whose transpose over the (re, im) pairs is
-// the inverse transform F^H (unnormalized). adj is replaced by its transform, which is the incoming gradient of the
-// input (the in-place builtin's adjoint reads and writes the same adjoint tile).
-template <typename S, int ROWS, int N, bool INV> TREADLE_FUNC void adj_tile_fft_rows(S* adj, int ld_complex) {
-    tile_fft_rows<S, ROWS, N, !INV>(adj, ld_complex);
+// The new value of the tile: its inverse FFT along the last dimension, not divided by N.
+template <typename S, int R, int N>
+TREADLE_FUNC tile_t<vec_t<2, S>, R, N> tile_ifft(const tile_t<vec_t<2, S>, R, N>& x) {
+    return tile_fft_impl::transformed<true>(x);
+}
+template <typename S, int R, int N>
+TREADLE_FUNC void adj_tile_ifft(const tile_t<vec_t<2, S>, R, N>&, tile_t<vec_t<2, S>, R, N>& adj_x,
+                                const tile_t<vec_t<2, S>, R, N>& adj_ret) {
+    tile_fft_impl::adj_transformed<true>(adj_x, adj_ret);
 }
 
 }  // namespace treadle

@@ -1,12 +1,12 @@
-// Cholesky factorization, triangular solves and Cholesky solves over compile-time shapes, with their adjoints
-// (included from tile_linalg.h, whose helpers it uses).
+// Cholesky factorization, triangular solves and Cholesky solves over compile-time shapes and raw row-major buffers,
+// with their adjoints (the helpers come from tile_linalg_gemm.h).
 //
 // Every routine works on a compute-type copy in a local buffer, so the output may alias the input (the in-place
 // builtins pass the same pointer) and only the triangle a routine documents is ever read. The inner loops are
 // unit-stride AXPYs along rows (the factorization is right-looking with the pivot column copied out first; the
 // solves update whole right-hand-side rows), which the vectorizers turn into packed FMAs.
 #pragma once
-#include "tile_linalg.h"
+#include "tile_linalg_gemm.h"
 
 namespace treadle {
 namespace tile_la {
