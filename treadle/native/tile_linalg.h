@@ -83,40 +83,42 @@ TREADLE_FUNC void adj_tile_matmul(const tile_t<TA, M, K>& a, const tile_t<TB, K,
 }
 
 // ------------------------------------------------------------------------------------------------ Cholesky
-template <bool UPPER, typename T, int N> TREADLE_FUNC tile_t<T, N, N> tile_cholesky(const tile_t<T, N, N>& A) {
+// UPPER (0 or 1, the compile-time fill mode) selects L with L L^T = A or U with U^T U = A.
+template <int UPPER, typename T, int N> TREADLE_FUNC tile_t<T, N, N> tile_cholesky(const tile_t<T, N, N>& A) {
     tile_t<T, N, N> r;
-    tile_la::cholesky<T, N, UPPER>(A.data, N, r.data, N);
+    tile_la::cholesky<T, N, UPPER != 0>(A.data, N, r.data, N);
     return r;
 }
-template <bool UPPER, typename T, int N>
+template <int UPPER, typename T, int N>
 TREADLE_FUNC void adj_tile_cholesky(const tile_t<T, N, N>& A, tile_t<T, N, N>& adj_A,
                                     const tile_t<T, N, N>& adj_ret) {
     const tile_t<T, N, N> F = tile_cholesky<UPPER>(A);
-    tile_la::adj_cholesky<T, N, UPPER>(F.data, N, adj_ret.data, N, adj_A.data, N);
+    tile_la::adj_cholesky<T, N, UPPER != 0>(F.data, N, adj_ret.data, N, adj_A.data, N);
 }
 // In place: the new value of A is its factor (not differentiable).
-template <bool UPPER, typename T, int N>
+template <int UPPER, typename T, int N>
 TREADLE_FUNC tile_t<T, N, N> tile_cholesky_inplace(const tile_t<T, N, N>& A) {
     return tile_cholesky<UPPER>(A);
 }
 
 // x = A^-1 y from A's factor F (L for the lower fill mode, U for the upper one).
-template <bool UPPER, typename T, int M, int YR, int YC>
+template <int UPPER, typename T, int M, int YR, int YC>
 TREADLE_FUNC tile_t<T, YR, YC> tile_cholesky_solve(const tile_t<T, M, M>& F, const tile_t<T, YR, YC>& y) {
     constexpr int R = tile_la::rhs<M, YR, YC>::nrhs;
     tile_t<T, YR, YC> x;
-    tile_la::cholesky_solve<T, M, R, UPPER>(F.data, M, y.data, R, x.data, R);
+    tile_la::cholesky_solve<T, M, R, UPPER != 0>(F.data, M, y.data, R, x.data, R);
     return x;
 }
-template <bool UPPER, typename T, int M, int YR, int YC>
+template <int UPPER, typename T, int M, int YR, int YC>
 TREADLE_FUNC void adj_tile_cholesky_solve(const tile_t<T, M, M>& F, const tile_t<T, YR, YC>& y,
                                           tile_t<T, M, M>& adj_F, tile_t<T, YR, YC>& adj_y,
                                           const tile_t<T, YR, YC>& adj_ret) {
     constexpr int R = tile_la::rhs<M, YR, YC>::nrhs;
     const tile_t<T, YR, YC> x = tile_cholesky_solve<UPPER>(F, y);
-    tile_la::adj_cholesky_solve<T, M, R, UPPER>(F.data, M, x.data, R, adj_ret.data, R, adj_F.data, M, adj_y.data, R);
+    tile_la::adj_cholesky_solve<T, M, R, UPPER != 0>(F.data, M, x.data, R, adj_ret.data, R, adj_F.data, M,
+                                                     adj_y.data, R);
 }
-template <bool UPPER, typename T, int M, int YR, int YC>
+template <int UPPER, typename T, int M, int YR, int YC>
 TREADLE_FUNC tile_t<T, YR, YC> tile_cholesky_solve_inplace(const tile_t<T, M, M>& F, const tile_t<T, YR, YC>& y) {
     return tile_cholesky_solve<UPPER>(F, y);
 }
