@@ -29,7 +29,8 @@ TREADLE_FUNC void adj_transformed(tile_t<vec_t<2, S>, R, N>& adj_x, const tile_t
 }  // namespace tile_fft_impl
 
 // The new value of the tile: its forward FFT along the last dimension (unnormalized, numpy.fft.fft's convention).
-template <typename S, int R, int N> TREADLE_FUNC tile_t<vec_t<2, S>, R, N> tile_fft(const tile_t<vec_t<2, S>, R, N>& x) {
+template <typename S, int R, int N>
+TREADLE_FUNC tile_t<vec_t<2, S>, R, N> tile_fft(const tile_t<vec_t<2, S>, R, N>& x) {
     return tile_fft_impl::transformed<false>(x);
 }
 template <typename S, int R, int N>
