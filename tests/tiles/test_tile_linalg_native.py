@@ -445,3 +445,40 @@ def test_fft_roundtrip_scales_by_n(lib: ctypes.CDLL) -> None:
     _fn(lib, "fft_64_float64_0", V, I)(_p(y), 64)
     _fn(lib, "fft_64_float64_1", V, I)(_p(y), 64)
     assert np.allclose(y, 64 * x, atol=1e-11)
+
+
+# ------------------------------------------------------------------------------------------------ CUDA (compile only)
+CUDA_SOURCE = """
+#include "treadle.h"
+#include "tile_linalg_gemm.h"
+#include "tile_linalg_solve.h"
+#include "tile_fft_kernels.h"
+using namespace treadle;
+template <typename T> __device__ void all_ops(T* a, T* b, T* c, treadle::half* h) {
+    tile_la::gemm<T, T, T, 13, 17, 29>(a, 29, b, 17, c, 17, T(1), T(0.5));
+    tile_la::gemm<treadle::half, T, T, 8, 8, 8>(h, 8, b, 8, c, 8, T(1), T(0));
+    tile_la::adj_gemm<T, T, T, 7, 5, 3>(a, 3, b, 5, a, 3, b, 5, c, 5, T(2));
+    tile_la::cholesky<T, 9, true>(a, 9, c, 9);
+    tile_la::adj_cholesky<T, 9, false>(a, 9, b, 9, c, 9);
+    tile_la::tri_solve<T, 6, 3, true>(a, 6, b, 3, c, 3);
+    tile_la::adj_tri_solve<T, 6, 1, false>(a, 6, b, 1, b, 1, c, 6, c, 1);
+    tile_la::cholesky_solve<T, 5, 2, false>(a, 5, b, 2, c, 2);
+    tile_la::adj_cholesky_solve<T, 5, 2, true>(a, 5, b, 2, b, 2, c, 5, c, 2);
+    tile_fft_rows<T, 2, 64, false>(a, 64);
+    tile_fft_rows<T, 2, 12, true>(a, 12);
+    adj_tile_fft_rows<T, 1, 8, false>(a, 8);
+}
+extern "C" __global__ void linalg_f32(float* a, float* b, float* c, treadle::half* h) { all_ops(a, b, c, h); }
+extern "C" __global__ void linalg_f64(double* a, double* b, double* c, treadle::half* h) { all_ops(a, b, c, h); }
+"""
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_kernels_compile_with_nvrtc(arch: int) -> None:
+    """The same templates compile as device code (one thread per block) to a cubin for sm_80 and sm_90."""
+    from treadle._src.backends.cuda import build as cb
+
+    if not cb.nvrtc_available():
+        pytest.skip("NVRTC (cuda-bindings) is not installed")
+    binary = cb.compile_cuda_source(CUDA_SOURCE, cb.CudaCompileOptions(arch=arch), "tile_linalg_check.cu")
+    assert binary[:4] == b"\x7fELF"

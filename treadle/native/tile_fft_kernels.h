@@ -26,7 +26,9 @@ template <typename S, bool INV> TREADLE_FUNC cpx<S> quarter(cpx<S> a) {
     return INV ? cpx<S>{-a.im, a.re} : cpx<S>{a.im, -a.re};
 }
 
-constexpr bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+template <int N> struct pow2 {
+    static constexpr bool value = N > 0 && (N & (N - 1)) == 0;
+};
 
 // The N-th roots of unity w^k = exp(-+2 pi i k / N), k < N, by symmetry from the first octant so that the table is
 // accurate to the last bit and exactly symmetric.
@@ -87,7 +89,7 @@ template <typename S, int N, bool INV> TREADLE_FUNC void transform_row(S* row, c
     cpx<S>* data = (cpx<S>*)row;
     if constexpr (N <= 1) {
         return;
-    } else if constexpr (is_pow2(N)) {
+    } else if constexpr (pow2<N>::value) {
         cpx<S>* x = data;
         cpx<S>* y = scratch;
         int n = N, s = 1;
