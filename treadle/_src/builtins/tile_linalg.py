@@ -1,5 +1,7 @@
-"""Tile linear algebra and FFTs: ``tile_matmul``, ``tile_cholesky``, the triangular and Cholesky solves (each with its
-in-place form), ``tile_fft`` and ``tile_ifft``.
+"""Tile linear algebra and FFTs: products, Cholesky factorizations, triangular and Cholesky solves, FFTs.
+
+``tile_matmul``, ``tile_cholesky``, the triangular and Cholesky solves (each with its in-place form), ``tile_fft``
+and ``tile_ifft``.
 
 The native side is ``treadle/native/tile_linalg.h`` and ``tile_fft.h`` (register-blocked GEMM, right-looking
 Cholesky, row-AXPY substitution, Stockham FFT). Every out-of-place operation is differentiable, the in-place forms are
