@@ -30,20 +30,38 @@ template <int N> struct pow2 {
     static constexpr bool value = N > 0 && (N & (N - 1)) == 0;
 };
 
-// The N-th roots of unity w^k = exp(-+2 pi i k / N), k < N, by symmetry from the first octant so that the table is
-// accurate to the last bit and exactly symmetric.
+// The N-th roots of unity w^k = exp(-+2 pi i k / N), k < N. When 8 divides N only the first octant goes through
+// cos/sin (in double, rounded once) and the rest follows by the exact symmetries of the unit circle, so the table
+// is exactly symmetric and costs N/8 libm calls; other lengths compute every root directly.
 template <typename S, int N, bool INV> TREADLE_FUNC void roots(cpx<S>* w) {
     const double two_pi = 6.283185307179586476925286766559;
-    for (int k = 0; k < N; ++k) {
-        const double a = two_pi * (double)k / (double)N;
-        double c = TREADLE_LIBM(cos)(a);
-        double s = TREADLE_LIBM(sin)(a);
-        // Quarter points are exact.
-        if (4 * k == N || 4 * k == 3 * N)
-            c = 0.0;
-        if (2 * k == N)
-            s = 0.0;
-        w[k] = {S(c), INV ? S(s) : S(-s)};
+    if constexpr (N % 8 == 0) {
+        constexpr int E = N / 8;
+        for (int k = 0; k <= E; ++k) {
+            const double a = two_pi * (double)k / (double)N;
+            const double c = k == E ? 0.70710678118654752440 : TREADLE_LIBM(cos)(a);
+            const double sn = k == E ? 0.70710678118654752440 : TREADLE_LIBM(sin)(a);
+            // (cos, sin) of the angle k, 2E - k (swapped), and their reflections into the other quadrants.
+            const S cs = S(c), ss = S(sn);
+            const int ks[8] = {k, 2 * E - k, 2 * E + k, 4 * E - k, 4 * E + k, 6 * E - k, 6 * E + k, 8 * E - k};
+            const S re[8] = {cs, ss, -ss, -cs, -cs, -ss, ss, cs};
+            const S im[8] = {ss, cs, cs, ss, -ss, -cs, -cs, -ss};
+            for (int q = 0; q < 8; ++q)
+                if (ks[q] < N)
+                    w[ks[q]] = {re[q], INV ? im[q] : -im[q]};
+        }
+    } else {
+        for (int k = 0; k < N; ++k) {
+            const double a = two_pi * (double)k / (double)N;
+            double c = TREADLE_LIBM(cos)(a);
+            double sn = TREADLE_LIBM(sin)(a);
+            // Quarter and half turns are exact.
+            if (4 * k == N || 4 * k == 3 * N)
+                c = 0.0;
+            if (2 * k == N)
+                sn = 0.0;
+            w[k] = {S(c), INV ? S(sn) : S(-sn)};
+        }
     }
 }
 
