@@ -105,6 +105,7 @@ from ._src.lang.kernel import overload as overload
 from ._src.lang.kernel import static as static
 from ._src.lang.launch import Launch as Launch
 from ._src.lang.launch import launch as launch
+from ._src.lang.launch import launch_tiled as launch_tiled
 from ._src.lang.map import map as map  # noqa: A004 - the reference API name
 from ._src.lang.module_api import force_load as force_load
 from ._src.lang.module_api import get_module_options as get_module_options
@@ -187,6 +188,7 @@ from ._src.types.scalars import uint32 as uint32
 from ._src.types.scalars import uint64 as uint64
 from ._src.types.struct import struct as struct
 from ._src.types.typesys import ref as ref
+from ._src.types.typesys import tile as tile
 from ._src.types.vector import vec2 as vec2
 from ._src.types.vector import vec2b as vec2b
 from ._src.types.vector import vec2d as vec2d

@@ -21,3 +21,4 @@
 #include "volume.h"
 #include "texture.h"
 #include "libm.h"
+#include "tile.h"

@@ -11,6 +11,8 @@ from . import random as random
 from . import scalar_math as scalar_math
 from . import spatial as spatial
 from . import texture as texture
+from . import tile_core as tile_core
+from . import tile_ops as tile_ops
 from . import transform as transform
 from . import utility as utility
 from . import vector_math as vector_math

@@ -14,6 +14,7 @@ import numpy as np
 from ..types import scalars
 from ..types.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
 from .registry import Interp, NoMatch, Op, arity, builtin, need, same
+from .tile_common import elementwise_rule
 
 GROUP = "Operators"
 
@@ -24,6 +25,9 @@ def _numeric(t: Any) -> bool:
 
 def _add_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
+    tile = elementwise_rule("add", types)
+    if tile is not None:
+        return tile
     a, b = types
     need(a == b and (_numeric(a) or is_composite(a)), f"cannot combine {type_str(a)} and {type_str(b)}")
     return a
@@ -31,6 +35,9 @@ def _add_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _mul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
+    tile = elementwise_rule("mul", types)
+    if tile is not None:
+        return tile
     a, b = types
     if _numeric(a) and a == b:
         return a
@@ -61,6 +68,9 @@ def _mul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _div_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
+    tile = elementwise_rule("div", types)
+    if tile is not None:
+        return tile
     a, b = types
     if _numeric(a) and a == b:
         return a
@@ -103,6 +113,9 @@ def _float_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _unary_numeric(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 1)
+    tile = elementwise_rule("neg", types)
+    if tile is not None:
+        return tile
     t = types[0]
     need(_numeric(t) or is_composite(t), f"expected a number, vector or matrix, got {type_str(t)}")
     return t

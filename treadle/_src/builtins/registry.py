@@ -75,6 +75,7 @@ class Lowering(enum.Enum):
     LEN = "len"  #: ``len(x)``: a constant for vectors, matrices and tuples, a shape query for arrays
     CAST = "cast"  #: ``cast(a, dtype)``: the type argument is a compile-time constant
     EXPECT_NEAR = "expect_near"  #: the tolerance argument is optional
+    TILE = "tile"  #: arguments bound to ``Builtin.params`` (keywords, defaults, compile-time shapes, in-place tiles)
 
 
 class Interp(enum.Enum):
@@ -114,6 +115,38 @@ class Interp(enum.Enum):
     IN_PLACE = "in_place"  #: updates its first argument; ``Builtin.twin`` computes the new value as a copy
 
 
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A parameter of a builtin lowered with :attr:`Lowering.TILE`.
+
+    Attributes:
+        name: the keyword name.
+        default: the value when the call omits it (``REQUIRED``: the call must give it; ``None``: the parameter is
+            then absent, neither a type-rule entry nor an operand).
+        static: a compile-time value (shape, dtype, storage, axis, a function): passed to the type rule in
+            ``consts`` with type ``None``, never an operand.
+        inout: a tile variable of the caller updated in place: the call's result is its new value, stored back
+            into the variable; the call itself then has no value. With several such parameters the C++ function
+            ``<cpp>_<name>`` computes each one's new value.
+        fn_args: for a function parameter (``tile_map``'s ``op``): how many elements of the next operand it takes
+            (``tile_reduce``: 2); 0: one element (or value) of each operand after it.
+    """
+
+    name: str
+    default: Any = REQUIRED
+    static: bool = False
+    inout: bool = False
+    fn_args: int = 0
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Overload:
     """A builtin resolved for concrete argument types."""
@@ -124,6 +157,8 @@ class Overload:
     cpp: str
     template: tuple[Any, ...] = ()
     fmt: str | None = None  #: the format string of a printing call (``Op.PRINTF``)
+    #: C++ callables passed first, as generic lambdas (``tile_map``): (forward function, adjoint function)
+    callee: tuple[str, str] | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -161,6 +196,8 @@ class Builtin:
     partner: str = ""
     interpret: Interp | None = None
     twin: str = ""
+    params: tuple[Param, ...] = ()
+    grad_sink: bool = False
     _cache: dict[tuple[Any, ...], Overload] = dataclasses.field(default_factory=dict)
 
     def resolve(self, types: Sequence[Any], consts: Sequence[Any] | None = None) -> Overload:
@@ -254,6 +291,8 @@ def builtin(
     partner: str = "",
     interpret: Interp | None = None,
     twin: str = "",
+    params: tuple[Param, ...] = (),
+    grad_sink: bool = False,
 ) -> Builtin:
     """Declare a builtin (the only way builtins come into existence).
 
@@ -290,6 +329,10 @@ def builtin(
             (``treadle::<name>_<partner>``, adjoint ``treadle::<name>_of_<partner>``).
         interpret: how interpret mode runs it when the host implementation does not (:class:`Interp`).
         twin: for ``Interp.IN_PLACE``: the builtin whose host computes the updated first argument as a copy.
+        params: the parameters of a :attr:`Lowering.TILE` builtin (:class:`Param`), in positional order.
+        grad_sink: the call has no result, yet its adjoint moves gradients (a tile stored into an array: the
+            array's gradient flows back into the tile's adjoint); the reverse sweep calls ``adj_<cpp>`` with the
+            operands and their adjoints.
     """
     return REGISTRY.add(
         Builtin(
@@ -319,6 +362,8 @@ def builtin(
             partner=partner,
             interpret=interpret,
             twin=twin,
+            params=params,
+            grad_sink=grad_sink,
         )
     )
 

@@ -21,11 +21,18 @@ from typing import Any
 
 from ..builtins.registry import Op
 from ..types import scalars
-from ..types.typesys import ArrayT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
+from ..types.typesys import ArrayT, TileT, TupleT, is_composite, is_float, is_struct, normalize_annotation, scalar_of
 from . import emit_entry, ir
 from .checkpoints import checkpoint_sets
 from .dataflow import Marks
-from .emit_cpp import Emitter, cpp_field, cpp_type
+from .emit_cpp import Emitter, cpp_field, cpp_type, template_arg
+
+
+def adj_lambda(adj: str) -> str:
+    """A generic lambda calling an element function's adjoint (nothing for a function without one)."""
+    if not adj:
+        return "[&](auto&&...) {}"
+    return f"[&](auto&&... _x) {{ {adj}(_x...); }}"
 
 
 def differentiable(t: Any) -> bool:
@@ -36,6 +43,8 @@ def differentiable(t: Any) -> bool:
         return True
     if is_composite(t):
         return is_float(scalar_of(t))
+    if isinstance(t, TileT):
+        return differentiable(t.dtype)
     if is_struct(t):
         return any(differentiable(normalize_annotation(ft)) for ft in t.vars.values())
     if isinstance(t, TupleT):
@@ -79,7 +88,7 @@ def adjoint_live(f: ir.FuncIR) -> set[int]:
                     changed = marks.add_local(s.local.id) or changed
             elif isinstance(s, ir.Call):
                 refs = any(isinstance(a, ir.LocalRef) and a.local.id in locs for a in s.args)
-                if s.result is None or s.result.id in vals or refs:
+                if s.result is None or s.result.id in vals or refs or s.overload.builtin.grad_sink:
                     changed = mark_all(s) or changed
             elif isinstance(s, (ir.Construct, ir.Extract, ir.Insert)):
                 if s.result.id in vals:
@@ -436,8 +445,11 @@ class AdjointEmitter(Emitter):
         op = self.op
         r: Any = getattr(s, "result", None)
         if isinstance(s, (ir.Call, ir.Construct, ir.Extract, ir.Insert)) and self.live is not None and \
-                r is not None and r.id not in self.live:
+                r is not None and r.id not in self.live and not (isinstance(s, ir.Call) and s.overload.builtin.grad_sink):
             return  # its adjoint is always zero (see adjoint_live)
+        if isinstance(s, ir.Call) and s.overload.builtin.grad_sink and s.overload.differentiable:
+            self.rev_grad_sink(s, lines, ind)
+            return
         if isinstance(s, ir.Call):
             ov = s.overload
             if r is not None and not ov.differentiable and differentiable(r.type):
@@ -456,10 +468,10 @@ class AdjointEmitter(Emitter):
             elif ov.builtin.op is None:
                 dummies: list[str] = []
                 adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
-                tmpl = ""
-                if ov.template:
-                    tmpl = "<" + ",".join(str(x) if isinstance(x, int) else self.ct(x) for x in ov.template) + ">"
+                tmpl = "<" + ",".join(template_arg(x) for x in ov.template) + ">" if ov.template else ""
                 args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
+                if ov.callee is not None:  # tile_map: the element function's adjoint as a generic lambda
+                    args.insert(0, adj_lambda(ov.callee[1]))
                 if r.id in self.partner:
                     cpp, args[0] = f"{ov.builtin.name}_of_{ov.builtin.partner}", f"_pc{r.id}"
                 guard = self.nonzero_guard(ov, r)
@@ -585,6 +597,20 @@ class AdjointEmitter(Emitter):
         elif isinstance(s, (ir.ForRange, ir.While)):
             self.rev_loop(s, lines, ind)
         # Tid, DeclLocal, ArrayView: nothing flows back.
+
+    def rev_grad_sink(self, s: ir.Call, lines: list[str], ind: str) -> None:
+        """The adjoint of a call that moves gradients besides its result (``Builtin.grad_sink``).
+
+        A tile stored or added into an array passes the array's gradient back to the tile's adjoint.
+        """
+        ov, r = s.overload, s.result
+        dummies: list[str] = []
+        adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
+        tmpl = "<" + ",".join(template_arg(x) for x in ov.template) + ">" if ov.template else ""
+        args = [self.op(a) for a in s.args] + adjs + ([f"adj_v{r.id}"] if r is not None else [])
+        self.emit_adj(lines, ind, f"treadle::adj_{ov.cpp}{tmpl}({', '.join(args)})", dummies)
+        if r is not None:
+            lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
 
     def nonzero_guard(self, ov: Any, r: ir.Value) -> str:
         """The condition under which a singular builtin's adjoint runs: its result's adjoint is not exactly zero.

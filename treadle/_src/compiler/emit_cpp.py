@@ -17,6 +17,7 @@ from ..types import scalars
 from ..types.typesys import (
     ArrayT,
     OpaqueType,
+    TileT,
     TupleT,
     generic_kind,
     is_composite,
@@ -53,6 +54,9 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
     if isinstance(t, ArrayT):
         kind = "indexedarray_t" if t.indexed else "array_t"
         return f"treadle::{kind}<{cpp_type(t.dtype, names)}>"
+    if isinstance(t, TileT):
+        rows, cols = t.rows_cols
+        return f"treadle::tile_t<{cpp_type(t.dtype, names)},{rows},{cols}>"
     if isinstance(t, OpaqueType):
         return t.cname
     if is_struct(t):
@@ -62,6 +66,13 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
             raise EmitError(f"tuple type {t} has no emitted name")
         return names[t]
     raise EmitError(f"no C++ type for {t!r}")
+
+
+def template_arg(x: Any) -> str:
+    """A C++ template argument: an int, a bool or a type."""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return str(x) if isinstance(x, int) else cpp_type(x)
 
 
 _CPP_KEYWORDS = frozenset("""
@@ -511,7 +522,9 @@ class Emitter:
             return self.operator_expr(op, s, args)
         tmpl = ""
         if ov.template:
-            tmpl = "<" + ",".join(str(x) if isinstance(x, int) else cpp_type(x) for x in ov.template) + ">"
+            tmpl = "<" + ",".join(template_arg(x) for x in ov.template) + ">"
+        if ov.callee is not None:  # a function applied per element (tile_map): a generic lambda over it
+            args.insert(0, f"[&](auto... _x) {{ return {ov.callee[0]}(_x...); }}")
         return f"treadle::{cpp}{tmpl}({', '.join(args)})"
 
     def operator_expr(self, op: Op, s: ir.Call, args: list[str]) -> str:

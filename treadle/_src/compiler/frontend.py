@@ -463,6 +463,10 @@ class Lowerer(CallMixin):
 
     def assign_component(self, target: ast.expr, v: Any, node: ast.AST) -> None:
         """``a[i] = v``, ``v.x = s``, ``s.field.x = s``, ``m[i, j] = s``, ``arr[i].x = s``."""
+        tile_el = self.tile_element_target(target)
+        if tile_el is not None:  # t[i, j] = v on a tile variable
+            self.assign_tile_element(target, tile_el[0], tile_el[1], v, node)  # type: ignore[arg-type]
+            return
         mark = len(self.adjoint_guards)
         lv = self.resolve_lvalue(target)
         self.guarded(mark, node, lambda: self.store_lvalue(lv, v, node))
@@ -630,6 +634,12 @@ class Lowerer(CallMixin):
             cur = self.value(target)
             rhs = self.value(node.value)
             self.assign(target, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
+            return
+        tile_el = self.tile_element_target(target)
+        if tile_el is not None:  # t[i, j] += v on a tile variable
+            cur = self.tile_subscript(self.value(target.value), tile_el[1], node)  # type: ignore[attr-defined]
+            new = self.call_builtin(REGISTRY.builtins[op], [cur, self.value(node.value)], node)
+            self.assign_tile_element(target, tile_el[0], tile_el[1], new, node)  # type: ignore[arg-type]
             return
         mark = len(self.adjoint_guards)
         lv = self.resolve_lvalue(target)  # indices are evaluated exactly once

@@ -29,6 +29,7 @@ from ..types.typesys import (
 )
 from . import ir
 from .lower_expr import PY_BUILTIN_MAP, ExprMixin, PyObj, TupleVal, convert_const
+from .lower_tile import TileMixin
 from .source import MISSING as _MISSING
 
 
@@ -40,7 +41,7 @@ def _is_kernel(obj: Any) -> bool:
     return getattr(obj, "_treadle_kernel_", False)
 
 
-class CallMixin(ExprMixin):
+class CallMixin(TileMixin, ExprMixin):
     """``expr_Call`` and everything it dispatches to."""
 
     launch_tid_used: bool
@@ -789,6 +790,7 @@ SPECIAL_LOWERINGS: dict[Lowering, Callable[[Any, Builtin, ast.Call], Any]] = {
     Lowering.LEN: CallMixin.lower_len,
     Lowering.CAST: CallMixin.lower_cast,
     Lowering.EXPECT_NEAR: CallMixin.lower_expect_near,
+    Lowering.TILE: CallMixin.lower_tile,
 }
 
 

@@ -25,6 +25,7 @@ from ..core.errors import (
 from ..types import scalars
 from ..types.typesys import (
     ArrayT,
+    TileT,
     TupleT,
     is_composite,
     is_float,
@@ -694,6 +695,8 @@ class ExprMixin:
             r = self.new_value(scalar_of(t))
             self.emit(ir.Extract(loc, r, val, idx))
             return r
+        if isinstance(t, TileT):
+            return self.tile_subscript(val, idx, node)  # type: ignore[attr-defined]
         raise self.err(f"a value of type {type_str(t)} cannot be indexed", node, cls=CodegenIndexError)
 
     def check_const_index(self, i: Any, n: int, node: ast.AST) -> None:
@@ -747,7 +750,8 @@ class ExprMixin:
         strong = [a for a in args if not (isinstance(a, ir.Const) and a.weak)]
         if not strong or len(strong) == len(args):
             return args
-        target = scalar_of(strong[0].type)
+        first = strong[0].type
+        target = scalar_of(first.dtype if isinstance(first, TileT) else first)  # tiles: their element's scalar
         if not scalars.is_scalar_type(target):
             return args
         out = []

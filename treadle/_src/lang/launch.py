@@ -141,3 +141,32 @@ def _launch_slow(kernel: Kernel, dim: Any, inputs: Sequence[Any], outputs: Seque
 
 
 __all__ = ["SERIAL_THRESHOLD", "Launch", "LaunchPlan", "launch"]
+
+
+def launch_tiled(*args: Any, **kwargs: Any) -> Any:
+    """Launch a tiled kernel: ``dim`` counts blocks, each of ``block_dim`` logical threads (keyword required).
+
+    The launch grid is ``dim`` with one more, innermost dimension for the threads of a block, so ``wp.tid()`` gives
+    the block's indices followed by the thread's index within its block. A block runs as one thread over whole
+    tiles (``wp.block_dim()`` is 1 inside the kernel, the last ``wp.tid()`` index 0), the blocks spread over the
+    CPU thread pool; on CUDA, ``block_dim`` sets the threads per CUDA block of that grid. The other arguments are
+    those of :func:`launch`.
+    """
+    if "block_dim" not in kwargs:
+        raise RuntimeError("wp.launch_tiled() needs its block dimension as a keyword argument: "
+                           "wp.launch_tiled(kernel, dim, inputs, block_dim=N)")
+    block_dim = kwargs.pop("block_dim")
+    if isinstance(block_dim, bool) or not isinstance(block_dim, int) or block_dim < 1:
+        raise ValueError(f"wp.launch_tiled(): block_dim must be a positive int, got {block_dim!r}")
+    if "dim" in kwargs:
+        dim = kwargs.pop("dim")
+    elif len(args) >= 2:
+        dim = args[1]
+        args = (args[0], *args[2:])
+    else:
+        raise TypeError("wp.launch_tiled() needs the grid dimension 'dim' (the number of blocks)")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"wp.launch_tiled(): dim has 1 to 3 dimensions (a fourth one holds the block), got {dim!r}")
+    kernel = args[0] if args else kwargs.pop("kernel")
+    return launch(kernel, [*dims, 1], *args[1:], block_dim=block_dim, **kwargs)

@@ -7,6 +7,7 @@ Kernel values have one of these types:
 - a ``Struct`` (from ``@struct``);
 - :class:`ArrayT` (an array argument or view: dtype and number of dimensions);
 - :class:`TupleT` (multiple return values);
+- :class:`TileT` (a tile: element type, shape and storage, all compile-time facts);
 - ``None`` for "no value".
 """
 
@@ -32,6 +33,85 @@ class ArrayT:
     def __str__(self) -> str:
         kind = "indexedarray" if self.indexed else "array"
         return f"{kind}(ndim={self.ndim}, dtype={type_str(self.dtype)})"
+
+
+#: The tile storage kinds: a tile in the block's registers (on the CPU: the block's stack) or in shared memory.
+TILE_STORAGES = ("register", "shared")
+
+
+@dataclasses.dataclass(frozen=True)
+class TileT:
+    """A tile type: element type, shape (1-4 constant extents) and storage.
+
+    Storage is a fact about where the tile lives, not about its values: two tiles of one element type and shape
+    have equal types whatever their storage, so either may be passed where the other is declared.
+    """
+
+    dtype: Any
+    shape: tuple[int, ...]
+    storage: str = dataclasses.field(default="register", compare=False)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def rows_cols(self) -> tuple[int, int]:
+        """The (rows, cols) of the native row-major storage: leading extents folded into the rows."""
+        return self.size // self.shape[-1], self.shape[-1]
+
+    def with_(self, dtype: Any = None, shape: tuple[int, ...] | None = None, storage: str | None = None) -> TileT:
+        """A tile type with some of the facts replaced."""
+        return TileT(self.dtype if dtype is None else dtype, self.shape if shape is None else tuple(shape),
+                     self.storage if storage is None else storage)
+
+    def __str__(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"tile(dtype={type_str(self.dtype)}, shape=({dims}{',' if len(self.shape) == 1 else ''}), " \
+               f"storage={self.storage})"
+
+
+def make_tile_type(dtype: Any, shape: Any, storage: str = "register") -> TileT:
+    """A :class:`TileT` from user-facing facts; raises ``TypeError``/``ValueError`` on bad ones."""
+    dims = (shape,) if isinstance(shape, (builtins.int,)) else tuple(shape)
+    if not 1 <= len(dims) <= 4 or not all(isinstance(d, (builtins.int,)) and not isinstance(d, builtins.bool)
+                                           and d >= 1 for d in dims):
+        raise ValueError(f"a tile shape is 1 to 4 positive integer extents, got {shape!r}")
+    if storage not in TILE_STORAGES:
+        raise ValueError(f"tile storage must be 'register' or 'shared', got {storage!r}")
+    return TileT(normalize_annotation(dtype), tuple(builtins.int(d) for d in dims), storage)
+
+
+class tile:  # noqa: N801 (the reference API's name)
+    """``wp.tile``: a tile annotation (``wp.tile[float, 16, 16]``, ``wp.tile(dtype=float, shape=(16, 16))``).
+
+    Inside kernels, ``wp.tile(x)`` is the builtin that makes a tile from each thread's value; the builtins layer
+    registers it as ``_treadle_builtin_``.
+    """
+
+    _treadle_builtin_: Any = None
+
+    def __new__(cls, *args: Any, dtype: Any = None, shape: Any = None, storage: str = "register", **kw: Any) -> Any:
+        if args or kw or dtype is None or shape is None:
+            raise RuntimeError("wp.tile(x) makes a tile inside a kernel only; in Python scope, wp.tile(dtype=..., "
+                               "shape=...) (or wp.tile[dtype, M, N]) is a tile annotation")
+        return make_tile_type(dtype, shape, storage)
+
+    def __class_getitem__(cls, params: Any) -> TileT:
+        if not isinstance(params, tuple) or len(params) < 2:
+            raise TypeError("wp.tile[dtype, M, N, ...] needs an element type and the tile's extents")
+        dtype, rest = params[0], params[1:]
+        shape = rest[0] if len(rest) == 1 and isinstance(rest[0], tuple) else rest
+        return make_tile_type(dtype, shape)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,7 +336,7 @@ def type_str(t: Any) -> str:
         return "None"
     if t is AnyT:
         return "Any"
-    if isinstance(t, (ArrayT, TupleT)):
+    if isinstance(t, (ArrayT, TupleT, TileT)):
         return str(t)
     if is_struct(t):
         return str(getattr(t, "key", t))

@@ -149,8 +149,10 @@ def type_is_array(t: Any) -> builtins.bool:
 
 
 def type_is_tile(t: Any) -> builtins.bool:
-    """Always False: Treadle has no tile types."""
-    return False
+    """True for tile types (``wp.tile[float, 4, 4]``, the compiler's tile types)."""
+    from .typesys import TileT
+
+    return isinstance(t, TileT)
 
 
 # -- predicates on values (or types) ---------------------------------------------------------------------------------
@@ -224,8 +226,8 @@ def is_array(x: Any) -> builtins.bool:
 
 
 def is_tile(x: Any) -> builtins.bool:
-    """Always False: Treadle has no tiles."""
-    return False
+    """True for tile types and annotations (tiles exist inside kernels only)."""
+    return type_is_tile(x)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------------

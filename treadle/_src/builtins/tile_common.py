@@ -1,0 +1,178 @@
+"""What the tile builtin groups share: the declaration helper, the signature a tile type rule returns, checks.
+
+Tile builtins are lowered with :attr:`Lowering.TILE` (``compiler/lower_tile.py``): the call's arguments are bound to
+the declaration's :class:`Param` list, compile-time parameters (shapes, dtypes, storage, axes, functions) reach the
+type rule in ``consts`` and the runtime ones become the operands. A rule returns the result type, or a
+:class:`TileSig` when it also picks C++ template arguments, another C++ function, or an operand order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..types import scalars
+from ..types.typesys import TILE_STORAGES, TileT, TupleT, is_composite, is_float, is_int, normalize_annotation, type_str
+from .registry import Builtin, Interp, Lowering, NoMatch, Param, builtin, need
+
+GROUP = "Tile Primitives"
+
+#: The most elements one tile may hold: the native value lives on the block's stack (and, on CUDA, in one thread's
+#: local memory), so a tile stays well below the 8 MiB default stack of the thread pool's workers.
+MAX_TILE_BYTES = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Pad:
+    """A constant operand a rule inserts into the operand list (``TileSig.order``), e.g. a missing index 0."""
+
+    value: Any
+    type: Any = scalars.int64
+
+
+@dataclasses.dataclass(frozen=True)
+class TileSig:
+    """What a tile type rule decides beyond the result type.
+
+    Attributes:
+        ret: the result type (``None``: no value).
+        template: C++ template arguments (ints and types), in front of those the C++ compiler deduces.
+        cpp: the C++ function when it is not the builtin's own (one builtin, several native forms).
+        order: the operands passed, as positions in the bound operand list or :class:`Pad` constants
+            (``None``: all of them, in order).
+    """
+
+    ret: Any
+    template: tuple[Any, ...] = ()
+    cpp: str | None = None
+    order: tuple[Any, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TileCallee:
+    """A function passed to a tile builtin (``tile_map``, ``tile_reduce``), resolved for the element types.
+
+    Attributes:
+        obj: the builtin or ``@func`` the user passed.
+        ret: its result type for the element types.
+        fwd: the C++ callable computing one element.
+        adj: the C++ callable of its adjoint (``None``: no derivative; the reverse sweep adds nothing).
+        differentiable: whether gradients flow through it.
+    """
+
+    obj: Any
+    ret: Any
+    fwd: str
+    adj: str | None
+    differentiable: bool
+
+
+def tile_builtin(name: str, *, rule: Callable[[Sequence[Any], Sequence[Any]], Any], doc: str, signature: str,
+                 params: tuple[Param, ...], cpp: str | None = None, differentiable: bool = True,
+                 side_effects: bool = False, replay: bool = True, grad_sink: bool = False,
+                 zero_derivative: bool = False) -> Builtin:
+    """Declare a tile builtin (kernel-only, lowered with :attr:`Lowering.TILE`, no interpreter form)."""
+    return builtin(name, group=GROUP, rule=rule, doc=doc, signature=signature, cpp=cpp, differentiable=differentiable,
+                   kernel_only=True, lowering=Lowering.TILE, interpret=Interp.NONE, params=params,
+                   side_effects=side_effects, replay=replay, grad_sink=grad_sink, zero_derivative=zero_derivative)
+
+
+def need_tile(t: Any, what: str) -> TileT:
+    """Require a tile type for argument ``what``."""
+    if not isinstance(t, TileT):
+        raise NoMatch(f"'{what}' must be a tile, got {type_str(t) if t is not None else 'a compile-time value'}")
+    return t
+
+
+def shape_arg(value: Any, what: str = "shape") -> tuple[int, ...]:
+    """A compile-time tile shape: an int or a tuple of 1-4 positive ints."""
+    dims = (value,) if isinstance(value, int) and not isinstance(value, bool) else value
+    ok = isinstance(dims, tuple) and 1 <= len(dims) <= 4 and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
+    need(ok, f"'{what}' must be a compile-time int or tuple of 1 to 4 positive ints, got {value!r}")
+    return tuple(int(d) for d in dims)
+
+
+def storage_arg(value: Any) -> str:
+    """The storage kind ``"register"`` or ``"shared"``."""
+    need(value in TILE_STORAGES, f"storage must be 'register' or 'shared', got {value!r}")
+    return str(value)
+
+
+def dtype_arg(value: Any, default: Any = scalars.float32) -> Any:
+    """A compile-time element type (``None``: ``default``)."""
+    if value is None:
+        return default
+    t = normalize_annotation(value)
+    need(scalars.is_scalar_type(t) or is_composite(t), f"dtype must be a scalar, vector or matrix type, got {value!r}")
+    return t
+
+
+def make_tile(dtype: Any, shape: tuple[int, ...], storage: str = "register") -> TileT:
+    """The tile type, refusing tiles too large to hold as one value."""
+    t = TileT(dtype, tuple(shape), storage)
+    nbytes = t.size * _elem_bytes(dtype)
+    need(nbytes <= MAX_TILE_BYTES, f"a tile of shape {shape} and dtype {type_str(dtype)} needs {nbytes} bytes, more "
+         f"than the {MAX_TILE_BYTES} bytes a tile may hold")
+    return t
+
+
+def _elem_bytes(t: Any) -> int:
+    import ctypes
+
+    if scalars.is_scalar_type(t):
+        return ctypes.sizeof(t._type_)
+    return ctypes.sizeof(t) if isinstance(t, type) else 8
+
+
+def padded(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """Extents padded on the left with 1 to four dimensions (the native functions' D0..D3)."""
+    s = (1,) * (4 - len(shape)) + tuple(shape)
+    return s[0], s[1], s[2], s[3]
+
+
+def index_count(t: Any) -> int:
+    """Number of integer operands a bound index parameter holds (an int or a tuple of ints)."""
+    if isinstance(t, TupleT):
+        for x in t.types:
+            need(is_int(x), f"indices must be integers, got {type_str(x)}")
+        return len(t.types)
+    need(is_int(t), f"an index must be an integer, got {type_str(t)}")
+    return 1
+
+
+def scalar_dtype(t: Any) -> Any:
+    """The scalar type of a tile element type (itself for scalars)."""
+    return t._wp_scalar_type_ if is_composite(t) else t
+
+
+def is_float_tile(t: Any) -> bool:
+    """True for tiles of float scalars or float composites."""
+    return isinstance(t, TileT) and is_float(scalar_dtype(t.dtype))
+
+
+def elementwise_rule(op: str, types: Sequence[Any]) -> Any:
+    """The result of an arithmetic operator with a tile operand, or ``None`` when no operand is a tile.
+
+    ``+``/``-`` take two tiles of one type; ``*``/``/`` also take a scalar of the element's scalar type on either
+    side; unary ``-``/``+`` keep the type.
+    """
+    if not any(isinstance(t, TileT) for t in types):
+        return None
+    if len(types) == 1:
+        need(op in ("neg", "pos"), f"'{op}' does not apply to tiles")
+        return types[0]
+    a, b = types
+    if isinstance(a, TileT) and isinstance(b, TileT):
+        need(a.shape == b.shape, f"tile shapes differ: {a.shape} and {b.shape}")
+        need(a.dtype == b.dtype, f"tile element types differ: {type_str(a.dtype)} and {type_str(b.dtype)}")
+        need(op in ("add", "sub", "mul", "div"), f"'{op}' does not apply to tiles")
+        return a
+    tile_t, other = (a, b) if isinstance(a, TileT) else (b, a)
+    need(op in ("mul", "div"), f"'{op}' between a tile and {type_str(other)} is not defined (use a tile of the same "
+         "shape, or wp.tile_map)")
+    need(scalars.is_scalar_type(other) and other == scalar_dtype(tile_t.dtype),
+         f"a tile of {type_str(tile_t.dtype)} can be scaled by {type_str(scalar_dtype(tile_t.dtype))} only, got "
+         f"{type_str(other)}")
+    return tile_t

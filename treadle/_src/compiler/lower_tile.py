@@ -1,0 +1,237 @@
+"""Lowering of tile builtins (:attr:`Lowering.TILE`) and of tile subscripts (``t[i, j]``, ``t[i, j] = v``).
+
+A tile builtin declares its parameters (``Builtin.params``). The call's positional and keyword arguments are bound
+to them; compile-time parameters reach the type rule as Python values (shapes, dtypes, storage, axes, and functions,
+which are resolved here for the tile's element types), the others become the operands (tuples of indices flatten
+into one integer operand each). A parameter marked ``inout`` names a tile variable that receives the call's result.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..builtins import REGISTRY
+from ..builtins.registry import NOT_CONST, REQUIRED, Builtin, Lowering, NoMatch, Overload, Param
+from ..builtins.tile_common import Pad, TileCallee, TileSig
+from ..core.errors import CodegenTypeError
+from ..types import scalars
+from ..types.typesys import TileT, TupleT, is_callable_object, type_str
+from . import ir
+from .lower_expr import PyObj, TupleVal
+
+
+def _is_builtin(obj: Any) -> Builtin | None:
+    if isinstance(obj, Builtin):
+        return obj
+    b = getattr(obj, "_treadle_builtin_", None)
+    return b if isinstance(b, Builtin) else None
+
+
+class TileMixin:
+    """The tile lowerings of the Lowerer (mixed into ``CallMixin``)."""
+
+    def bind_tile_args(self, b: Builtin, node: ast.Call) -> list[tuple[Param, ast.expr | None]]:
+        """Each parameter with the expression the call gives it (``None``: omitted)."""
+        params = b.params
+        if len(node.args) > len(params):
+            raise self.err(f"{b.name}() takes at most {len(params)} arguments, got {len(node.args)}",  # type: ignore[attr-defined]
+                           node, f"valid forms: {b.signature}", CodegenTypeError)
+        given: dict[str, ast.expr] = {p.name: a for p, a in zip(params, node.args)}
+        names = {p.name for p in params}
+        for k in node.keywords:
+            if k.arg is None or k.arg not in names:
+                raise self.err(f"{b.name}() got an unexpected keyword argument '{k.arg}'", node,  # type: ignore[attr-defined]
+                               f"valid forms: {b.signature}", CodegenTypeError)
+            if k.arg in given:
+                raise self.err(f"{b.name}() got multiple values for argument '{k.arg}'", node,  # type: ignore[attr-defined]
+                               cls=CodegenTypeError)
+            given[k.arg] = k.value
+        out: list[tuple[Param, ast.expr | None]] = []
+        for p in params:
+            if p.name not in given and p.default is REQUIRED:
+                raise self.err(f"{b.name}() is missing the argument '{p.name}'", node,  # type: ignore[attr-defined]
+                               f"valid forms: {b.signature}", CodegenTypeError)
+            out.append((p, given.get(p.name)))
+        return out
+
+    def static_value(self, b: Builtin, p: Param, raw: Any, node: ast.AST) -> Any:
+        """The compile-time value of a static parameter."""
+        if isinstance(raw, PyObj):
+            return raw.obj
+        if isinstance(raw, ir.Const):
+            return raw.value
+        if isinstance(raw, TupleVal) and all(isinstance(x, ir.Const) for x in raw.items):
+            return tuple(x.value for x in raw.items)
+        raise self.err(f"'{p.name}' of {b.name}() must be a compile-time constant", node,  # type: ignore[attr-defined]
+                       "use literals, wp.constant values or wp.static(...)", CodegenTypeError)
+
+    def lower_tile(self, b: Builtin, node: ast.Call) -> Any:
+        """A call of a tile builtin (see the module docstring)."""
+        types: list[Any] = []
+        consts: list[Any] = []
+        ops: list[Any] = []
+        inouts: list[tuple[ir.Local, str]] = []
+        callee_at: list[tuple[int, int]] = []
+        for p, expr in self.bind_tile_args(b, node):
+            if expr is None:
+                if p.default is None:  # absent: the rule sees (None, None), and no operand
+                    types.append(None)
+                    consts.append(None)
+                    continue
+                if p.static:
+                    types.append(None)
+                    consts.append(p.default)
+                    continue
+                v: Any = ir.Const(p.default, _literal_type(p.default), True)
+                types.append(v.type)
+                consts.append(p.default)
+                ops.append(v)
+                continue
+            if p.inout:
+                local = self.locals.get(expr.id) if isinstance(expr, ast.Name) else None  # type: ignore[attr-defined]
+                if local is None or not isinstance(local.type, TileT):
+                    raise self.err(f"'{p.name}' of {b.name}() must be a tile variable (it is updated in place)",  # type: ignore[attr-defined]
+                                   expr, "assign the tile to a variable first and pass the variable", CodegenTypeError)
+                inouts.append((local, p.name))
+            raw = self._tid_value(self.expr(expr))  # type: ignore[attr-defined]
+            if p.static:
+                value = self.static_value(b, p, raw, expr)
+                if is_callable_object(value):
+                    callee_at.append((len(types), p.fn_args))
+                types.append(None)
+                consts.append(value)
+                continue
+            if isinstance(raw, TupleVal):
+                items = [self.as_operand(x, expr) for x in raw.items]  # type: ignore[attr-defined]
+                types.append(TupleT(tuple(x.type for x in items)))
+                consts.append(tuple(x.value if isinstance(x, ir.Const) else NOT_CONST for x in items))
+                ops.extend(items)
+                continue
+            if isinstance(raw, PyObj):
+                raise self.err(f"'{p.name}' of {b.name}() must be a value, not a {type(raw.obj).__name__}", expr,  # type: ignore[attr-defined]
+                               f"valid forms: {b.signature}", CodegenTypeError)
+            v = self.as_operand(raw, expr)  # type: ignore[attr-defined]
+            types.append(v.type)
+            consts.append(v.value if isinstance(v, ir.Const) else NOT_CONST)
+            ops.append(v)
+        callee: tuple[str, str] | None = None
+        for i, fn_args in callee_at:
+            after = [t for t in types[i + 1:] if t is not None]
+            operand_types = [after[0]] * fn_args if fn_args and after else after
+            resolved = self.resolve_tile_callee(b, consts[i], operand_types, node)
+            consts[i] = resolved
+            callee = (resolved.fwd, resolved.adj or "")
+        try:
+            sig = b.rule(types, consts)
+        except NoMatch as e:
+            shown = ", ".join(type_str(t) if t is not None else repr(c) for t, c in zip(types, consts))
+            raise self.err(f"{b.name}({shown}): {e}", node, f"valid forms: {b.signature}",  # type: ignore[attr-defined]
+                           CodegenTypeError) from None
+        if not isinstance(sig, TileSig):
+            sig = TileSig(sig)
+        if sig.order is not None:
+            ops = [ir.Const(x.value, x.type) if isinstance(x, Pad) else ops[x] for x in sig.order]
+        loc = self.src.loc(node)  # type: ignore[attr-defined]
+        arg_types = tuple(o.type for o in ops)
+        if len(inouts) > 1:  # one call per updated tile: <cpp>_<param>, each giving that tile's new value
+            for local, pname in inouts:
+                ov = Overload(b, arg_types, local.type, f"{sig.cpp or b.cpp}_{pname}", tuple(sig.template), None,
+                              callee)
+                r = self.new_value(local.type, "tile")  # type: ignore[attr-defined]
+                self.emit(ir.Call(loc, r, ov, list(ops)))  # type: ignore[attr-defined]
+                self.assign(ast.Name(id=local.name, ctx=ast.Store()), r, node)  # type: ignore[attr-defined]
+            return None
+        inout = inouts[0][0] if inouts else None
+        ov = Overload(b, arg_types, sig.ret, sig.cpp or b.cpp, tuple(sig.template), None, callee)
+        if sig.ret is None:
+            self.emit(ir.Call(loc, None, ov, ops))  # type: ignore[attr-defined]
+            return None
+        r = self.new_value(sig.ret, "tile" if isinstance(sig.ret, TileT) else "")  # type: ignore[attr-defined]
+        self.emit(ir.Call(loc, r, ov, ops))  # type: ignore[attr-defined]
+        if inout is not None:
+            self.assign(ast.Name(id=inout.name, ctx=ast.Store()), r, node)  # type: ignore[attr-defined]
+            return None
+        return r
+
+    def resolve_tile_callee(self, b: Builtin, obj: Any, operand_types: list[Any], node: ast.AST) -> TileCallee:
+        """A function passed to a tile builtin, resolved for the element types of the operands after it."""
+        elems = [t.dtype if isinstance(t, TileT) else t for t in operand_types]
+        fb = _is_builtin(obj)
+        if fb is not None:
+            try:
+                ov = fb.resolve(elems)
+            except NoMatch as e:
+                raise self.err(f"{b.name}(): '{fb.name}' does not take ({', '.join(type_str(t) for t in elems)}): {e}",  # type: ignore[attr-defined]
+                               node, f"valid forms of {fb.name}: {fb.signature}", CodegenTypeError) from None
+            if fb.op is not None or fb.lowering is not Lowering.CALL:
+                raise self.err(f"{b.name}() cannot apply '{fb.name}' element by element", node,  # type: ignore[attr-defined]
+                               "wrap it in a @wp.func", CodegenTypeError)
+            tmpl = ""
+            if ov.template:
+                tmpl = "<" + ",".join(str(x) if isinstance(x, int) else _cpp_type(x) for x in ov.template) + ">"
+            diff = fb.differentiable and not fb.zero_derivative
+            return TileCallee(fb, ov.ret, f"treadle::{ov.cpp}{tmpl}", f"treadle::adj_{ov.cpp}{tmpl}" if diff else None,
+                              diff)
+        if getattr(obj, "_treadle_function_", False):
+            fakes = [self.new_value(t) for t in elems]  # type: ignore[attr-defined]
+            inst, _ = self.resolve_function_call(obj, fakes, {}, node)  # type: ignore[attr-defined]
+            self.ctx.add_dependency(inst)  # type: ignore[attr-defined]
+            return TileCallee(obj, inst.return_type, inst.cname, f"adj_{inst.cname}", True)
+        raise self.err(f"{b.name}() takes a builtin or a @wp.func, got {type(obj).__name__}", node,  # type: ignore[attr-defined]
+                       cls=CodegenTypeError)
+
+    def tile_element_target(self, target: ast.expr) -> tuple[ir.Local, list[Any]] | None:
+        """``t[i, j]`` as an assignment target where ``t`` is a tile variable: the variable and the indices."""
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return None
+        local = self.locals.get(target.value.id)  # type: ignore[attr-defined]
+        if local is None or not isinstance(local.type, TileT):
+            return None
+        return local, self.index_operands(target.slice)  # type: ignore[attr-defined]
+
+    def assign_tile_element(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
+                            node: ast.AST) -> None:
+        """``t[i, j] = v``: the tile variable receives a copy with that element replaced."""
+        cur = self.value(target.value)  # type: ignore[attr-defined]
+        new = self.tile_index_call(REGISTRY.builtins["_tile_insert"], cur, idx, [v], node)
+        self.assign(target.value, new, node)  # type: ignore[attr-defined]
+
+    def tile_subscript(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
+        """``t[i, j]``: the element (``tile_extract``)."""
+        b = REGISTRY.builtins["tile_extract"]
+        return self.tile_index_call(b, val, idx, [], node)
+
+    def tile_index_call(self, b: Builtin, val: Any, idx: list[Any], extra: list[Any], node: ast.AST) -> Any:
+        """A call of an element-access builtin with already lowered operands (indices then ``extra``)."""
+        t: TileT = val.type
+        if len(idx) != len(t.shape):
+            raise self.err(f"a tile of shape {t.shape} takes {len(t.shape)} indices, got {len(idx)}", node,  # type: ignore[attr-defined]
+                           cls=CodegenTypeError)
+        ops = [val, *idx, *extra]
+        try:
+            sig = b.rule([o.type for o in ops], [NOT_CONST] * len(ops))
+        except NoMatch as e:
+            raise self.err(f"{b.name}(): {e}", node, f"valid forms: {b.signature}", CodegenTypeError) from None  # type: ignore[attr-defined]
+        if not isinstance(sig, TileSig):
+            sig = TileSig(sig)
+        if sig.order is not None:
+            ops = [ir.Const(x.value, x.type) if isinstance(x, Pad) else ops[x] for x in sig.order]
+        ov = Overload(b, tuple(o.type for o in ops), sig.ret, sig.cpp or b.cpp, tuple(sig.template))
+        r = self.new_value(sig.ret)  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        return r
+
+
+def _literal_type(value: Any) -> Any:
+    if isinstance(value, bool):
+        return scalars.bool
+    if isinstance(value, int):
+        return scalars.int32
+    return scalars.float32
+
+
+def _cpp_type(t: Any) -> str:
+    from .emit_cpp import cpp_type
+
+    return cpp_type(t)
