@@ -349,3 +349,5 @@ TREADLE_FUNC void adj_tile_atomic_add(const array_t<T>& a, const TREADLE_TILE_T&
 #include "tile_ops.h"
 
 // ---- linear algebra and FFT (tile_linalg.h, tile_fft.h) ----
+#include "tile_linalg.h"
+#include "tile_fft.h"

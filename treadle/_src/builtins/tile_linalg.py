@@ -46,16 +46,15 @@ def _fill_mode(value: Any) -> int:
 
 # ------------------------------------------------------------------------------------------------ tile_matmul
 def _matmul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
-    # Present entries: a, b, [out], alpha, beta, precision.
+    # Entries: a, b, out (None when absent), alpha, beta, precision.
     a = _matrix(types[0], "a", MATMUL_DTYPES)
     b = _matrix(types[1], "b", MATMUL_DTYPES)
     need(a.shape[1] == b.shape[0], f"tile_matmul: the inner extents differ: a has shape {a.shape} and b has shape "
          f"{b.shape} (a's columns must equal b's rows)")
-    has_out = len(types) == 6
-    alpha_i = 3 if has_out else 2
-    _float_scalar(types[alpha_i], "alpha")
-    _float_scalar(types[alpha_i + 1], "beta")
-    precision = consts[-1]
+    has_out = types[2] is not None
+    _float_scalar(types[3], "alpha")
+    _float_scalar(types[4], "beta")
+    precision = consts[5]
     need(precision in ("default", "tf32"), f"precision must be the string literal 'default' or 'tf32', got "
          f"{precision!r}")
     shape = (a.shape[0], b.shape[1])
