@@ -209,3 +209,233 @@ def test_matmul_rejects_non_tiles_and_wrong_out() -> None:
         wp.launch_tiled(not_tile, dim=[1], inputs=[z, z], block_dim=64)
     with pytest.raises(CodegenTypeError, match=r"out has shape \(4, 3\), but a @ b has shape \(4, 4\)"):
         wp.launch_tiled(wrong_out, dim=[1], inputs=[z, z], block_dim=64)
+
+
+# ------------------------------------------------------------------------------------------------ Cholesky
+def _chol_kernel(n: int, dtype: Any, fill: str) -> Any:
+    @wp.kernel(module=f"tile_chol_{n}_{dtype.__name__}_{fill}")
+    def chol(a: wp.array3d(dtype=dtype), out: wp.array3d(dtype=dtype), inplace: wp.array3d(dtype=dtype)):
+        i, _lane = wp.tid()
+        t = wp.tile_load(a[i], shape=(n, n))
+        wp.tile_store(out[i], wp.tile_cholesky(t, fill_mode=fill))
+        wp.tile_cholesky_inplace(t, fill)
+        wp.tile_store(inplace[i], t)
+
+    return chol
+
+
+@pytest.mark.parametrize("n", [1, 5, 16])
+@pytest.mark.parametrize("dtype", [wp.float32, wp.float64], ids=lambda t: t.__name__)
+@pytest.mark.parametrize("fill", ["lower", "upper"])
+def test_cholesky_values(device: str, n: int, dtype: Any, fill: str) -> None:
+    """The factor (and the in-place factor) match numpy.linalg.cholesky; the unread triangle may hold garbage."""
+    rng = np.random.default_rng(n)
+    a = _spd(n, rng)
+    poisoned = a.copy()
+    unread = np.tril(np.ones((n, n), bool), -1) if fill == "upper" else np.triu(np.ones((n, n), bool), 1)
+    poisoned[:, unread] = np.nan
+    out = wp.zeros((BATCH, n, n), dtype=dtype, device=device)
+    inplace = wp.zeros((BATCH, n, n), dtype=dtype, device=device)
+    wp.launch_tiled(_chol_kernel(n, dtype, fill), dim=[BATCH], inputs=[wp.array(poisoned, dtype=dtype, device=device),
+                    out, inplace], block_dim=64, device=device)
+    want = np.linalg.cholesky(a)
+    want = want.transpose(0, 2, 1) if fill == "upper" else want
+    tol = 1e-4 if dtype == wp.float32 else 1e-12
+    assert np.allclose(out.numpy(), want, atol=tol)
+    assert np.array_equal(out.numpy(), inplace.numpy())
+
+
+@pytest.mark.parametrize("fill", ["lower", "upper"])
+def test_cholesky_gradients_finite_differences(device: str, fill: str) -> None:
+    """Gradients with respect to the read triangle of A match central differences; the other triangle gets none."""
+    n = 4
+    kern = _chol_kernel(n, wp.float64, fill)
+
+    @wp.kernel(module=f"tile_chol_grad_{fill}")
+    def chol_only(a: wp.array3d(dtype=wp.float64), out: wp.array3d(dtype=wp.float64)):
+        i, _lane = wp.tid()
+        wp.tile_store(out[i], wp.tile_cholesky(wp.tile_load(a[i], shape=(n, n)), fill_mode=fill))
+
+    del kern
+    rng = np.random.default_rng(6)
+    a_np = _spd(n, rng)
+    g = rng.uniform(-1, 1, (BATCH, n, n))
+
+    def forward(xs: list[np.ndarray]) -> np.ndarray:
+        out = wp.zeros((BATCH, n, n), dtype=wp.float64, device=device)
+        wp.launch_tiled(chol_only, dim=[BATCH], inputs=[wp.array(xs[0], dtype=wp.float64, device=device), out],
+                        block_dim=64, device=device)
+        return out.numpy()
+
+    a = wp.array(a_np, dtype=wp.float64, requires_grad=True, device=device)
+    out = wp.zeros((BATCH, n, n), dtype=wp.float64, requires_grad=True, device=device)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(chol_only, dim=[BATCH], inputs=[a, out], block_dim=64, device=device)
+    tape.backward(grads={out: wp.array(g, dtype=wp.float64, device=device)})
+    grad = a.grad.numpy()
+    read = np.triu(np.ones((n, n), bool)) if fill == "upper" else np.tril(np.ones((n, n), bool))
+    assert np.all(grad[:, ~read] == 0.0)
+    _fd_check(forward, [a_np], [grad], g, mask=[np.broadcast_to(read, a_np.shape)], samples=20)
+
+
+def test_cholesky_inplace_is_not_differentiable() -> None:
+    """Differentiating through the in-place factorization warns at the call that no gradient flows through it."""
+
+    @wp.kernel(module="tile_chol_inplace_grad")
+    def k(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+        t = wp.tile_load(a, shape=(3, 3))
+        wp.tile_cholesky_inplace(t)
+        wp.tile_store(out, t)
+
+    a = wp.array(np.eye(3, dtype=np.float32) * 4, requires_grad=True)
+    out = wp.zeros((3, 3), dtype=float, requires_grad=True)
+    wp.launch_tiled(k, dim=[1], inputs=[a, out], block_dim=64)
+    assert np.allclose(out.numpy(), 2 * np.eye(3))
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(k, dim=[1], inputs=[a, out], block_dim=64)
+    with pytest.warns(wp.DroppedGradientWarning, match=r"test_tile_linalg.py:\d+: 'tile_cholesky_inplace' has no "
+                      "adjoint"):
+        tape.backward(grads={out: wp.array(np.ones((3, 3), dtype=np.float32))})
+
+
+def test_cholesky_rejects_bad_input() -> None:
+    """A non-square tile, a float16 tile and an unknown fill mode are refused by name."""
+
+    @wp.kernel(module="tile_chol_bad1")
+    def not_square(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+        wp.tile_store(out, wp.tile_cholesky(wp.tile_load(a, shape=(3, 4))))
+
+    @wp.kernel(module="tile_chol_bad2")
+    def bad_fill(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+        wp.tile_store(out, wp.tile_cholesky(wp.tile_load(a, shape=(3, 3)), fill_mode="diagonal"))
+
+    @wp.kernel(module="tile_chol_bad3")
+    def half(a: wp.array2d(dtype=wp.float16), out: wp.array2d(dtype=wp.float16)):
+        wp.tile_store(out, wp.tile_cholesky(wp.tile_load(a, shape=(3, 3))))
+
+    z = wp.zeros((4, 4), dtype=float)
+    with pytest.raises(CodegenTypeError, match="must be a square tile, got shape \\(3, 4\\)"):
+        wp.launch_tiled(not_square, dim=[1], inputs=[z, z], block_dim=64)
+    with pytest.raises(CodegenTypeError, match="fill_mode must be"):
+        wp.launch_tiled(bad_fill, dim=[1], inputs=[z, z], block_dim=64)
+    h = wp.zeros((4, 4), dtype=wp.float16)
+    with pytest.raises(CodegenTypeError, match="must hold float32 or float64"):
+        wp.launch_tiled(half, dim=[1], inputs=[h, h], block_dim=64)
+
+
+# ------------------------------------------------------------------------------------------------ solves
+def _solve_kernel(op: str, m: int, rhs_shape: tuple[int, ...], dtype: Any) -> Any:
+    """A kernel computing op(M, y) out of place and in place; y is (B, M) for a 1-D or (B, M, R) for a 2-D rhs."""
+    fn = getattr(wp, op)
+    fn_inplace = getattr(wp, op + "_inplace")
+    arr = wp.array2d if len(rhs_shape) == 1 else wp.array3d
+
+    @wp.kernel(module=f"tile_{op}_{m}_{len(rhs_shape)}_{dtype.__name__}")
+    def solve(mat: wp.array3d(dtype=dtype), y: arr(dtype=dtype), x: arr(dtype=dtype), x2: arr(dtype=dtype)):
+        i, _lane = wp.tid()
+        tm = wp.tile_load(mat[i], shape=(m, m))
+        ty = wp.tile_load(y[i], shape=rhs_shape)
+        wp.tile_store(x[i], fn(tm, ty))
+        fn_inplace(tm, ty)
+        wp.tile_store(x2[i], ty)
+
+    return solve
+
+
+def _solve_ref(op: str, mat: np.ndarray, y: np.ndarray) -> np.ndarray:
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    out = []
+    for mi, yi in zip(mat, y):
+        if op == "tile_lower_solve":
+            out.append(scipy_linalg.solve_triangular(mi, yi, lower=True))
+        elif op == "tile_upper_solve":
+            out.append(scipy_linalg.solve_triangular(mi, yi, lower=False))
+        else:
+            out.append(np.linalg.solve(mi @ mi.T, yi))
+    return np.array(out)
+
+
+def _solve_matrix(op: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    if op == "tile_cholesky_solve":
+        return np.linalg.cholesky(_spd(m, rng))
+    t = rng.uniform(-1, 1, (BATCH, m, m)) + np.eye(m) * 3
+    return np.triu(t) if op == "tile_upper_solve" else np.tril(t)
+
+
+OPS = ["tile_lower_solve", "tile_upper_solve", "tile_cholesky_solve"]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("m,rhs", [(1, (1,)), (7, (7,)), (5, (5, 3)), (13, (13, 2))], ids=str)
+@pytest.mark.parametrize("dtype", [wp.float32, wp.float64], ids=lambda t: t.__name__)
+def test_solve_values(device: str, op: str, m: int, rhs: tuple[int, ...], dtype: Any) -> None:
+    """Triangular and Cholesky solves (1-D and 2-D right-hand sides), out of place and in place, vs SciPy/NumPy."""
+    rng = np.random.default_rng(m * len(rhs))
+    mat = _solve_matrix(op, m, rng)
+    y = rng.uniform(-1, 1, (BATCH, *rhs))
+    x = wp.zeros((BATCH, *rhs), dtype=dtype, device=device)
+    x2 = wp.zeros((BATCH, *rhs), dtype=dtype, device=device)
+    wp.launch_tiled(_solve_kernel(op, m, rhs, dtype), dim=[BATCH], inputs=[wp.array(mat, dtype=dtype, device=device),
+                    wp.array(y, dtype=dtype, device=device), x, x2], block_dim=64, device=device)
+    want = _solve_ref(op, mat, y)
+    tol = 1e-4 if dtype == wp.float32 else 1e-11
+    assert np.allclose(x.numpy(), want, atol=tol, rtol=tol)
+    assert np.array_equal(x.numpy(), x2.numpy())
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("m,rhs", [(4, (4,)), (3, (3, 2))], ids=str)
+def test_solve_gradients_finite_differences(device: str, op: str, m: int, rhs: tuple[int, ...]) -> None:
+    """Gradients with respect to the right-hand side and the matrix's read triangle match central differences."""
+    fn = getattr(wp, op)
+    arr = wp.array2d if len(rhs) == 1 else wp.array3d
+
+    @wp.kernel(module=f"tile_{op}_grad_{len(rhs)}")
+    def solve(mat: wp.array3d(dtype=wp.float64), y: arr(dtype=wp.float64), x: arr(dtype=wp.float64)):
+        i, _lane = wp.tid()
+        wp.tile_store(x[i], fn(wp.tile_load(mat[i], shape=(m, m)), wp.tile_load(y[i], shape=rhs)))
+
+    rng = np.random.default_rng(7)
+    mat_np = _solve_matrix(op, m, rng)
+    y_np = rng.uniform(-1, 1, (BATCH, *rhs))
+    g = rng.uniform(-1, 1, (BATCH, *rhs))
+
+    def forward(xs: list[np.ndarray]) -> np.ndarray:
+        x = wp.zeros((BATCH, *rhs), dtype=wp.float64, device=device)
+        wp.launch_tiled(solve, dim=[BATCH], inputs=[wp.array(xs[0], dtype=wp.float64, device=device),
+                        wp.array(xs[1], dtype=wp.float64, device=device), x], block_dim=64, device=device)
+        return x.numpy()
+
+    mat = wp.array(mat_np, dtype=wp.float64, requires_grad=True, device=device)
+    y = wp.array(y_np, dtype=wp.float64, requires_grad=True, device=device)
+    x = wp.zeros((BATCH, *rhs), dtype=wp.float64, requires_grad=True, device=device)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(solve, dim=[BATCH], inputs=[mat, y, x], block_dim=64, device=device)
+    tape.backward(grads={x: wp.array(g, dtype=wp.float64, device=device)})
+    read = np.triu(np.ones((m, m), bool)) if op == "tile_upper_solve" else np.tril(np.ones((m, m), bool))
+    assert np.all(mat.grad.numpy()[:, ~read] == 0.0)
+    _fd_check(forward, [mat_np, y_np], [mat.grad.numpy(), y.grad.numpy()], g,
+              mask=[np.broadcast_to(read, mat_np.shape), np.ones(y_np.shape, bool)])
+
+
+def test_solve_rejects_mismatched_shapes_and_dtypes() -> None:
+    """A right-hand side whose length differs from the matrix, or of another dtype, is refused at the call."""
+
+    @wp.kernel(module="tile_solve_bad1")
+    def bad_len(mat: wp.array2d(dtype=float), y: wp.array(dtype=float)):
+        t = wp.tile_lower_solve(wp.tile_load(mat, shape=(4, 4)), wp.tile_load(y, shape=3))
+        wp.tile_store(y, t)
+
+    @wp.kernel(module="tile_solve_bad2")
+    def bad_dtype(mat: wp.array2d(dtype=float), y: wp.array(dtype=wp.float64)):
+        t = wp.tile_upper_solve(wp.tile_load(mat, shape=(4, 4)), wp.tile_load(y, shape=4))
+        wp.tile_store(y, t)
+
+    m = wp.zeros((4, 4), dtype=float)
+    with pytest.raises(CodegenTypeError, match=r"'y' has shape \(3,\), but the matrix has shape \(4, 4\)"):
+        wp.launch_tiled(bad_len, dim=[1], inputs=[m, wp.zeros(4, dtype=float)], block_dim=64)
+    with pytest.raises(CodegenTypeError, match="'z' holds float64 but the matrix holds float32"):
+        wp.launch_tiled(bad_dtype, dim=[1], inputs=[m, wp.zeros(4, dtype=wp.float64)], block_dim=64)
