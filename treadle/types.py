@@ -58,6 +58,7 @@ from ._src.types.typeutil import is_quaternion as is_quaternion
 from ._src.types.typeutil import is_scalar as is_scalar
 from ._src.types.typeutil import is_struct as is_struct
 from ._src.types.typeutil import is_tile as is_tile
+from ._src.types.typesys import tile as tile
 from ._src.types.typeutil import is_transformation as is_transformation
 from ._src.types.typeutil import is_value as is_value
 from ._src.types.typeutil import is_vector as is_vector

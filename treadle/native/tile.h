@@ -99,7 +99,7 @@ template <unsigned L, typename T> TREADLE_FUNC tile_t<T, L, 1> tile_vec(const ve
     return r;
 }
 template <unsigned L, typename T>
-TREADLE_FUNC void adj_tile_vec(const vec_t<L, T>&, vec_t<L, T>& adj_x, const tile_t<T, L, 1>& adj_ret) {
+TREADLE_FUNC void adj_tile_vec(const vec_t<L, T>&, vec_t<L, T>& adj_x, const tile_t<T, int(L), 1>& adj_ret) {
     for (int k = 0; k < L; ++k)
         adj_x[k] = treadle::add(adj_x[k], adj_ret.data[k]);
 }

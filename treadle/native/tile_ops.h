@@ -31,6 +31,51 @@ TREADLE_FUNC void adj_sub(const TREADLE_TT&, const TREADLE_TT&, TREADLE_TT& adj_
         adj_b.data[k] = treadle::sub(adj_b.data[k], adj_ret.data[k]);
     }
 }
+// A tile and a scalar: the scalar applies to every element (either side).
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT add(const TREADLE_TT& a, S s) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::add(a.data[k], T(s));
+    return r;
+}
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT add(S s, const TREADLE_TT& a) { return add(a, s); }
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT sub(const TREADLE_TT& a, S s) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::sub(a.data[k], T(s));
+    return r;
+}
+template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT sub(S s, const TREADLE_TT& a) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::sub(T(s), a.data[k]);
+    return r;
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_add(const TREADLE_TT&, S, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+    adj_accum(adj_a, adj_ret);
+    for (int k = 0; k < M * N; ++k)
+        adj_s = treadle::add(adj_s, S(adj_ret.data[k]));
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_add(S, const TREADLE_TT&, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+    adj_accum(adj_a, adj_ret);
+    for (int k = 0; k < M * N; ++k)
+        adj_s = treadle::add(adj_s, S(adj_ret.data[k]));
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_sub(const TREADLE_TT&, S, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+    adj_accum(adj_a, adj_ret);
+    for (int k = 0; k < M * N; ++k)
+        adj_s = treadle::sub(adj_s, S(adj_ret.data[k]));
+}
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC void adj_sub(S, const TREADLE_TT&, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+    for (int k = 0; k < M * N; ++k) {
+        adj_a.data[k] = treadle::sub(adj_a.data[k], adj_ret.data[k]);
+        adj_s = treadle::add(adj_s, S(adj_ret.data[k]));
+    }
+}
 template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT neg(const TREADLE_TT& a) {
     TREADLE_TT r;
     for (int k = 0; k < M * N; ++k)
@@ -177,6 +222,7 @@ TREADLE_FUNC auto tile_map(F f, const TREADLE_TT& a, const R&... rest) -> tile_t
         r.data[k] = f(a.data[k], detail::elem(rest, k)...);
     return r;
 }
+// One overload per operand count (1 + up to 7 extra operands, tiles or broadcast values).
 template <typename AF, typename T, int M, int N, typename U>
 TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, TREADLE_TT& adj_a, const tile_t<U, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
@@ -188,11 +234,34 @@ TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, TREADLE_T
         af(a.data[k], detail::elem(b, k), adj_a.data[k], detail::adj_elem(adj_b, k), adj_ret.data[k]);
 }
 template <typename AF, typename T, int M, int N, typename B, typename C, typename U>
-TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, TREADLE_TT& adj_a, B& adj_b, C& adj_c,
-                               const tile_t<U, M, N>& adj_ret) {
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, TREADLE_TT& adj_a, B& adj_b, C& adj_c, const tile_t<U, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
-        af(a.data[k], detail::elem(b, k), detail::elem(c, k), adj_a.data[k], detail::adj_elem(adj_b, k),
-           detail::adj_elem(adj_c, k), adj_ret.data[k]);
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename F, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, const F& f, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, F& adj_f, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), detail::elem(f, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), detail::adj_elem(adj_f, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename F, typename G, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, const F& f, const G& g, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, F& adj_f, G& adj_g, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), detail::elem(f, k), detail::elem(g, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), detail::adj_elem(adj_f, k), detail::adj_elem(adj_g, k), adj_ret.data[k]);
+}
+template <typename AF, typename T, int M, int N, typename B, typename C, typename D, typename E, typename F, typename G, typename H, typename U>
+TREADLE_FUNC void adj_tile_map(AF af, const TREADLE_TT& a, const B& b, const C& c, const D& d, const E& e, const F& f, const G& g, const H& h, TREADLE_TT& adj_a, B& adj_b, C& adj_c, D& adj_d, E& adj_e, F& adj_f, G& adj_g, H& adj_h, const tile_t<U, M, N>& adj_ret) {
+    for (int k = 0; k < M * N; ++k)
+        af(a.data[k], detail::elem(b, k), detail::elem(c, k), detail::elem(d, k), detail::elem(e, k), detail::elem(f, k), detail::elem(g, k), detail::elem(h, k), adj_a.data[k], detail::adj_elem(adj_b, k), detail::adj_elem(adj_c, k), detail::adj_elem(adj_d, k), detail::adj_elem(adj_e, k), detail::adj_elem(adj_f, k), detail::adj_elem(adj_g, k), detail::adj_elem(adj_h, k), adj_ret.data[k]);
 }
 
 // ------------------------------------------------------------------------------------------------ reductions

@@ -157,8 +157,8 @@ class Overload:
     cpp: str
     template: tuple[Any, ...] = ()
     fmt: str | None = None  #: the format string of a printing call (``Op.PRINTF``)
-    #: C++ callables passed first, as generic lambdas (``tile_map``): (forward function, adjoint function)
-    callee: tuple[str, str] | None = None
+    #: A function applied per element (``tile_map``): a ``tile_common.TileCallee``, passed first as a functor
+    callee: Any = None
 
     @property
     def differentiable(self) -> bool:

@@ -59,6 +59,8 @@ class TileCallee:
         fwd: the C++ callable computing one element.
         adj: the C++ callable of its adjoint (``None``: no derivative; the reverse sweep adds nothing).
         differentiable: whether gradients flow through it.
+        replay: the C++ callable backward passes use for the forward value (a @func's side-effect-free variant).
+        args: the element types it is called with.
     """
 
     obj: Any
@@ -66,6 +68,8 @@ class TileCallee:
     fwd: str
     adj: str | None
     differentiable: bool
+    replay: str = ""
+    args: tuple[Any, ...] = ()
 
 
 def tile_builtin(name: str, *, rule: Callable[[Sequence[Any], Sequence[Any]], Any], doc: str, signature: str,
@@ -155,8 +159,8 @@ def is_float_tile(t: Any) -> bool:
 def elementwise_rule(op: str, types: Sequence[Any]) -> Any:
     """The result of an arithmetic operator with a tile operand, or ``None`` when no operand is a tile.
 
-    ``+``/``-`` take two tiles of one type; ``*``/``/`` also take a scalar of the element's scalar type on either
-    side; unary ``-``/``+`` keep the type.
+    Two tiles of one type combine element by element; a scalar of the element's scalar type on either side applies
+    to every element; unary ``-``/``+`` keep the type.
     """
     if not any(isinstance(t, TileT) for t in types):
         return None
@@ -170,8 +174,6 @@ def elementwise_rule(op: str, types: Sequence[Any]) -> Any:
         need(op in ("add", "sub", "mul", "div"), f"'{op}' does not apply to tiles")
         return a
     tile_t, other = (a, b) if isinstance(a, TileT) else (b, a)
-    need(op in ("mul", "div"), f"'{op}' between a tile and {type_str(other)} is not defined (use a tile of the same "
-         "shape, or wp.tile_map)")
     need(scalars.is_scalar_type(other) and other == scalar_dtype(tile_t.dtype),
          f"a tile of {type_str(tile_t.dtype)} can be scaled by {type_str(scalar_dtype(tile_t.dtype))} only, got "
          f"{type_str(other)}")

@@ -15,11 +15,14 @@ from .registry import Param, need
 from .tile_common import TileCallee, TileSig, is_float_tile, make_tile, need_tile, scalar_dtype, tile_builtin
 
 
+_EXTRA = ("b", "c", "d", "e", "f", "g", "h")
+
+
 def _map_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     fn = consts[0]
     need(isinstance(fn, TileCallee), "tile_map() takes a builtin or a @wp.func as its first argument")
     a = need_tile(types[1], "a")
-    for name, t in zip(("b", "c"), types[2:]):
+    for name, t in zip(_EXTRA, types[2:]):
         if isinstance(t, TileT):
             need(t.shape == a.shape, f"tile_map() operand '{name}' has shape {t.shape}, 'a' has {a.shape}")
     ret = fn.ret
@@ -28,11 +31,11 @@ def _map_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 tile_builtin("tile_map", rule=_map_rule,
-             params=(Param("op", static=True), Param("a"), Param("b", None), Param("c", None)),
-             signature="tile_map(op: Callable, a: tile, b: Any = None, c: Any = None) -> tile",
-             doc="A tile of ``op`` applied element by element: ``op(a[k])``, ``op(a[k], b[k])``, ... where ``op`` is a "
-                 "builtin or a @wp.func; ``b`` and ``c`` are tiles of ``a``'s shape or values used for every element. "
-                 "Differentiable when ``op`` is.")
+             params=(Param("op", static=True), Param("a"), *(Param(n, None) for n in _EXTRA)),
+             signature="tile_map(op: Callable, a: tile, b: Any = None, ..., h: Any = None) -> tile",
+             doc="A tile of ``op`` applied element by element: ``op(a[k])``, ``op(a[k], b[k])``, ... (up to 8 "
+                 "operands) where ``op`` is a builtin or a @wp.func; the operands after ``a`` are tiles of ``a``'s "
+                 "shape or values used for every element. Differentiable when ``op`` is.")
 
 
 def _axpy_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:

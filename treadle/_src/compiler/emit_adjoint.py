@@ -25,14 +25,7 @@ from ..types.typesys import ArrayT, TileT, TupleT, is_composite, is_float, is_st
 from . import emit_entry, ir
 from .checkpoints import checkpoint_sets
 from .dataflow import Marks
-from .emit_cpp import Emitter, cpp_field, cpp_type, template_arg
-
-
-def adj_lambda(adj: str) -> str:
-    """A generic lambda calling an element function's adjoint (nothing for a function without one)."""
-    if not adj:
-        return "[&](auto&&...) {}"
-    return f"[&](auto&&... _x) {{ {adj}(_x...); }}"
+from .emit_cpp import Emitter, callee_functor, cpp_field, cpp_type, template_arg
 
 
 def differentiable(t: Any) -> bool:
@@ -206,6 +199,8 @@ def replay_name(fi: Any) -> str:
 class ReplayEmitter(Emitter):
     """Writes the side-effect-free replay variant of a ``@func`` (see :func:`replay_stmt`)."""
 
+    callee_slot = 2
+
     def function(self, f: ir.FuncIR, cname: str) -> str:
         native = getattr(f, "native", None)
         if native is not None:  # a @func_native replay: its replay snippet, else the forward snippet
@@ -309,6 +304,7 @@ class AdjointEmitter(Emitter):
     """Writes adjoint functions and the backward kernel entry point."""
 
     hoist = True
+    callee_slot = 2
 
     def __init__(self, base: Emitter) -> None:
         super().__init__(line_directives=base.line_directives, checked=False)
@@ -470,8 +466,10 @@ class AdjointEmitter(Emitter):
                 adjs = [self.adj_or_dummy(a, dummies) for a in s.args]
                 tmpl = "<" + ",".join(template_arg(x) for x in ov.template) + ">" if ov.template else ""
                 args = [op(a) for a in s.args] + adjs + [f"adj_v{r.id}"]
-                if ov.callee is not None:  # tile_map: the element function's adjoint as a generic lambda
-                    args.insert(0, adj_lambda(ov.callee[1]))
+                if ov.callee is not None:  # tile_map: the element function's adjoint, as a local functor
+                    dummies.insert(0, callee_functor(ov.callee, f"_afn{r.id}", ov.callee.adj or "",
+                                                     self.tuple_names, adjoint=True))
+                    args.insert(0, f"_afn{r.id}{{}}")
                 if r.id in self.partner:
                     cpp, args[0] = f"{ov.builtin.name}_of_{ov.builtin.partner}", f"_pc{r.id}"
                 guard = self.nonzero_guard(ov, r)

@@ -68,6 +68,25 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
     raise EmitError(f"no C++ type for {t!r}")
 
 
+def callee_functor(fn: Any, name: str, call: str, names: dict[Any, str], adjoint: bool = False) -> str:
+    """A local struct calling a per-element function (``tile_map``'s ``op``) or its adjoint.
+
+    A functor rather than a lambda: NVRTC compiles lambdas in device code only with an option (extended lambdas),
+    while a local struct with a typed call operator compiles everywhere.
+    """
+    ts = [cpp_type(t, names) for t in fn.args]
+    ret = cpp_type(fn.ret, names)
+    params = ", ".join(f"{t} x{i}" for i, t in enumerate(ts))
+    xs = ", ".join(f"x{i}" for i in range(len(ts)))
+    if not adjoint:
+        return f"struct {name} {{ TREADLE_FUNC {ret} operator()({params}) const {{ return {call}({xs}); }} }};"
+    adj_params = ", ".join(f"{t}& a{i}" for i, t in enumerate(ts))
+    adjs = ", ".join(f"a{i}" for i in range(len(ts)))
+    body = f"{call}({xs}, {adjs}, r);" if call else ""
+    return (f"struct {name} {{ TREADLE_FUNC void operator()({params}, {adj_params}, const {ret}& r) const "
+            f"{{ {body} }} }};")
+
+
 def template_arg(x: Any) -> str:
     """A C++ template argument: an int, a bool or a type."""
     if isinstance(x, bool):
@@ -282,6 +301,9 @@ class Emitter:
 
     #: Adjoint code declares every value once at the top of the function (so the reverse sweep can read it).
     hoist = False
+    #: Which variant of a per-element function (``Overload.callee``) forward code calls: 0 the function, 2 its
+    #: replay variant (backward passes and replay functions, where only that variant is emitted).
+    callee_slot = 0
     #: The kernel's loops with launch-constant ranges (``uniform.uniform_ranges``; empty outside forward kernels).
     uniform_loops: dict[int, str] = {}  # noqa: RUF012 - replaced, never mutated
 
@@ -323,6 +345,10 @@ class Emitter:
         if not isinstance(s, (ir.DeclLocal, ir.Block)):
             self.line(s, lines, ind)
         if isinstance(s, ir.Call):
+            if s.overload.callee is not None and s.result is not None:
+                fn = s.overload.callee
+                name = fn.replay if self.callee_slot == 2 and fn.replay else fn.fwd
+                lines.append(f"{ind}{callee_functor(fn, f'_fn{s.result.id}', name, self.tuple_names)}")
             expr = self.call_expr(s)
             lines.append(f"{ind}{self.decl(s.result)} = {expr};" if s.result is not None else f"{ind}{expr};")
         elif isinstance(s, ir.CallFunc):
@@ -523,8 +549,8 @@ class Emitter:
         tmpl = ""
         if ov.template:
             tmpl = "<" + ",".join(template_arg(x) for x in ov.template) + ">"
-        if ov.callee is not None:  # a function applied per element (tile_map): a generic lambda over it
-            args.insert(0, f"[&](auto... _x) {{ return {ov.callee[0]}(_x...); }}")
+        if ov.callee is not None:  # a function applied per element (tile_map): the functor stmt() defined
+            args.insert(0, f"_fn{s.result.id}{{}}" if s.result is not None else "")
         return f"treadle::{cpp}{tmpl}({', '.join(args)})"
 
     def operator_expr(self, op: Op, s: ir.Call, args: list[str]) -> str:

@@ -115,13 +115,13 @@ class TileMixin:
             types.append(v.type)
             consts.append(v.value if isinstance(v, ir.Const) else NOT_CONST)
             ops.append(v)
-        callee: tuple[str, str] | None = None
+        callee: TileCallee | None = None
         for i, fn_args in callee_at:
             after = [t for t in types[i + 1:] if t is not None]
             operand_types = [after[0]] * fn_args if fn_args and after else after
             resolved = self.resolve_tile_callee(b, consts[i], operand_types, node)
             consts[i] = resolved
-            callee = (resolved.fwd, resolved.adj or "")
+            callee = resolved
         try:
             sig = b.rule(types, consts)
         except NoMatch as e:
@@ -172,12 +172,13 @@ class TileMixin:
                 tmpl = "<" + ",".join(str(x) if isinstance(x, int) else _cpp_type(x) for x in ov.template) + ">"
             diff = fb.differentiable and not fb.zero_derivative
             return TileCallee(fb, ov.ret, f"treadle::{ov.cpp}{tmpl}", f"treadle::adj_{ov.cpp}{tmpl}" if diff else None,
-                              diff)
+                              diff, f"treadle::{ov.cpp}{tmpl}", tuple(elems))
         if getattr(obj, "_treadle_function_", False):
             fakes = [self.new_value(t) for t in elems]  # type: ignore[attr-defined]
             inst, _ = self.resolve_function_call(obj, fakes, {}, node)  # type: ignore[attr-defined]
             self.ctx.add_dependency(inst)  # type: ignore[attr-defined]
-            return TileCallee(obj, inst.return_type, inst.cname, f"adj_{inst.cname}", True)
+            return TileCallee(obj, inst.return_type, inst.cname, f"adj_{inst.cname}", True, f"{inst.cname}_replay",
+                              tuple(elems))
         raise self.err(f"{b.name}() takes a builtin or a @wp.func, got {type(obj).__name__}", node,  # type: ignore[attr-defined]
                        cls=CodegenTypeError)
 
