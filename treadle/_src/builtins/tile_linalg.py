@@ -74,9 +74,11 @@ tile_builtin(
     signature="tile_matmul(a, b, out=None, alpha=1.0, beta=1.0, precision='default')",
     params=(Param("a"), Param("b"), Param("out", None, inout=True), Param("alpha", 1.0), Param("beta", 1.0),
             Param("precision", "default", static=True)),
-    doc="""The matrix product of two tiles: ``c = tile_matmul(a, b)`` returns ``alpha * a @ b`` in a new tile of a's
-    dtype; ``tile_matmul(a, b, out, alpha, beta)`` updates ``out`` in place to ``alpha * a @ b + beta * out``
-    (``out`` is read only when ``beta`` is nonzero, and accumulation uses out's dtype).
+    doc="""The matrix product of two tiles, returned in a new tile or accumulated into ``out``.
+
+    ``c = tile_matmul(a, b)`` returns ``alpha * a @ b`` in a new tile of a's dtype;
+    ``tile_matmul(a, b, out, alpha, beta)`` updates ``out`` in place to ``alpha * a @ b + beta * out`` (``out`` is
+    read only when ``beta`` is nonzero, and accumulation uses out's dtype).
 
     ``a`` has shape ``(M, K)`` and ``b`` ``(K, N)``; each of ``a``, ``b`` and ``out`` may hold float16, float32 or
     float64. ``out`` must not alias ``a`` or ``b``. Gradients reach ``a``, ``b`` and the previous contents of ``out``
@@ -204,11 +206,13 @@ def _fft_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     return t
 
 
-for _name, _sign in (("tile_fft", "-"), ("tile_ifft", "+")):
+for _name, _kind, _sign in (("tile_fft", "forward", "-"), ("tile_ifft", "inverse", "+")):
     tile_builtin(
         _name, rule=_fft_rule, signature=f"{_name}(inout)", params=(Param("inout", inout=True),),
-        doc=f"""Transform a tile of complex numbers in place along its last dimension (every leading index is an
-    independent batch): ``X[k] = sum_n x[n] * exp({_sign}2*pi*i*k*n/N)``, unnormalized, bins in numpy.fft order.
+        doc=f"""The {_kind} FFT of a tile of complex numbers along its last dimension, in place.
+
+    Every leading index is an independent batch: ``X[k] = sum_n x[n] * exp({_sign}2*pi*i*k*n/N)``, unnormalized,
+    bins in numpy.fft's order.
 
     The tile holds vec2f or vec2d (component 0 real, 1 imaginary), has at least two dimensions and register storage.
     Any power-of-two length is supported, other lengths up to 4096 (a direct DFT). The adjoint is the opposite
