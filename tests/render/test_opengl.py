@@ -319,6 +319,38 @@ def test_window_events_drive_the_camera_and_playback(make_renderer):
     assert not r.is_running()
 
 
+def _window_back_buffer(r) -> np.ndarray:
+    """The window's back buffer after a redraw (top row first): what the next flip would show."""
+    import ctypes
+
+    from pyglet import gl
+
+    r._switch_context()
+    r._draw()
+    w, h = r._framebuffer_size()
+    buf = (ctypes.c_ubyte * (w * h * 3))()
+    gl.glReadBuffer(gl.GL_BACK)
+    gl.glReadPixels(0, 0, w, h, gl.GL_RGB, gl.GL_UNSIGNED_BYTE, buf)
+    return np.frombuffer(buf, np.uint8).reshape(h, w, 3)[::-1].copy()
+
+
+@pytest.mark.skipif(not any(os.path.isdir(d) for d in ("/usr/share/fonts", "/usr/local/share/fonts")),
+                    reason="no fonts installed for the text overlay")
+def test_info_overlay_draws_text_in_the_window_corner(make_renderer):
+    shown = make_renderer(headless=False, show_info=True, background_color=(1.0, 1.0, 1.0))
+    shown.begin_frame(0.0)
+    shown.end_frame()
+    img = _window_back_buffer(shown)
+    assert shown.show_info  # a usable font was found
+    dark = img.max(axis=-1) < 128
+    assert dark[:30, :100].sum() > 20  # frame rate and scene counts, top left
+    assert not dark[H // 2:].any()  # nothing else drawn on the white background
+    plain = make_renderer(headless=False, show_info=False, background_color=(1.0, 1.0, 1.0))
+    plain.begin_frame(0.0)
+    plain.end_frame()
+    assert not (_window_back_buffer(plain).max(axis=-1) < 128).any()
+
+
 def test_headless_without_a_display_server(tmp_path):
     pytest.importorskip("pyglet", reason="pyglet is not installed (pip install pyglet, or treadle[render])")
     code = (

@@ -306,3 +306,53 @@ def test_missing_usd_core_names_the_extra(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path), env=env)
     assert "usd-core" in out.stdout and "treadle[render]" in out.stdout, out.stdout + out.stderr
+
+
+def test_two_coloured_plane_and_ground_are_checker_grids(pxr, tmp_path):
+    from pxr import Usd, UsdGeom
+
+    path = str(tmp_path / "checker.usda")
+    r = render.UsdRenderer(path, up_axis="Z")
+    r.begin_frame(0.0)
+    r.render_plane("tiles", (0, 0, 0), (0, 0, 0, 1), 2.0, 1.0, color=(1, 0, 0), color2=(0, 0, 1),
+                   u_scaling=2.5, v_scaling=1.0)
+    r.render_plane("plain", (0, 0, 0), (0, 0, 0, 1), 1.0, 1.0, color=(0, 1, 0), color2=(0, 1, 0))
+    r.render_ground(size=3.0)
+    r.end_frame()
+    r.save()
+    stage = Usd.Stage.Open(path)
+
+    def faces(prim_path):
+        mesh = UsdGeom.Mesh(stage.GetPrimAtPath(prim_path))
+        pts = np.array(mesh.GetPointsAttr().Get())
+        idx = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 4)
+        normals = np.cross(pts[idx[:, 1]] - pts[idx[:, 0]], pts[idx[:, 2]] - pts[idx[:, 0]])
+        colours = np.array(mesh.GetDisplayColorAttr().Get(0))
+        return pts, idx, normals / np.linalg.norm(normals, axis=1, keepdims=True), colours, mesh
+
+    pts, idx, normals, colours, mesh = faces("/root/tiles")
+    # 2.5 repeats over the width 4: cells 1.6 wide, the last one cut to 0.8; one repeat along the length
+    np.testing.assert_allclose(np.unique(pts[:, 0]), [-2.0, -0.4, 1.2, 2.0], atol=1e-6)
+    np.testing.assert_allclose(np.unique(pts[:, 2]), [-1.0, 1.0])
+    assert len(idx) == 3 and mesh.GetDisplayColorPrimvar().GetInterpolation() == UsdGeom.Tokens.uniform
+    np.testing.assert_allclose(colours, [[1, 0, 0], [0, 0, 1], [1, 0, 0]])
+    np.testing.assert_allclose(normals, np.tile([0.0, 1.0, 0.0], (3, 1)), atol=1e-6)  # the plane's +Y side
+    pts, idx, _, colours, _ = faces("/root/plain")
+    assert len(idx) == 1 and len(colours) == 1  # one colour: a single quad
+    pts, idx, normals, colours, _ = faces("/root/ground")
+    assert len(idx) == 9 and np.all(pts[:, 2] == 0)  # 3 x 3 unit-scaled cells, normal to the up axis z
+    np.testing.assert_allclose(normals, np.tile([0.0, 0.0, 1.0], (9, 1)), atol=1e-6)
+    cells = np.rint((pts[idx].mean(axis=1)[:, :2] + 3.0) / 2.0 - 0.5).astype(int)
+    parity = cells.sum(axis=1) % 2
+    assert np.all(colours[parity == 0] == colours[0]) and np.all(colours[parity == 1] != colours[0])
+
+
+def test_checker_edges_limits_and_bad_scaling():
+    from treadle._src.render.common import MAX_CHECKER_CELLS, checker_edges
+
+    np.testing.assert_allclose(checker_edges(0.0, 1.0, 1.0), [0.0, 1.0])
+    np.testing.assert_allclose(checker_edges(-1.0, 1.0, 4.0), [-1.0, -0.5, 0.0, 0.5, 1.0])
+    assert len(checker_edges(0.0, 1.0, 1e6)) == MAX_CHECKER_CELLS + 1
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="checker scaling"):
+            checker_edges(0.0, 1.0, bad)

@@ -60,6 +60,27 @@ def as_triangles(value: Any, num_points: int, name: str = "indices") -> np.ndarr
     return arr.astype(np.int32)
 
 
+GROUND_COLORS = ((0.72, 0.74, 0.78), (0.58, 0.60, 0.64))
+"""The two checker colours of the ground both renderers draw."""
+
+MAX_CHECKER_CELLS = 256
+"""The most checker cells along one side of a plane written as geometry (larger scalings get wider cells)."""
+
+
+def checker_edges(lo: float, hi: float, scaling: float) -> np.ndarray:
+    """Cell edges over ``[lo, hi]`` for a checker repeating ``scaling`` times (the last cell cut short).
+
+    ``scaling`` is the texture-coordinate span as the OpenGL renderer uses it: ``ceil(scaling)`` cells, each
+    ``(hi - lo) / scaling`` wide; above :data:`MAX_CHECKER_CELLS` cells the cells widen to fit that many.
+    """
+    if not np.isfinite(scaling) or scaling <= 0.0:
+        raise ValueError(f"a checker scaling must be positive and finite, got {scaling}")
+    scaling = min(float(scaling), float(MAX_CHECKER_CELLS))
+    cells = int(np.ceil(scaling - 1e-9))
+    step = (hi - lo) / scaling
+    return np.append(lo + step * np.arange(cells), hi)
+
+
 def as_color(value: Any, default: tuple[float, float, float] | None = None,
              name: str = "color") -> tuple[float, float, float] | None:
     """An RGB triple of floats (``None`` passes through as ``default``)."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import meshes
 from .common import (
+    GROUND_COLORS,
     as_color,
     as_colors,
     as_points,
@@ -259,7 +260,7 @@ class OpenGLShapes:
         pos, tilt = ground_plane_transform(plane, self.up_axis)
         rot = quat_multiply(tilt, rotation_between(np.array([0.0, 1.0, 0.0]), up))  # the mesh lies in XZ
         s = float(size)
-        return self.render_plane("ground", pos, rot, s, s, (0.72, 0.74, 0.78), (0.58, 0.60, 0.64),
+        return self.render_plane("ground", pos, rot, s, s, GROUND_COLORS[0], GROUND_COLORS[1],
                                  u_scaling=s, v_scaling=s)
 
     def render_ref(self, name: str, path: str, pos: Any, rot: Any, scale: Any, color: Any = None) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .common import (
+    GROUND_COLORS,
     all_rows_equal,
     as_color,
     as_colors,
@@ -24,6 +25,7 @@ from .common import (
     as_triangles,
     as_vec,
     check_up_axis,
+    checker_edges,
     ground_plane_transform,
     line_list_segments,
     line_strip_segments,
@@ -298,13 +300,53 @@ class UsdRenderer:
                      visible: bool = True) -> str:
         """A double-sided quad spanning ``[-width, width] x [-length, length]`` in its local XZ plane (normal +Y).
 
-        USD display colours have no checker pattern: ``color2``, ``u_scaling`` and ``v_scaling`` are accepted for
-        the OpenGL renderer's sake and not written.
+        With a ``color2`` different from ``color`` the quad is a grid of checker cells, as the OpenGL renderer draws
+        it: ``ceil(u_scaling)`` cells along the width and ``ceil(v_scaling)`` along the length (the last cell of a
+        row is cut short for fractional scalings), coloured alternately with one display colour per face.
         """
         mesh, path = self._shape_prim(self._geom.Mesh, name, parent_body, is_template)
         w, h = float(width), float(length)
-        self._write_quad(mesh, [(-w, 0.0, -h), (w, 0.0, -h), (w, 0.0, h), (-w, 0.0, h)], (0.0, 1.0, 0.0))
-        return self._finish(mesh, path, pos, rot, color, visible)
+        c1, c2 = as_color(color), as_color(color2)
+        if c2 is None or c1 is None or tuple(c1) == tuple(c2):
+            self._write_quad(mesh, [(-w, 0.0, -h), (w, 0.0, -h), (w, 0.0, h), (-w, 0.0, h)], (0.0, 1.0, 0.0))
+            return self._finish(mesh, path, pos, rot, color, visible)
+        self._write_checker(mesh, w, h, float(u_scaling), float(v_scaling), c1, c2)
+        self._set_xform(mesh, pos, rot)
+        self._set_visible(mesh, visible)
+        return path
+
+    def _write_checker(self, mesh: Any, w: float, h: float, u_scaling: float, v_scaling: float,
+                       c1: Any, c2: Any, axes: tuple[int, int, int] = (0, 2, 1)) -> None:
+        """A ``[-w, w] x [-h, h]`` quad cut into checker cells with per-face display colours.
+
+        ``axes`` names the coordinate axes of the quad's two sides and of its normal (default: the XZ plane,
+        normal +Y); faces wind counter-clockwise seen along the normal.
+        """
+        Vt, UsdGeom = self._vt, self._geom
+        au, av, an = axes
+        us, vs = checker_edges(-w, w, u_scaling), checker_edges(-h, h, v_scaling)
+        gu, gv = np.meshgrid(us, vs, indexing="xy")
+        points = np.zeros((gu.size, 3), np.float32)
+        points[:, au], points[:, av] = gu.ravel(), gv.ravel()
+        nu, nv = len(us) - 1, len(vs) - 1
+        i, j = np.meshgrid(np.arange(nu), np.arange(nv), indexing="xy")
+        v00 = (j * (nu + 1) + i).ravel()
+        faces = np.stack([v00, v00 + 1, v00 + nu + 2, v00 + nu + 1], axis=1)  # counter-clockwise in (u, v)
+        if np.cross(np.eye(3)[au], np.eye(3)[av])[an] < 0:
+            faces = faces[:, ::-1]
+        parity = ((i + j) % 2).ravel()
+        colors = np.where(parity[:, None] == 0, np.asarray(c1, np.float32), np.asarray(c2, np.float32))
+        normal = np.zeros(3, np.float32)
+        normal[an] = 1.0
+        mesh.GetPointsAttr().Set(Vt.Vec3fArray.FromNumpy(points))
+        mesh.GetFaceVertexCountsAttr().Set(Vt.IntArray.FromNumpy(np.full(len(faces), 4, np.int32)))
+        mesh.GetFaceVertexIndicesAttr().Set(Vt.IntArray.FromNumpy(np.ascontiguousarray(faces, np.int32).ravel()))
+        mesh.GetNormalsAttr().Set(Vt.Vec3fArray.FromNumpy(np.tile(normal, (len(points), 1))))
+        mesh.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
+        mesh.GetDoubleSidedAttr().Set(True)
+        mesh.GetSubdivisionSchemeAttr().Set(UsdGeom.Tokens.none)
+        pv = mesh.CreateDisplayColorPrimvar(UsdGeom.Tokens.uniform)
+        pv.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(colors, np.float32)), self.time)
 
     def _write_quad(self, mesh: Any, corners: list[tuple[float, ...]], normal: tuple[float, ...]) -> None:
         Gf, Vt, UsdGeom = self._gf, self._vt, self._geom
@@ -317,21 +359,17 @@ class UsdRenderer:
         mesh.GetSubdivisionSchemeAttr().Set(UsdGeom.Tokens.none)
 
     def render_ground(self, size: float = 100.0, plane: Any = None) -> str:
-        """A square ground of half-size ``size`` through the origin, normal to the up axis; returns its prim path.
+        """A checkered square ground of half-size ``size`` through the origin, normal to the up axis.
 
-        With ``plane = (nx, ny, nz, d)`` it lies on the points with ``n . p = d``. The prim is ``/root/ground``.
+        Its cells and colours are the OpenGL renderer's (unit-scaled cells, at most ``MAX_CHECKER_CELLS`` per side),
+        one display colour per face. With ``plane = (nx, ny, nz, d)`` it lies on the points with ``n . p = d``.
+        Returns the prim path, ``/root/ground``.
         """
         axis = "XYZ".index(self.up_axis)
-        u, v = (axis + 1) % 3, (axis + 2) % 3
-        corners = []
-        for cu, cv in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-            c = [0.0, 0.0, 0.0]
-            c[u], c[v] = cu * float(size), cv * float(size)
-            corners.append(tuple(c))
-        normal = [0.0, 0.0, 0.0]
-        normal[axis] = 1.0
         mesh = self._geom.Mesh.Define(self.stage, "/root/ground")
-        self._write_quad(mesh, corners[::-1], tuple(normal))
+        s = float(size)
+        self._write_checker(mesh, s, s, s, s, GROUND_COLORS[0], GROUND_COLORS[1],
+                            axes=((axis + 1) % 3, (axis + 2) % 3, axis))
         pos, rot = ground_plane_transform(plane, self.up_axis)
         self._set_xform(mesh, pos, rot)
         return "/root/ground"
