@@ -439,3 +439,32 @@ def test_solve_rejects_mismatched_shapes_and_dtypes() -> None:
         wp.launch_tiled(bad_len, dim=[1], inputs=[m, wp.zeros(4, dtype=float)], block_dim=64)
     with pytest.raises(CodegenTypeError, match="'z' holds float64 but the matrix holds float32"):
         wp.launch_tiled(bad_dtype, dim=[1], inputs=[m, wp.zeros(4, dtype=wp.float64)], block_dim=64)
+
+
+def test_matmul_precision_argument() -> None:
+    """precision='tf32' computes in float32 on the CPU; it is refused for other dtypes and unknown strings."""
+
+    @wp.kernel(module="tile_mm_tf32")
+    def tf32(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+        ta = wp.tile_load(a, shape=(3, 3))
+        wp.tile_store(c, wp.tile_matmul(ta, ta, precision="tf32"))
+
+    @wp.kernel(module="tile_mm_tf32_bad")
+    def tf32_double(a: wp.array2d(dtype=wp.float64), c: wp.array2d(dtype=wp.float64)):
+        ta = wp.tile_load(a, shape=(3, 3))
+        wp.tile_store(c, wp.tile_matmul(ta, ta, precision="tf32"))
+
+    @wp.kernel(module="tile_mm_prec_bad")
+    def unknown(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+        ta = wp.tile_load(a, shape=(3, 3))
+        wp.tile_store(c, wp.tile_matmul(ta, ta, precision="fp8"))
+
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    c = wp.zeros((3, 3), dtype=float)
+    wp.launch_tiled(tf32, dim=[1], inputs=[wp.array(x), c], block_dim=64)
+    assert np.allclose(c.numpy(), x @ x)
+    d = wp.zeros((3, 3), dtype=wp.float64)
+    with pytest.raises(TypeError, match="tf32"):
+        wp.launch_tiled(tf32_double, dim=[1], inputs=[d, d], block_dim=64)
+    with pytest.raises(CodegenTypeError, match="precision must be"):
+        wp.launch_tiled(unknown, dim=[1], inputs=[c, c], block_dim=64)

@@ -64,8 +64,9 @@ def _matmul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
         ret: TileT = out
     else:
         ret = make_tile(a.dtype, shape, "shared")
-    if precision == "tf32" and not all(t.dtype == scalars.float32 for t in (a, b, ret)):
-        raise TypeError("tile_matmul: precision='tf32' needs float32 tiles for a, b and out")
+    # Reported at the call as a CodegenTypeError (a TypeError, as the reference raises).
+    need(precision != "tf32" or all(t.dtype == scalars.float32 for t in (a, b, ret)),
+         "precision='tf32' needs float32 tiles for a, b and out")
     return ret
 
 
