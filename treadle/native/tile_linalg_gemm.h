@@ -79,11 +79,14 @@ TREADLE_FUNC void micro(int kc, const S* __restrict__ A, int rsa, int csa, const
     }
 }
 
-#if !defined(TREADLE_CUDA) && defined(__GNUC__) && !defined(__clang__)
-// g++ does not turn the loop above into a register block (it keeps acc in memory), so on g++ the full-width block
-// is written with vector extensions; the multiply-adds are contracted into FMAs for this function only.
+#if !defined(TREADLE_CUDA) && defined(__GNUC__)
+// The full-width block written with vector extensions: g++ does not turn the loop above into a register block (it
+// keeps acc in memory); clang++ builds the same form, so both compilers run one algorithm. The multiply-adds are
+// contracted into FMAs for this function only (GCC's optimize pragma, clang's fp pragma), whatever -ffp-contract says.
+#if !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
+#endif
 template <typename S, int MR> struct gvec {
     typedef S type __attribute__((vector_size(block<S>::NR * sizeof(S))));
 };
@@ -91,8 +94,10 @@ template <typename S, int MR>
 inline __attribute__((always_inline)) void micro_full(int kc, const S* __restrict__ A, int rsa, int csa,
                                                       const S* __restrict__ B, int ldb,
                                                       S (&acc)[MR][block<S>::NR]) {
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#endif
     typedef typename gvec<S, MR>::type V;
-    constexpr int NR = block<S>::NR;
     V c[MR];
     for (int i = 0; i < MR; ++i)
         __builtin_memcpy(&c[i], acc[i], sizeof(V));
@@ -104,9 +109,10 @@ inline __attribute__((always_inline)) void micro_full(int kc, const S* __restric
     }
     for (int i = 0; i < MR; ++i)
         __builtin_memcpy(acc[i], &c[i], sizeof(V));
-    (void)NR;
 }
+#if !defined(__clang__)
 #pragma GCC pop_options
+#endif
 template <> inline void micro<float32, 6, 16>(int kc, const float32* __restrict__ A, int rsa, int csa,
                                                const float32* __restrict__ B, int ldb, float32 (&acc)[6][16]) {
     micro_full<float32, 6>(kc, A, rsa, csa, B, ldb, acc);
