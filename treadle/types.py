@@ -47,6 +47,7 @@ from ._src.types.scalars import uint16 as uint16
 from ._src.types.scalars import uint32 as uint32
 from ._src.types.scalars import uint64 as uint64
 from ._src.types.struct import Struct as Struct
+from ._src.types.typesys import tile as tile
 from ._src.types.typeutil import dtype_from_numpy as dtype_from_numpy
 from ._src.types.typeutil import dtype_to_numpy as dtype_to_numpy
 from ._src.types.typeutil import is_array as is_array
@@ -58,7 +59,6 @@ from ._src.types.typeutil import is_quaternion as is_quaternion
 from ._src.types.typeutil import is_scalar as is_scalar
 from ._src.types.typeutil import is_struct as is_struct
 from ._src.types.typeutil import is_tile as is_tile
-from ._src.types.typesys import tile as tile
 from ._src.types.typeutil import is_transformation as is_transformation
 from ._src.types.typeutil import is_value as is_value
 from ._src.types.typeutil import is_vector as is_vector

@@ -37,6 +37,9 @@ def loss_elementwise(x: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.flo
     wp.tile_assign(k, wp.tile_view(a, offset=(1, 3), shape=(2, 2)))
     k[0, 1] = a[0, 0] * b[2, 4]
     s += wp.tile_sum(k * k) + wp.untile(wp.tile(a[2, 2] * b[1, 1]))
+    k2 = a * wp.float64(1.0)
+    k2[1, :] = b[2]  # a row replaced through a slice
+    s += wp.tile_sum(k2 * k2) + wp.tile_sum(c[1:3, 2:] * b[0:2, 0:3])
     loss[i] = s[0] + wp.tile_extract(wp.tile_astype(a, wp.float64), 1, 1)
 
 
@@ -119,3 +122,49 @@ def test_an_op_without_adjoint_is_loud():
     with pytest.warns(wp.DroppedGradientWarning if hasattr(wp, "DroppedGradientWarning") else Warning,
                       match="tile_reduce.*no adjoint"):
         tape.backward(grads={out: wp.ones(1, dtype=float)})
+
+
+@wp.kernel
+def gather_loss(x: wp.array2d(dtype=float), idx: wp.array(dtype=int), out: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    rows = wp.tile_load_indexed(x, indices=wp.tile_load(idx, shape=3), shape=(3, 2), axis=0)
+    wp.tile_store_indexed(out, wp.tile_arange(3, dtype=int), rows * rows, axis=0)
+
+
+def test_gradient_of_indexed_loads_and_stores():
+    X = np.arange(1, 9, dtype=np.float32).reshape(4, 2)
+    x = wp.array(X, requires_grad=True)
+    out = wp.zeros((3, 2), dtype=float, requires_grad=True)
+    idx = wp.array(np.array([2, 0, 2], np.int32))  # row 2 twice: its gradients add up
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(gather_loss, dim=1, inputs=[x, idx, out], block_dim=8)
+    W = np.array([[1, 2], [3, 4], [5, 6]], np.float32)
+    tape.backward(grads={out: wp.array(W)})
+    ref = np.zeros_like(X)
+    for k, r in enumerate([2, 0, 2]):
+        ref[r] += 2 * X[r] * W[k]
+    np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
+
+
+@wp.kernel
+def vec_dot(v: wp.array(dtype=wp.vec3), w: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i, _ = wp.tid()
+    a = wp.tile_load(v, shape=3)
+    b = wp.tile_load(w, shape=3)
+    out[i] = wp.tile_dot(a, b * 2.0)[0]
+
+
+def test_dot_of_vector_tiles_and_its_gradient():
+    V = np.arange(9, dtype=np.float32).reshape(3, 3)
+    W = np.ones((3, 3), np.float32) * 0.5
+    v = wp.array(V, dtype=wp.vec3, requires_grad=True)
+    w = wp.array(W, dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(vec_dot, dim=1, inputs=[v, w, out], block_dim=8)
+    assert out.numpy()[0] == (V * W * 2).sum()
+    tape.backward(grads={out: wp.ones(1, dtype=float)})
+    np.testing.assert_allclose(v.grad.numpy(), 2 * W)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * V)

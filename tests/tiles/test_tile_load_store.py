@@ -122,3 +122,27 @@ def test_atomic_add_of_overlapping_windows():
     assert np.all(olds[:, :, 2] == 0)  # outside the array: nothing added, old value 0
     assert sorted([olds[0, 0, 0], olds[1, 0, 0]]) == [0.0, S[0, 1]] or sorted([olds[0, 0, 0], olds[1, 0, 0]]) == [
         0.0, S[1, 1]]
+
+
+@wp.kernel
+def gather_scatter(a: wp.array2d(dtype=float), idx: wp.array(dtype=int), out: wp.array2d(dtype=float),
+                   acc: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    ind = wp.tile_load(idx, shape=3)
+    rows = wp.tile_load_indexed(a, indices=ind, shape=(3, 4), offset=(0, 1), axis=0)  # rows idx, columns 1..4
+    wp.tile_store_indexed(out, ind, rows * 2.0, offset=(0, 0), axis=0)
+    wp.tile_atomic_add_indexed(acc, wp.tile_arange(4, dtype=int), wp.tile_transpose(rows), axis=0)
+
+
+def test_indexed_loads_stores_and_atomic_adds():
+    A = np.arange(30, dtype=np.float32).reshape(5, 6)
+    idx = np.array([4, 0, 7], dtype=np.int32)  # 7 is outside: reads zero, its store is skipped
+    out = wp.zeros((5, 4), dtype=float)
+    acc = wp.zeros((4, 3), dtype=float)
+    wp.launch_tiled(gather_scatter, dim=1, inputs=[wp.array(A), wp.array(idx), out, acc], block_dim=8)
+    rows = np.zeros((3, 4), np.float32)
+    rows[0], rows[1] = A[4, 1:5], A[0, 1:5]
+    ref = np.zeros((5, 4), np.float32)
+    ref[4], ref[0] = 2 * rows[0], 2 * rows[1]
+    np.testing.assert_array_equal(out.numpy(), ref)
+    np.testing.assert_array_equal(acc.numpy(), rows.T)

@@ -191,3 +191,139 @@ def test_scans_and_sort(seed):
     np.testing.assert_array_equal(mn, np.minimum.accumulate(A))
     np.testing.assert_array_equal(keys, np.sort(A))
     np.testing.assert_array_equal(A[vals], np.sort(A))
+
+
+@wp.kernel
+def slicing(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float), r: wp.array(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(4, 6))
+    wp.tile_store(r, t[1])
+    s = t[1:3, 2:]
+    u = wp.tile_zeros(shape=(4, 6), dtype=float)
+    u[0, :] = t[3, :]
+    u[2:4, 0:4] = s
+    u[1:3, 4:] += s[:, 2:]
+    u[-1, -1] = t[-1, 0]
+    wp.tile_store(out, u)
+
+
+def test_slices_read_and_assign():
+    A = np.arange(24, dtype=np.float32).reshape(4, 6)
+    out = wp.zeros((4, 6), dtype=float)
+    r = wp.zeros(6, dtype=float)
+    wp.launch_tiled(slicing, dim=1, inputs=[wp.array(A), out, r], block_dim=8)
+    U = np.zeros((4, 6), np.float32)
+    U[0] = A[3]
+    U[2:4, 0:4] = A[1:3, 2:]
+    U[1:3, 4:] += A[1:3, 2:][:, 2:]
+    U[-1, -1] = A[-1, 0]
+    np.testing.assert_array_equal(out.numpy(), U)
+    np.testing.assert_array_equal(r.numpy(), A[1])
+
+
+@wp.kernel
+def reduce_axis(a: wp.array2d(dtype=float), rows: wp.array(dtype=float), cols: wp.array(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(3, 5))
+    wp.tile_store(rows, wp.tile_reduce(wp.max, t, axis=1))
+    wp.tile_store(cols, wp.tile_reduce(wp.mul, t, axis=0))
+
+
+def test_reduce_along_an_axis():
+    A = np.random.default_rng(8).uniform(0.5, 2, (3, 5)).astype(np.float32)
+    rows = wp.zeros(3, dtype=float)
+    cols = wp.zeros(5, dtype=float)
+    wp.launch_tiled(reduce_axis, dim=1, inputs=[wp.array(A), rows, cols], block_dim=8)
+    np.testing.assert_array_equal(rows.numpy(), A.max(1))
+    np.testing.assert_allclose(cols.numpy(), A.prod(0), rtol=1e-6)
+
+
+@wp.kernel
+def mixed_products(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3),
+                   q: wp.array(dtype=wp.vec3)):
+    _i, _ = wp.tid()
+    s = wp.tile_load(a, shape=4)
+    w = wp.tile_load(v, shape=4)
+    wp.tile_store(out, s * wp.vec3(1.0, 2.0, 3.0) + w * s)  # float tile times a vector, vector tile times float tile
+    wp.tile_store(q, w / 2.0)
+
+
+def test_products_of_tiles_with_other_element_types():
+    A = np.array([1, 2, 3, 4], np.float32)
+    V = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = wp.zeros(4, dtype=wp.vec3)
+    q = wp.zeros(4, dtype=wp.vec3)
+    wp.launch_tiled(mixed_products, dim=1, inputs=[wp.array(A), wp.array(V, dtype=wp.vec3), out, q], block_dim=8)
+    np.testing.assert_allclose(out.numpy(), A[:, None] * [1, 2, 3] + V * A[:, None], rtol=1e-6)
+    np.testing.assert_allclose(q.numpy(), V / 2, rtol=1e-6)
+
+
+@wp.kernel
+def advanced_index(a: wp.array2d(dtype=float), idx: wp.array(dtype=int), rows: wp.array2d(dtype=float),
+                   cols: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(4, 5))
+    ind = wp.tile_load(idx, shape=3)
+    wp.tile_store(rows, t[ind, :])
+    wp.tile_store(cols, wp.tile_slice_indexed(t, ind, axis=1))
+
+
+def test_advanced_indexing_with_index_tiles():
+    A = np.arange(20, dtype=np.float32).reshape(4, 5)
+    idx = np.array([3, -1, 0], np.int32)
+    rows = wp.zeros((3, 5), dtype=float)
+    cols = wp.zeros((4, 3), dtype=float)
+    wp.launch_tiled(advanced_index, dim=1, inputs=[wp.array(A), wp.array(idx), rows, cols], block_dim=8)
+    np.testing.assert_array_equal(rows.numpy(), A[[3, 3, 0]])
+    np.testing.assert_array_equal(cols.numpy(), A[:, [3, 4, 0]])
+
+
+@wp.kernel
+def components(v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat22), out: wp.array(dtype=float),
+               vout: wp.array(dtype=wp.vec3)):
+    _i, _ = wp.tid()
+    tv = wp.tile_load(v, shape=2)
+    tm = wp.tile_load(m, shape=2)
+    out[0] = tv[1, 2] + tm[0, 1, 0]
+    tv[0, 1] = 10.0
+    tv[1, 0] += 1.0
+    wp.tile_store(vout, tv)
+
+
+def test_components_of_vector_and_matrix_tiles():
+    V = np.arange(6, dtype=np.float32).reshape(2, 3)
+    M = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    out = wp.zeros(1, dtype=float)
+    vout = wp.zeros(2, dtype=wp.vec3)
+    wp.launch_tiled(components, dim=1, inputs=[wp.array(V, dtype=wp.vec3), wp.array(M, dtype=wp.mat22), out, vout],
+                    block_dim=8)
+    assert out.numpy()[0] == V[1, 2] + M[0, 1, 0]
+    W = V.copy()
+    W[0, 1] = 10
+    W[1, 0] += 1
+    np.testing.assert_array_equal(vout.numpy(), W)
+
+
+@wp.kernel
+def strided(a: wp.array2d(dtype=float), ev: wp.array2d(dtype=float), rev: wp.array(dtype=float),
+            out: wp.array2d(dtype=float)):
+    _i, _ = wp.tid()
+    t = wp.tile_load(a, shape=(4, 5))
+    wp.tile_store(ev, t[::2, 1::2])
+    wp.tile_store(rev, t[3, ::-1])
+    u = wp.tile_zeros(shape=(4, 5), dtype=float)
+    u[1::2, ::2] = t[0:2, 0:3]
+    wp.tile_store(out, u)
+
+
+def test_slices_with_steps():
+    A = np.arange(20, dtype=np.float32).reshape(4, 5)
+    ev = wp.zeros((2, 2), dtype=float)
+    rev = wp.zeros(5, dtype=float)
+    out = wp.zeros((4, 5), dtype=float)
+    wp.launch_tiled(strided, dim=1, inputs=[wp.array(A), ev, rev, out], block_dim=8)
+    np.testing.assert_array_equal(ev.numpy(), A[::2, 1::2])
+    np.testing.assert_array_equal(rev.numpy(), A[3, ::-1])
+    U = np.zeros((4, 5), np.float32)
+    U[1::2, ::2] = A[0:2, 0:3]
+    np.testing.assert_array_equal(out.numpy(), U)

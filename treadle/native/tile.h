@@ -13,6 +13,17 @@
 #include "atomic.h"
 #include "random.h"
 
+// g++ 12 at -O3 -march=native (AVX-512) mis-vectorises some reverse sweeps once tile functions are inlined into
+// them: a tile window read back as if its rows were contiguous (tests/tiles/test_tile_grad.py; clang++, -O2,
+// -fno-tree-slp-vectorize and -fno-strict-aliasing all give the right result). The tile functions are compiled
+// without SLP vectorisation under g++, which also keeps them out of line in kernels built with other options;
+// their loops are still vectorised.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#pragma GCC push_options
+#pragma GCC optimize("no-tree-slp-vectorize")
+#define TREADLE_TILE_GCC_OPTIONS 1
+#endif
+
 namespace treadle {
 
 // The block's number of logical threads: one on the CPU (and in Treadle's CUDA code, which runs each block as one
@@ -341,12 +352,98 @@ TREADLE_FUNC void adj_tile_atomic_add(const array_t<T>& a, const TREADLE_TILE_T&
                                       array_t<T>&, TREADLE_TILE_T& adj_t, I0&, I1&, I2&, I3&, const TREADLE_TILE_T&) {
     detail::adj_tile_atomic_add_at<T, ND, D0, D1, D2, D3>(a, adj_t, o0, o1, o2, o3);
 }
+// tile_load_indexed / tile_store_indexed / tile_atomic_add_indexed: along padded axis AX, element c reads (writes)
+// the array at o[AX] + idx[c[AX]], elsewhere at o[d] + c[d]; elements outside the array read zero (are skipped).
+namespace detail {
+template <int AX, int D0, int D1, int D2, int D3, int NI, typename F>
+TREADLE_FUNC void for_indexed(const tile_window& w, const tile_t<int32, 1, NI>& idx, F f) {
+    int k = 0;
+    for (int i0 = 0; i0 < D0; ++i0)
+        for (int i1 = 0; i1 < D1; ++i1)
+            for (int i2 = 0; i2 < D2; ++i2)
+                for (int i3 = 0; i3 < D3; ++i3, ++k) {
+                    const int c[4] = {i0, i1, i2, i3};
+                    int64 off = 0;
+                    bool in = true;
+                    for (int d = 0; d < 4; ++d) {
+                        const int64 x = w.origin[d] + (d == AX ? int64(idx.data[c[d]]) : int64(c[d]));
+                        in = in && x >= 0 && x < w.shape[d];
+                        off += x * w.stride[d];
+                    }
+                    if (in)
+                        f(k, off);
+                }
+}
+}  // namespace detail
+#define TREADLE_IDX_TP typename T, int ND, int AX, int D0, int D1, int D2, int D3, int NI
+template <TREADLE_IDX_TP>
+TREADLE_FUNC TREADLE_TILE_T tile_load_indexed(const array_t<T>& a, const tile_t<int32, 1, NI>& idx, int64 o0, int64 o1,
+                                              int64 o2, int64 o3) {
+    TREADLE_TILE_T r;
+    T* data = a.data;
+    detail::for_indexed<AX, D0, D1, D2, D3>(detail::window<ND>(a, o0, o1, o2, o3), idx,
+                                            [&](int k, int64 off) { r.data[k] = detail::at_bytes(data, off); });
+    return r;
+}
+template <TREADLE_IDX_TP, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_load_indexed(const array_t<T>& a, const tile_t<int32, 1, NI>& idx, int64 o0, int64 o1,
+                                        int64 o2, int64 o3, array_t<T>&, tile_t<int32, 1, NI>&, A0&, A1&, A2&, A3&,
+                                        const TREADLE_TILE_T& adj_ret) {
+    if (!a.grad)
+        return;
+    T* g = a.grad;
+    detail::for_indexed<AX, D0, D1, D2, D3>(detail::window<ND>(a, o0, o1, o2, o3), idx, [&](int k, int64 off) {
+        atomic_add(&detail::at_bytes(g, off), adj_ret.data[k]);
+    });
+}
+template <TREADLE_IDX_TP>
+TREADLE_FUNC void tile_store_indexed(const array_t<T>& a, const tile_t<int32, 1, NI>& idx, const TREADLE_TILE_T& t,
+                                     int64 o0, int64 o1, int64 o2, int64 o3) {
+    T* data = a.data;
+    detail::for_indexed<AX, D0, D1, D2, D3>(detail::window<ND>(a, o0, o1, o2, o3), idx,
+                                            [&](int k, int64 off) { detail::at_bytes(data, off) = t.data[k]; });
+}
+template <TREADLE_IDX_TP, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_store_indexed(const array_t<T>& a, const tile_t<int32, 1, NI>& idx, const TREADLE_TILE_T&,
+                                         int64 o0, int64 o1, int64 o2, int64 o3, array_t<T>&, tile_t<int32, 1, NI>&,
+                                         TREADLE_TILE_T& adj_t, A0&, A1&, A2&, A3&) {
+    if (!a.grad)
+        return;
+    T* g = a.grad;
+    detail::for_indexed<AX, D0, D1, D2, D3>(detail::window<ND>(a, o0, o1, o2, o3), idx, [&](int k, int64 off) {
+        adj_t.data[k] = treadle::add(adj_t.data[k], detail::at_bytes(g, off));
+    });
+}
+template <TREADLE_IDX_TP>
+TREADLE_FUNC TREADLE_TILE_T tile_atomic_add_indexed(const array_t<T>& a, const tile_t<int32, 1, NI>& idx,
+                                                    const TREADLE_TILE_T& t, int64 o0, int64 o1, int64 o2, int64 o3) {
+    TREADLE_TILE_T old;
+    T* data = a.data;
+    detail::for_indexed<AX, D0, D1, D2, D3>(detail::window<ND>(a, o0, o1, o2, o3), idx, [&](int k, int64 off) {
+        old.data[k] = atomic_add(&detail::at_bytes(data, off), t.data[k]);
+    });
+    return old;
+}
+template <TREADLE_IDX_TP, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_atomic_add_indexed(const array_t<T>& a, const tile_t<int32, 1, NI>& idx,
+                                              const TREADLE_TILE_T& t, int64 o0, int64 o1, int64 o2, int64 o3,
+                                              array_t<T>& adj_a, tile_t<int32, 1, NI>& adj_idx, TREADLE_TILE_T& adj_t,
+                                              A0& a0, A1& a1, A2& a2, A3& a3, const TREADLE_TILE_T&) {
+    adj_tile_store_indexed<T, ND, AX, D0, D1, D2, D3, NI>(a, idx, t, o0, o1, o2, o3, adj_a, adj_idx, adj_t, a0, a1,
+                                                          a2, a3);
+}
+#undef TREADLE_IDX_TP
 #undef TREADLE_TILE_T
 #undef TREADLE_TILE_TP
 
 }  // namespace treadle
 
 #include "tile_ops.h"
+
+#if defined(TREADLE_TILE_GCC_OPTIONS)
+#pragma GCC pop_options
+#undef TREADLE_TILE_GCC_OPTIONS
+#endif
 
 // ---- linear algebra and FFT (tile_linalg.h, tile_fft.h) ----
 #include "tile_linalg.h"

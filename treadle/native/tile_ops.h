@@ -90,70 +90,79 @@ template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT pos(const TREADLE_TT
 template <typename T, int M, int N> TREADLE_FUNC void adj_pos(const TREADLE_TT&, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
     adj_accum(adj_a, adj_ret);
 }
-// Elementwise product and quotient of two tiles, and of a tile with a scalar (either side).
-template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT mul(const TREADLE_TT& a, const TREADLE_TT& b) {
-    TREADLE_TT r;
+// Elementwise products and quotients: two tiles of one shape, or a tile and a value (either side); the element
+// types may differ where the element operation is defined (a float tile times a matrix gives a tile of matrices).
+template <typename A, typename B, int M, int N>
+TREADLE_FUNC auto mul(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b) -> tile_t<decltype(treadle::mul(a.data[0], b.data[0])), M, N> {
+    tile_t<decltype(treadle::mul(a.data[0], b.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::mul(a.data[k], b.data[k]);
     return r;
 }
-template <typename T, int M, int N>
-TREADLE_FUNC void adj_mul(const TREADLE_TT& a, const TREADLE_TT& b, TREADLE_TT& adj_a, TREADLE_TT& adj_b, const TREADLE_TT& adj_ret) {
+template <typename A, typename B, int M, int N, typename R>
+TREADLE_FUNC void adj_mul(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a, tile_t<B, M, N>& adj_b,
+                        const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_mul(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT mul(const TREADLE_TT& a, S s) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto mul(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::mul(a.data[0], s)), M, N> {
+    tile_t<decltype(treadle::mul(a.data[0], s)), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::mul(a.data[k], s);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_mul(const TREADLE_TT& a, S s, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_mul(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_mul(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT mul(S s, const TREADLE_TT& a) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto mul(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::mul(s, a.data[0])), M, N> {
+    tile_t<decltype(treadle::mul(s, a.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::mul(s, a.data[k]);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_mul(S s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_mul(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_mul(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);
 }
-template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT div(const TREADLE_TT& a, const TREADLE_TT& b) {
-    TREADLE_TT r;
+template <typename A, typename B, int M, int N>
+TREADLE_FUNC auto div(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b) -> tile_t<decltype(treadle::div(a.data[0], b.data[0])), M, N> {
+    tile_t<decltype(treadle::div(a.data[0], b.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::div(a.data[k], b.data[k]);
     return r;
 }
-template <typename T, int M, int N>
-TREADLE_FUNC void adj_div(const TREADLE_TT& a, const TREADLE_TT& b, TREADLE_TT& adj_a, TREADLE_TT& adj_b, const TREADLE_TT& adj_ret) {
+template <typename A, typename B, int M, int N, typename R>
+TREADLE_FUNC void adj_div(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a, tile_t<B, M, N>& adj_b,
+                        const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_div(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT div(const TREADLE_TT& a, S s) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto div(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::div(a.data[0], s)), M, N> {
+    tile_t<decltype(treadle::div(a.data[0], s)), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::div(a.data[k], s);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_div(const TREADLE_TT& a, S s, TREADLE_TT& adj_a, S& adj_s, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_div(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_div(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
 }
-template <typename T, int M, int N, typename S> TREADLE_FUNC TREADLE_TT div(S s, const TREADLE_TT& a) {
-    TREADLE_TT r;
+template <typename T, int M, int N, typename S>
+TREADLE_FUNC auto div(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::div(s, a.data[0])), M, N> {
+    tile_t<decltype(treadle::div(s, a.data[0])), M, N> r;
     for (int k = 0; k < M * N; ++k)
         r.data[k] = treadle::div(s, a.data[k]);
     return r;
 }
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC void adj_div(S s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const TREADLE_TT& adj_ret) {
+template <typename T, int M, int N, typename S, typename R>
+TREADLE_FUNC void adj_div(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const tile_t<R, M, N>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
         treadle::adj_div(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);
 }
@@ -356,19 +365,53 @@ template <typename F, typename T, int M, int N> TREADLE_FUNC tile_t<T, 1, 1> til
     r.data[0] = s;
     return r;
 }
-template <typename T, int M, int N> TREADLE_FUNC tile_t<T, 1, 1> tile_dot(const TREADLE_TT& a, const TREADLE_TT& b) {
-    T s = treadle::mul(a.data[0], b.data[0]);
+// tile_reduce along one axis of a tile seen as (outer, extent, inner).
+template <int OUTER, int EXT, int INNER, int RM, int RN, typename F, typename T, int M, int N>
+TREADLE_FUNC tile_t<T, RM, RN> tile_reduce_axis(F f, const TREADLE_TT& a) {
+    tile_t<T, RM, RN> r;
+    for (int o = 0; o < OUTER; ++o)
+        for (int i = 0; i < INNER; ++i) {
+            T s = a.data[o * EXT * INNER + i];
+            for (int e = 1; e < EXT; ++e)
+                s = f(s, a.data[(o * EXT + e) * INNER + i]);
+            r.data[o * INNER + i] = s;
+        }
+    return r;
+}
+// tile_dot: products summed over the tile; vector elements contract with dot, matrix elements with ddot.
+namespace detail {
+template <typename T> TREADLE_FUNC T dot_elem(const T& a, const T& b) { return treadle::mul(a, b); }
+template <unsigned L, typename T> TREADLE_FUNC T dot_elem(const vec_t<L, T>& a, const vec_t<L, T>& b) { return dot(a, b); }
+template <unsigned R, unsigned C, typename T> TREADLE_FUNC T dot_elem(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
+    return ddot(a, b);
+}
+template <typename T, typename S> TREADLE_FUNC void adj_dot_elem(const T& a, const T& b, T& adj_a, T& adj_b, const S& adj_r) {
+    treadle::adj_mul(a, b, adj_a, adj_b, adj_r);
+}
+template <unsigned L, typename T>
+TREADLE_FUNC void adj_dot_elem(const vec_t<L, T>& a, const vec_t<L, T>& b, vec_t<L, T>& adj_a, vec_t<L, T>& adj_b, const T& r) {
+    adj_dot(a, b, adj_a, adj_b, r);
+}
+template <unsigned R, unsigned C, typename T>
+TREADLE_FUNC void adj_dot_elem(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b, mat_t<R, C, T>& adj_a, mat_t<R, C, T>& adj_b,
+                               const T& r) {
+    adj_ddot(a, b, adj_a, adj_b, r);
+}
+}  // namespace detail
+template <typename T, int M, int N>
+TREADLE_FUNC auto tile_dot(const TREADLE_TT& a, const TREADLE_TT& b) -> tile_t<decltype(detail::dot_elem(a.data[0], b.data[0])), 1, 1> {
+    auto s = detail::dot_elem(a.data[0], b.data[0]);
     for (int k = 1; k < M * N; ++k)
-        s = treadle::add(s, treadle::mul(a.data[k], b.data[k]));
-    tile_t<T, 1, 1> r;
+        s = treadle::add(s, detail::dot_elem(a.data[k], b.data[k]));
+    tile_t<decltype(s), 1, 1> r;
     r.data[0] = s;
     return r;
 }
-template <typename T, int M, int N>
+template <typename T, int M, int N, typename S>
 TREADLE_FUNC void adj_tile_dot(const TREADLE_TT& a, const TREADLE_TT& b, TREADLE_TT& adj_a, TREADLE_TT& adj_b,
-                               const tile_t<T, 1, 1>& adj_ret) {
+                               const tile_t<S, 1, 1>& adj_ret) {
     for (int k = 0; k < M * N; ++k)
-        treadle::adj_mul(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[0]);
+        detail::adj_dot_elem(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[0]);
 }
 
 // ------------------------------------------------------------------------------------------------ scans
@@ -490,6 +533,100 @@ TREADLE_FUNC void adj_tile_subtile(const TREADLE_TT&, int64 o0, int64 o1, int64 
         adj_a.data[s] = treadle::add(adj_a.data[s], adj_ret.data[w]);
     });
 }
+// tile_slice_indexed / t[idx, :]: rows (or entries along padded axis AX) of a picked by a 1-d int32 tile; negative
+// indices count from the end, indices still outside read zero.
+template <int AX, int S0, int S1, int S2, int S3, int R0, int R1, int R2, int R3, int NI, typename T, int M, int N>
+TREADLE_FUNC tile_t<T, R0 * R1 * R2, R3> tile_gather_axis(const TREADLE_TT& a, const tile_t<int32, 1, NI>& idx) {
+    tile_t<T, R0 * R1 * R2, R3> r;
+    const int S[4] = {S0, S1, S2, S3};
+    int k = 0;
+    for (int i0 = 0; i0 < R0; ++i0)
+        for (int i1 = 0; i1 < R1; ++i1)
+            for (int i2 = 0; i2 < R2; ++i2)
+                for (int i3 = 0; i3 < R3; ++i3, ++k) {
+                    int c[4] = {i0, i1, i2, i3};
+                    int j = idx.data[c[AX]];
+                    j = j < 0 ? j + S[AX] : j;
+                    if (j < 0 || j >= S[AX])
+                        continue;
+                    c[AX] = j;
+                    r.data[k] = a.data[detail::tile_offset<S1, S2, S3>(c[0], c[1], c[2], c[3])];
+                }
+    return r;
+}
+template <int AX, int S0, int S1, int S2, int S3, int R0, int R1, int R2, int R3, int NI, typename T, int M, int N>
+TREADLE_FUNC void adj_tile_gather_axis(const TREADLE_TT&, const tile_t<int32, 1, NI>& idx, TREADLE_TT& adj_a,
+                                       tile_t<int32, 1, NI>&, const tile_t<T, R0 * R1 * R2, R3>& adj_ret) {
+    const int S[4] = {S0, S1, S2, S3};
+    int k = 0;
+    for (int i0 = 0; i0 < R0; ++i0)
+        for (int i1 = 0; i1 < R1; ++i1)
+            for (int i2 = 0; i2 < R2; ++i2)
+                for (int i3 = 0; i3 < R3; ++i3, ++k) {
+                    int c[4] = {i0, i1, i2, i3};
+                    int j = idx.data[c[AX]];
+                    j = j < 0 ? j + S[AX] : j;
+                    if (j < 0 || j >= S[AX])
+                        continue;
+                    c[AX] = j;
+                    T& g = adj_a.data[detail::tile_offset<S1, S2, S3>(c[0], c[1], c[2], c[3])];
+                    g = treadle::add(g, adj_ret.data[k]);
+                }
+}
+// A strided window (slices with a step): element w of the window reads source index o[d] + w[d] * ST[d].
+template <int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, int ST0, int ST1, int ST2, int ST3,
+          typename F>
+TREADLE_FUNC void for_strided(int64 o0, int64 o1, int64 o2, int64 o3, F f) {
+    int w = 0;
+    for (int i0 = 0; i0 < W0; ++i0)
+        for (int i1 = 0; i1 < W1; ++i1)
+            for (int i2 = 0; i2 < W2; ++i2)
+                for (int i3 = 0; i3 < W3; ++i3, ++w) {
+                    const int64 s0 = o0 + i0 * ST0, s1 = o1 + i1 * ST1, s2 = o2 + i2 * ST2, s3 = o3 + i3 * ST3;
+                    if (s0 < 0 || s0 >= S0 || s1 < 0 || s1 >= S1 || s2 < 0 || s2 >= S2 || s3 < 0 || s3 >= S3)
+                        continue;
+                    f(w, detail::tile_offset<S1, S2, S3>(int(s0), int(s1), int(s2), int(s3)));
+                }
+}
+#define TREADLE_STRIDED_TP                                                                                             \
+    int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, int ST0, int ST1, int ST2, int ST3, typename T,     \
+        int M, int N
+#define TREADLE_STRIDED_ARGS S0, S1, S2, S3, W0, W1, W2, W3, ST0, ST1, ST2, ST3
+template <TREADLE_STRIDED_TP>
+TREADLE_FUNC tile_t<T, W0 * W1 * W2, W3> tile_subtile_step(const TREADLE_TT& a, int64 o0, int64 o1, int64 o2, int64 o3) {
+    tile_t<T, W0 * W1 * W2, W3> r;
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) { r.data[w] = a.data[s]; });
+    return r;
+}
+template <TREADLE_STRIDED_TP, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_subtile_step(const TREADLE_TT&, int64 o0, int64 o1, int64 o2, int64 o3, TREADLE_TT& adj_a,
+                                        A0&, A1&, A2&, A3&, const tile_t<T, W0 * W1 * W2, W3>& adj_ret) {
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) {
+        adj_a.data[s] = treadle::add(adj_a.data[s], adj_ret.data[w]);
+    });
+}
+template <TREADLE_STRIDED_TP, typename U>
+TREADLE_FUNC TREADLE_TT tile_assign_step(const TREADLE_TT& dst, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0,
+                                         int64 o1, int64 o2, int64 o3) {
+    TREADLE_TT r = dst;
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) { r.data[s] = cast<T>(src.data[w]); });
+    return r;
+}
+template <TREADLE_STRIDED_TP, typename U, typename A0, typename A1, typename A2, typename A3>
+TREADLE_FUNC void adj_tile_assign_step(const TREADLE_TT&, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0, int64 o1,
+                                       int64 o2, int64 o3, TREADLE_TT& adj_dst, tile_t<U, W0 * W1 * W2, W3>& adj_src,
+                                       A0&, A1&, A2&, A3&, const TREADLE_TT& adj_ret) {
+    bool covered[M * N > 0 ? M * N : 1] = {};
+    for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) {
+        covered[s] = true;
+        adj_cast<T>(src.data[w], adj_src.data[w], adj_ret.data[s]);
+    });
+    for (int k = 0; k < M * N; ++k)
+        if (!covered[k])
+            adj_dst.data[k] = treadle::add(adj_dst.data[k], adj_ret.data[k]);
+}
+#undef TREADLE_STRIDED_TP
+#undef TREADLE_STRIDED_ARGS
 // tile_assign(dst, src, offset): dst with the window at offset replaced by src (converted to dst's type).
 template <int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, typename T, int M, int N, typename U>
 TREADLE_FUNC TREADLE_TT tile_assign_window(const TREADLE_TT& dst, const tile_t<U, W0 * W1 * W2, W3>& src, int64 o0,

@@ -35,7 +35,7 @@ def _add_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _mul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
-    tile = elementwise_rule("mul", types)
+    tile = elementwise_rule("mul", types, _mul_rule)
     if tile is not None:
         return tile
     a, b = types
@@ -68,7 +68,7 @@ def _mul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _div_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
-    tile = elementwise_rule("div", types)
+    tile = elementwise_rule("div", types, _div_rule)
     if tile is not None:
         return tile
     a, b = types

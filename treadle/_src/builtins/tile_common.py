@@ -156,7 +156,7 @@ def is_float_tile(t: Any) -> bool:
     return isinstance(t, TileT) and is_float(scalar_dtype(t.dtype))
 
 
-def elementwise_rule(op: str, types: Sequence[Any]) -> Any:
+def elementwise_rule(op: str, types: Sequence[Any], elem_rule: Callable[..., Any] | None = None) -> Any:
     """The result of an arithmetic operator with a tile operand, or ``None`` when no operand is a tile.
 
     Two tiles of one type combine element by element; a scalar of the element's scalar type on either side applies
@@ -168,6 +168,25 @@ def elementwise_rule(op: str, types: Sequence[Any]) -> Any:
         need(op in ("neg", "pos"), f"'{op}' does not apply to tiles")
         return types[0]
     a, b = types
+    if op in ("mul", "div") and elem_rule is not None:  # element types may differ: the element operation decides
+        ta = a if isinstance(a, TileT) else None
+        tb = b if isinstance(b, TileT) else None
+        if ta is not None and tb is not None:
+            need(ta.shape == tb.shape, f"tile shapes differ: {ta.shape} and {tb.shape}")
+        shape_of = ta if ta is not None else tb
+        assert shape_of is not None
+        ea = ta.dtype if ta is not None else a
+        eb = tb.dtype if tb is not None else b
+        if ta is not None and tb is None or ta is None and tb is not None:
+            other = b if ta is not None else a
+            need(not isinstance(other, TileT) and (scalars.is_scalar_type(other) or is_composite(other)),
+                 f"Cannot {'multiply' if op == 'mul' else 'divide'} {type_str(a)} by {type_str(b)}: at least one "
+                 "operand must be a scalar type or a tile")
+        try:
+            elem = elem_rule([ea, eb], [None, None])
+        except NoMatch as e:
+            raise NoMatch(f"Cannot {'multiply' if op == 'mul' else 'divide'} {type_str(a)} by {type_str(b)}: {e}") from None
+        return shape_of.with_(dtype=elem, storage="register")
     if isinstance(a, TileT) and isinstance(b, TileT):
         need(a.shape == b.shape, f"tile shapes differ: {a.shape} and {b.shape}")
         need(a.dtype == b.dtype, f"tile element types differ: {type_str(a.dtype)} and {type_str(b.dtype)}")

@@ -229,6 +229,60 @@ tile_builtin("tile_atomic_add", rule=_atomic_rule, side_effects=True, replay=Fal
                  "replaced (zero outside the array, where nothing is added).")
 
 
+def _indexed_rule(kind: str) -> Any:
+    def rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+        a = _array_of(types[0])
+        idx = need_tile(types[1], "indices")
+        need(len(idx.shape) == 1 and is_int(idx.dtype) and idx.dtype == scalars.int32,
+             f"indices must be a 1-d tile of int32, got {type_str(idx)}")
+        if kind == "load":
+            shape = shape_arg(consts[2])
+            t = make_tile(a.dtype, shape, storage_arg(consts[5]))
+            off_at, axis = 3, consts[4]
+        else:
+            t = need_tile(types[2], "t")
+            need(t.dtype == a.dtype, f"a tile of {type_str(t.dtype)} for an array of {type_str(a.dtype)}")
+            shape, off_at, axis = t.shape, 3, consts[4]
+        need(len(shape) == a.ndim, f"a {len(shape)}-d tile for a {a.ndim}-d array")
+        need(isinstance(axis, int) and 0 <= axis < a.ndim, f"axis {axis!r} is out of range for a {a.ndim}-d array")
+        need(idx.shape[0] == shape[axis], f"the {idx.shape[0]} indices must match the tile's extent {shape[axis]} "
+             f"along axis {axis}")
+        n = 0
+        if types[off_at] is not None:
+            n = index_count(types[off_at])
+            need(n == a.ndim, f"offset has {n} entries, the array has {a.ndim} dimension(s)")
+        lead = 2 if kind == "load" else 3
+        pads = tuple(Pad(0) for _ in range(4 - n))
+        template = (a.dtype, a.ndim, axis + 4 - a.ndim, *padded(shape), idx.shape[0])
+        ret = None if kind == "store" else (t if kind == "load" else t.with_(storage="register"))
+        # offsets in the array's dimension order, then zeros (detail::window pads them itself)
+        return TileSig(ret, template=template, order=(*range(lead), *range(lead, lead + n), *pads))
+
+    return rule
+
+
+tile_builtin("tile_load_indexed", rule=_indexed_rule("load"),
+             params=(Param("a"), Param("indices"), Param("shape", static=True), Param("offset", None),
+                     Param("axis", 0, static=True), _STORAGE),
+             signature="tile_load_indexed(a: array, indices: tile, shape: tuple[int, ...], offset: tuple[int, ...] = "
+                       "None, axis: int = 0, storage: str = 'register') -> tile",
+             doc="Load a tile gathering along ``axis`` through the 1-d int32 tile ``indices``: element ``c`` reads "
+                 "``a`` at ``offset[axis] + indices[c[axis]]`` along ``axis`` and ``offset[d] + c[d]`` elsewhere; "
+                 "positions outside the array read zero.")
+tile_builtin("tile_store_indexed", rule=_indexed_rule("store"), side_effects=True, replay=False, grad_sink=True,
+             params=(Param("a"), Param("indices"), Param("t"), Param("offset", None), Param("axis", 0, static=True)),
+             signature="tile_store_indexed(a: array, indices: tile, t: tile, offset: tuple[int, ...] = None, axis: int "
+                       "= 0) -> None",
+             doc="Store a tile scattering along ``axis`` through the 1-d int32 tile ``indices`` (the positions of "
+                 "tile_load_indexed); positions outside the array are skipped.")
+tile_builtin("tile_atomic_add_indexed", rule=_indexed_rule("atomic"), side_effects=True, replay=False, grad_sink=True,
+             params=(Param("a"), Param("indices"), Param("t"), Param("offset", None), Param("axis", 0, static=True)),
+             signature="tile_atomic_add_indexed(a: array, indices: tile, t: tile, offset: tuple[int, ...] = None, "
+                       "axis: int = 0) -> tile",
+             doc="Atomically add a tile into ``a`` at the positions of tile_store_indexed; returns the values replaced "
+                 "(zero where nothing was added).")
+
+
 # -- element access and windows ------------------------------------------------------------------------------------
 def _extract_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     a = need_tile(types[0], "a")
@@ -301,6 +355,26 @@ tile_builtin("tile_view", rule=_view_rule,
              doc="The part of ``t`` at ``offset``: without ``shape`` the offsets select leading dimensions (removed "
                  "from the result), with ``shape`` a window of that shape. Treadle's view is a copy: writing to it "
                  "leaves ``t`` unchanged.")
+
+
+def _slice_indexed_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+    t = need_tile(types[0], "t")
+    idx = need_tile(types[1], "indices")
+    need(len(idx.shape) == 1 and idx.dtype == scalars.int32, f"indices must be a 1-d int32 tile, got {type_str(idx)}")
+    axis = consts[2]
+    nd = len(t.shape)
+    need(isinstance(axis, int) and -nd <= axis < nd, f"axis {axis!r} is out of range for a {nd}-d tile")
+    ax = axis % nd
+    out = tuple(idx.shape[0] if d == ax else e for d, e in enumerate(t.shape))
+    ret = make_tile(t.dtype, out, t.storage)
+    return TileSig(ret, template=(ax + 4 - nd, *padded(t.shape), *padded(out), idx.shape[0]), cpp="tile_gather_axis")
+
+
+tile_builtin("tile_slice_indexed", rule=_slice_indexed_rule,
+             params=(Param("t"), Param("indices"), Param("axis", 0, static=True)),
+             signature="tile_slice_indexed(t: tile, indices: tile, axis: int = 0) -> tile",
+             doc="The entries of ``t`` along ``axis`` picked by the 1-d int32 tile ``indices`` (``t[indices, :]``), "
+                 "a copy; negative indices count from the end.")
 
 
 def _assign_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:

@@ -14,7 +14,6 @@ from ..types.typesys import TileT, is_int, type_str
 from .registry import Param, need
 from .tile_common import TileCallee, TileSig, is_float_tile, make_tile, need_tile, scalar_dtype, tile_builtin
 
-
 _EXTRA = ("b", "c", "d", "e", "f", "g", "h")
 
 
@@ -112,26 +111,48 @@ def _reduce_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     need(isinstance(fn, TileCallee), "tile_reduce() takes a builtin or a @wp.func as its first argument")
     a = need_tile(types[1], "a")
     need(fn.ret == a.dtype, f"the reduction must return {type_str(a.dtype)}, got {type_str(fn.ret)}")
-    return make_tile(a.dtype, (1,))
+    axis = consts[2]
+    if axis is None:
+        return make_tile(a.dtype, (1,))
+    outer, ext, inner, shape = _axis_split(a, axis)
+    ret = make_tile(a.dtype, shape)
+    return TileSig(ret, template=(outer, ext, inner, *ret.rows_cols), cpp="tile_reduce_axis")
 
 
-tile_builtin("tile_reduce", rule=_reduce_rule, params=(Param("op", static=True, fn_args=2), Param("a")), differentiable=False,
-             signature="tile_reduce(op: Callable, a: tile) -> tile",
-             doc="The elements of ``a`` folded with the binary ``op`` (a builtin or @wp.func), as a ``(1,)`` tile. Not "
-                 "differentiable: use tile_sum, tile_min or tile_max for gradients.")
+def _axis_split(a: TileT, axis: Any) -> tuple[int, int, int, tuple[int, ...]]:
+    """A tile seen as (outer, extent, inner) around ``axis``, and the shape without that axis."""
+    nd = len(a.shape)
+    need(isinstance(axis, int) and not isinstance(axis, bool) and -nd <= axis < nd,
+         f"axis {axis!r} is out of range for a {nd}-d tile")
+    ax = axis % nd
+    outer = 1
+    for e in a.shape[:ax]:
+        outer *= e
+    inner = 1
+    for e in a.shape[ax + 1:]:
+        inner *= e
+    return outer, a.shape[ax], inner, tuple(e for d, e in enumerate(a.shape) if d != ax) or (1,)
+
+
+tile_builtin("tile_reduce", rule=_reduce_rule, differentiable=False,
+             params=(Param("op", static=True, fn_args=2), Param("a"), Param("axis", None, static=True)),
+             signature="tile_reduce(op: Callable, a: tile, axis: int = None) -> tile",
+             doc="The elements of ``a`` folded with the binary ``op`` (a builtin or @wp.func), as a ``(1,)`` tile, or "
+                 "along ``axis`` (that dimension removed). Not differentiable: use tile_sum, tile_min or tile_max for "
+                 "gradients.")
 
 
 def _dot_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     a, b = need_tile(types[0], "a"), need_tile(types[1], "b")
     need(a.shape == b.shape and a.dtype == b.dtype, f"tile_dot() needs tiles of one shape and type, got "
          f"{type_str(a)} and {type_str(b)}")
-    need(scalars.is_scalar_type(a.dtype), "tile_dot() takes tiles of scalars")
-    return make_tile(a.dtype, (1,))
+    return make_tile(scalar_dtype(a.dtype), (1,))
 
 
 tile_builtin("tile_dot", rule=_dot_rule, params=(Param("a"), Param("b")),
              signature="tile_dot(a: tile, b: tile) -> tile",
-             doc="The sum of the element products of two tiles of one shape, as a ``(1,)`` tile.")
+             doc="The sum of the element products of two tiles of one shape, as a ``(1,)`` tile (vector elements "
+                 "contract with ``dot``, matrix elements with ``ddot``).")
 
 
 # -- scans and sort ------------------------------------------------------------------------------------------------

@@ -637,7 +637,7 @@ class Lowerer(CallMixin):
             return
         tile_el = self.tile_element_target(target)
         if tile_el is not None:  # t[i, j] += v on a tile variable
-            cur = self.tile_subscript(self.value(target.value), tile_el[1], node)  # type: ignore[attr-defined]
+            cur = self.subscript_of(self.value(target.value), target)  # type: ignore[arg-type]
             new = self.call_builtin(REGISTRY.builtins[op], [cur, self.value(node.value)], node)
             self.assign_tile_element(target, tile_el[0], tile_el[1], new, node)  # type: ignore[arg-type]
             return

@@ -537,8 +537,13 @@ class ExprMixin:
                 return ir.Const(0, scalars.int32)
             return base.items[self.tuple_index(idx, len(base.items), node)]
         val = self.as_operand(base, node)
-        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, ArrayT) or is_vector_like(val.type)
-                                  or is_matrix(val.type))
+        if isinstance(val.type, TileT):
+            return self.tile_subscript_node(val, node)  # type: ignore[attr-defined]
+        idx = self.index_operands(node.slice, allow_slices=isinstance(val.type, (ArrayT, TileT))
+                                  or is_vector_like(val.type) or is_matrix(val.type))
+        if isinstance(val.type, TileT) and (any(isinstance(i, ir.SliceSpec) for i in idx)
+                                            or len(idx) < len(val.type.shape)):
+            return self.tile_slice(val, idx, node)  # type: ignore[attr-defined]
         if is_vector_like(val.type) and len(idx) == 1 and isinstance(idx[0], ir.SliceSpec):
             return self.gather_components(val, self.slice_positions(idx[0], val.type._length_, node), node)
         if is_matrix(val.type) and any(isinstance(i, ir.SliceSpec) for i in idx):

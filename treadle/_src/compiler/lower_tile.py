@@ -16,7 +16,7 @@ from ..builtins.registry import NOT_CONST, REQUIRED, Builtin, Lowering, NoMatch,
 from ..builtins.tile_common import Pad, TileCallee, TileSig
 from ..core.errors import CodegenTypeError
 from ..types import scalars
-from ..types.typesys import TileT, TupleT, is_callable_object, type_str
+from ..types.typesys import TileT, TupleT, is_callable_object, is_composite, is_int, is_matrix, scalar_of, type_str
 from . import ir
 from .lower_expr import PyObj, TupleVal
 
@@ -182,6 +182,147 @@ class TileMixin:
         raise self.err(f"{b.name}() takes a builtin or a @wp.func, got {type(obj).__name__}", node,  # type: ignore[attr-defined]
                        cls=CodegenTypeError)
 
+    def tile_window(self, t: TileT, idx: list[Any], node: ast.AST
+                    ) -> tuple[list[Any], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """The window a subscript of a tile names: offsets (operands), window extents, the result's shape, steps.
+
+        An integer index selects one position of its dimension (and drops it); a slice ``start:stop`` with constant
+        bounds (or a start and ``:``-less stop that fit) keeps a range; missing trailing indices keep whole dims.
+        """
+        nd = len(t.shape)
+        if len(idx) > nd:
+            raise self.err(f"too many indices ({len(idx)}) for a tile of shape {t.shape}", node,  # type: ignore[attr-defined]
+                           cls=CodegenTypeError)
+        offsets: list[Any] = []
+        window: list[int] = []
+        out: list[int] = []
+        steps: list[int] = []
+        for d in range(nd):
+            ext = t.shape[d]
+            i = idx[d] if d < len(idx) else ir.SliceSpec(None, None, None)
+            if not isinstance(i, ir.SliceSpec):
+                if isinstance(i, ir.Const) and not -ext <= int(i.value) < ext:
+                    raise self.err(f"index {i.value} is out of bounds for dimension {d} of extent {ext}", node,  # type: ignore[attr-defined]
+                                   cls=CodegenTypeError)
+                if isinstance(i, ir.Const) and int(i.value) < 0:
+                    i = ir.Const(int(i.value) + ext, scalars.int32)
+                offsets.append(i)
+                window.append(1)
+                steps.append(1)
+                continue
+            for p in (i.start, i.stop, i.step):
+                if p is not None and not isinstance(p, ir.Const):
+                    raise self.err("tile slices need compile-time bounds (the result's shape is a compile-time fact)",  # type: ignore[attr-defined]
+                                   node, "use literals or wp.static(...) bounds, or wp.tile_view(t, offset, shape)",
+                                   CodegenTypeError)
+            given = [None if p is None else int(p.value) for p in (i.start, i.stop, i.step)]  # type: ignore[union-attr]
+            if given[2] == 0:
+                raise self.err("slice step cannot be zero", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            lo, hi, step = slice(*given).indices(ext)
+            count = len(range(lo, hi, step))
+            if count == 0:
+                why = f"the slice {lo}:{hi}:{step} of dimension {d} is empty (tiles have no empty dimensions)"
+                raise self.err(why, node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            offsets.append(ir.Const(lo, scalars.int32))
+            window.append(count)
+            steps.append(step)
+            out.append(count)
+        return offsets, tuple(window), tuple(out) or (1,), tuple(steps)
+
+    def tile_subscript_node(self, val: Any, node: ast.Subscript) -> Any:
+        """``t[...]`` on a tile: an element, a slice, or advanced indexing ``t[idx, :]`` with a 1-d int tile."""
+        nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        idx: list[Any] = []
+        for n in nodes:
+            if isinstance(n, ast.Slice):
+                idx.append(self.slice_spec(n))  # type: ignore[attr-defined]
+                continue
+            v = self.value(n)  # type: ignore[attr-defined]
+            if not isinstance(v.type, TileT) and not is_int(v.type):
+                raise self.err(f"tile indices must be integers, slices or a 1-d tile of int32, got {type_str(v.type)}",  # type: ignore[attr-defined]
+                               n, "convert with int(...)", CodegenTypeError)
+            idx.append(v)
+        picked = [d for d, i in enumerate(idx) if not isinstance(i, ir.SliceSpec) and isinstance(i.type, TileT)]
+        if picked:
+            d = picked[0]
+            rest = [i for k, i in enumerate(idx) if k != d]
+            if len(picked) > 1 or any(not isinstance(i, ir.SliceSpec) or i.start is not None or i.stop is not None
+                                      or i.step is not None for i in rest):
+                raise self.err("advanced tile indexing takes one index tile and ':' on all other axes", node,  # type: ignore[attr-defined]
+                               "e.g. t[idx, :] or t[:, idx]", CodegenTypeError)
+            b = REGISTRY.builtins["tile_slice_indexed"]
+            try:
+                sig = b.rule([val.type, idx[d].type, None], [NOT_CONST, NOT_CONST, d])
+            except NoMatch as e:
+                raise self.err(f"tile_slice_indexed(): {e}", node, cls=CodegenTypeError) from None  # type: ignore[attr-defined]
+            ov = Overload(b, (val.type, idx[d].type), sig.ret, sig.cpp or b.cpp, tuple(sig.template))
+            r = self.new_value(sig.ret, "tile")  # type: ignore[attr-defined]
+            self.emit(ir.Call(self.src.loc(node), r, ov, [val, idx[d]]))  # type: ignore[attr-defined]
+            return r
+        nd = len(val.type.shape)
+        if len(idx) > nd and not any(isinstance(i, ir.SliceSpec) for i in idx[:nd]):
+            # a component of an element of a tile of vectors or matrices: t[i, c], t[i, j, r, c]
+            elem = self.tile_subscript(val, idx[:nd], node)
+            return self.subscript_value(elem, idx[nd:], node)  # type: ignore[attr-defined]
+        if any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < nd:
+            return self.tile_slice(val, idx, node)
+        return self.tile_subscript(val, idx, node)
+
+    def tile_slice(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
+        """``t[i]``, ``t[i, :]``, ``t[1:3, 2:]``: a copy of that part of the tile."""
+        from ..builtins.tile_common import make_tile, padded
+
+        t: TileT = val.type
+        offsets, window, out, steps = self.tile_window(t, idx, node)
+        ret = make_tile(t.dtype, out, t.storage)
+        pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offsets))]
+        ops = [val, *pads, *offsets]
+        b = REGISTRY.builtins["tile_view"]
+        if all(st == 1 for st in steps):
+            ov = Overload(b, tuple(o.type for o in ops), ret, "tile_subtile", (*padded(t.shape), *padded(window)))
+        else:
+            st4 = (1,) * (4 - len(steps)) + steps
+            ov = Overload(b, tuple(o.type for o in ops), ret, "tile_subtile_step",
+                          (*padded(t.shape), *padded(window), *st4))
+        r = self.new_value(ret, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        return r
+
+    def assign_tile_slice(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
+                          node: ast.AST) -> None:
+        """``t[i, :] = u`` / ``t[a:b] = u``: the window replaced by a tile of its shape (``tile_assign``)."""
+        from ..builtins.tile_common import padded
+
+        t: TileT = local.type
+        offsets, window, out, steps = self.tile_window(t, idx, node)
+        if not isinstance(v.type, TileT) or (v.type.shape != out and v.type.shape != window):
+            got = v.type.shape if isinstance(v.type, TileT) else type_str(v.type)
+            raise self.err(f"assigning to a {out} part of a tile needs a tile of shape {out}, got {got}", node,  # type: ignore[attr-defined]
+                           cls=CodegenTypeError)
+        if v.type.shape != window:  # a dropped dimension: reshape the source to the window's rank
+            v = self.reshape_value(v, window, node)
+        cur = self.value(target.value)  # type: ignore[attr-defined]
+        pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offsets))]
+        ops = [cur, v, *pads, *offsets]
+        b = REGISTRY.builtins["tile_assign"]
+        st4 = (1,) * (4 - len(steps)) + steps
+        if all(st == 1 for st in steps):
+            ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_window", (*padded(t.shape), *padded(window)))
+        else:
+            ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_step", (*padded(t.shape), *padded(window), *st4))
+        r = self.new_value(t, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        self.assign(target.value, r, node)  # type: ignore[attr-defined]
+
+    def reshape_value(self, v: Any, shape: tuple[int, ...], node: ast.AST) -> Any:
+        """A tile value with the same elements and another shape."""
+        ret = v.type.with_(shape=shape)
+        b = REGISTRY.builtins["tile_reshape"]
+        ov = Overload(b, (v.type,), ret, "tile_reshape", ret.rows_cols)
+        r = self.new_value(ret, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, [v]))  # type: ignore[attr-defined]
+        return r
+
     def tile_element_target(self, target: ast.expr) -> tuple[ir.Local, list[Any]] | None:
         """``t[i, j]`` as an assignment target where ``t`` is a tile variable: the variable and the indices."""
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
@@ -189,11 +330,29 @@ class TileMixin:
         local = self.locals.get(target.value.id)  # type: ignore[attr-defined]
         if local is None or not isinstance(local.type, TileT):
             return None
-        return local, self.index_operands(target.slice)  # type: ignore[attr-defined]
+        return local, self.index_operands(target.slice, allow_slices=True)  # type: ignore[attr-defined]
 
     def assign_tile_element(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
                             node: ast.AST) -> None:
-        """``t[i, j] = v``: the tile variable receives a copy with that element replaced."""
+        """``t[i, j] = v``: the tile variable receives a copy with that element replaced (a part: ``t[i, :] = u``)."""
+        nd = len(local.type.shape)
+        if len(idx) > nd and not any(isinstance(i, ir.SliceSpec) for i in idx):
+            # t[i, c] = s on a tile of vectors (or matrices): the element with that component replaced
+            cur = self.value(target.value)  # type: ignore[attr-defined]
+            elem = self.tile_subscript(cur, idx[:nd], node)
+            et, comp = elem.type, idx[nd:]
+            if not is_composite(et) or len(comp) > (2 if is_matrix(et) else 1):
+                raise self.err(f"a tile of {type_str(et)} takes {nd} indices here, got {len(idx)}", node,  # type: ignore[attr-defined]
+                               cls=CodegenTypeError)
+            part = et._wp_row_type_ if is_matrix(et) and len(comp) == 1 else scalar_of(et)
+            v = self.coerce(v, part, node, "the assigned component")  # type: ignore[attr-defined]
+            new_elem = self.new_value(et)  # type: ignore[attr-defined]
+            self.emit(ir.Insert(self.src.loc(node), new_elem, elem, list(comp), v))  # type: ignore[attr-defined]
+            v = new_elem
+            idx = idx[:nd]
+        elif any(isinstance(i, ir.SliceSpec) for i in idx) or len(idx) < nd:
+            self.assign_tile_slice(target, local, idx, v, node)
+            return
         cur = self.value(target.value)  # type: ignore[attr-defined]
         new = self.tile_index_call(REGISTRY.builtins["_tile_insert"], cur, idx, [v], node)
         self.assign(target.value, new, node)  # type: ignore[attr-defined]
@@ -209,6 +368,14 @@ class TileMixin:
         if len(idx) != len(t.shape):
             raise self.err(f"a tile of shape {t.shape} takes {len(t.shape)} indices, got {len(idx)}", node,  # type: ignore[attr-defined]
                            cls=CodegenTypeError)
+        idx = list(idx)
+        for d, i in enumerate(idx):  # constant indices: checked, and negative ones count from the end
+            if isinstance(i, ir.Const):
+                ext = t.shape[d]
+                if not -ext <= int(i.value) < ext:
+                    raise self.err(f"index {i.value} is out of bounds for dimension {d} of extent {ext}", node,  # type: ignore[attr-defined]
+                                   cls=CodegenTypeError)
+                idx[d] = ir.Const(int(i.value) % ext, scalars.int32)
         ops = [val, *idx, *extra]
         try:
             sig = b.rule([o.type for o in ops], [NOT_CONST] * len(ops))

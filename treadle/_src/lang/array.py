@@ -927,7 +927,19 @@ class array:
         return annotation_union(other, self)
 
     def __class_getitem__(cls, dtype: Any) -> array:
-        """``wp.array[float]``: an annotation of a 1-D array (``array2d[...]``: 2-D, ...)."""
+        """``wp.array[float]``: an annotation of a 1-D array (``array2d[...]``: 2-D, ...).
+
+        ``wp.array[float, 2]`` (or ``typing.Literal[2]``) gives the number of dimensions.
+        """
+        if isinstance(dtype, tuple) and len(dtype) == 2:
+            import typing
+
+            dtype, nd = dtype
+            if typing.get_origin(nd) is typing.Literal:
+                (nd,) = typing.get_args(nd)
+            if not isinstance(nd, int) or not 1 <= nd <= 4:
+                raise TypeError(f"wp.array[dtype, ndim]: ndim must be 1 to 4, got {nd!r}")
+            return array(dtype=dtype, ndim=nd)
         return array(dtype=dtype, ndim=cls._default_ndim)
 
 
