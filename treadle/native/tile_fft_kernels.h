@@ -102,47 +102,51 @@ TREADLE_FUNC void pass4(int n, int s, const cpx<S>* x, cpx<S>* y, const cpx<S>* 
     }
 }
 
-// One length-N transform of the row `row` (interleaved re/im, N complex values) in place, given the roots table.
-template <typename S, int N, bool INV> TREADLE_FUNC void transform_row(S* row, const cpx<S>* w, cpx<S>* scratch) {
-    cpx<S>* data = (cpx<S>*)row;
+// One length-N transform of the row `row` (interleaved re/im, N complex values) in place, given the roots table. The
+// row is read and written through its scalars only (it is a vec2 tile's storage, not an array of cpx), and the
+// transform runs in the two local buffers.
+template <typename S, int N, bool INV>
+TREADLE_FUNC void transform_row(S* row, const cpx<S>* w, cpx<S>* buf, cpx<S>* scratch) {
     if constexpr (N <= 1) {
         return;
-    } else if constexpr (pow2<N>::value) {
-        cpx<S>* x = data;
-        cpx<S>* y = scratch;
-        int n = N, s = 1;
-        while (n >= 4) {
-            pass4<S, N, INV>(n, s, x, y, w);
-            cpx<S>* t = x;
-            x = y;
-            y = t;
-            n /= 4;
-            s *= 4;
-        }
-        if (n == 2) {
-            pass2<S, N, INV>(n, s, x, y, w);
-            cpx<S>* t = x;
-            x = y;
-            y = t;
-        }
-        if (x != data)
-            for (int k = 0; k < N; ++k)
-                data[k] = x[k];
     } else {
         for (int k = 0; k < N; ++k)
-            scratch[k] = data[k];
-        for (int k = 0; k < N; ++k) {
-            S re = S(0), im = S(0);
-            int idx = 0;  // (k * n) mod N, kept without overflow
-            for (int n = 0; n < N; ++n) {
-                const cpx<S> t = cmul(scratch[n], w[idx]);
-                re += t.re;
-                im += t.im;
-                idx += k;
-                if (idx >= N)
-                    idx -= N;
+            buf[k] = {row[2 * k], row[2 * k + 1]};
+        cpx<S>* x = buf;
+        if constexpr (pow2<N>::value) {
+            cpx<S>* y = scratch;
+            int n = N, s = 1;
+            while (n >= 4) {
+                pass4<S, N, INV>(n, s, x, y, w);
+                cpx<S>* t = x;
+                x = y;
+                y = t;
+                n /= 4;
+                s *= 4;
             }
-            data[k] = {re, im};
+            if (n == 2) {
+                pass2<S, N, INV>(n, s, x, y, w);
+                x = y;
+            }
+        } else {
+            for (int k = 0; k < N; ++k) {
+                S re = S(0), im = S(0);
+                int idx = 0;  // (k * n) mod N, kept without overflow
+                for (int n = 0; n < N; ++n) {
+                    const cpx<S> t = cmul(buf[n], w[idx]);
+                    re += t.re;
+                    im += t.im;
+                    idx += k;
+                    if (idx >= N)
+                        idx -= N;
+                }
+                scratch[k] = {re, im};
+            }
+            x = scratch;
+        }
+        for (int k = 0; k < N; ++k) {
+            row[2 * k] = x[k].re;
+            row[2 * k + 1] = x[k].im;
         }
     }
 }
@@ -155,10 +159,11 @@ template <typename S, int ROWS, int N, bool INV> TREADLE_FUNC void tile_fft_rows
     using namespace tile_fft_impl;
     if constexpr (N > 1) {
         cpx<S> w[N];
+        cpx<S> buf[N];
         cpx<S> scratch[N];
         roots<S, N, INV>(w);
         for (int r = 0; r < ROWS; ++r)
-            transform_row<S, N, INV>(data + 2 * r * ld_complex, w, scratch);
+            transform_row<S, N, INV>(data + 2 * r * ld_complex, w, buf, scratch);
     }
 }
 
