@@ -5,6 +5,11 @@ the bad-input errors at the user's line.
 
 # No `from __future__ import annotations`: kernels built in factories name the dtype, a closure variable, in their
 # annotations, which must be evaluated when the kernel is defined.
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -126,3 +131,36 @@ def test_fft_rejects_bad_tiles() -> None:
         wp.launch_tiled(one_d, dim=[1], inputs=[wp.zeros(8, dtype=wp.vec2f)], block_dim=64)
     with pytest.raises(CodegenTypeError, match="4097 is not a power of two"):
         wp.launch_tiled(too_long, dim=[1], inputs=[wp.zeros((1, 4097), dtype=wp.vec2f)], block_dim=64)
+
+
+GXX_SCRIPT = """
+import numpy as np
+import treadle as wp
+
+@wp.kernel(module="tile_fft_gxx")
+def fft(x: wp.array3d(dtype=wp.vec2f), y: wp.array3d(dtype=wp.vec2f)):
+    i, _lane = wp.tid()
+    t = wp.tile_load(x[i], shape=(2, 8))
+    wp.tile_fft(t)
+    wp.tile_store(y[i], t)
+
+x = np.random.default_rng(0).uniform(-1, 1, (3, 2, 8, 2)).astype(np.float32)
+y = wp.zeros((3, 2, 8), dtype=wp.vec2f)
+wp.launch_tiled(fft, dim=[3], inputs=[wp.array(x, dtype=wp.vec2f), y], block_dim=64)
+got = y.numpy()
+want = np.fft.fft(x[..., 0] + 1j * x[..., 1], axis=-1)
+assert np.allclose(got[..., 0] + 1j * got[..., 1], want, atol=1e-5), "wrong transform"
+print("ok")
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+def test_fft_kernel_built_by_gxx(tmp_path: Path) -> None:
+    """Kernels built by g++ -O3 transform correctly too (it exploits aliasing rules that clang++ leaves alone)."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, CXX="g++", TREADLE_CXX="g++", TREADLE_CACHE_PATH=str(tmp_path / "cache"),
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    script = tmp_path / "fft_gxx.py"  # a file: kernels need their source
+    script.write_text(GXX_SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
