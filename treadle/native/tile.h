@@ -446,3 +446,5 @@ TREADLE_FUNC void adj_tile_atomic_add_indexed(const array_t<T>& a, const tile_t<
 #endif
 
 // ---- linear algebra and FFT (tile_linalg.h, tile_fft.h) ----
+#include "tile_linalg.h"
+#include "tile_fft.h"

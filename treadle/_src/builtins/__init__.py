@@ -12,6 +12,7 @@ from . import scalar_math as scalar_math
 from . import spatial as spatial
 from . import texture as texture
 from . import tile_core as tile_core
+from . import tile_linalg as tile_linalg
 from . import tile_ops as tile_ops
 from . import transform as transform
 from . import utility as utility
