@@ -92,80 +92,50 @@ template <typename T, int M, int N> TREADLE_FUNC void adj_pos(const TREADLE_TT&,
 }
 // Elementwise products and quotients: two tiles of one shape, or a tile and a value (either side); the element
 // types may differ where the element operation is defined (a float tile times a matrix gives a tile of matrices).
-template <typename A, typename B, int M, int N>
-TREADLE_FUNC auto mul(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b) -> tile_t<decltype(treadle::mul(a.data[0], b.data[0])), M, N> {
-    tile_t<decltype(treadle::mul(a.data[0], b.data[0])), M, N> r;
-    for (int k = 0; k < M * N; ++k)
-        r.data[k] = treadle::mul(a.data[k], b.data[k]);
-    return r;
-}
-template <typename A, typename B, int M, int N, typename R>
-TREADLE_FUNC void adj_mul(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a, tile_t<B, M, N>& adj_b,
-                        const tile_t<R, M, N>& adj_ret) {
-    for (int k = 0; k < M * N; ++k)
-        treadle::adj_mul(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
-}
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC auto mul(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::mul(a.data[0], s)), M, N> {
-    tile_t<decltype(treadle::mul(a.data[0], s)), M, N> r;
-    for (int k = 0; k < M * N; ++k)
-        r.data[k] = treadle::mul(a.data[k], s);
-    return r;
-}
-template <typename T, int M, int N, typename S, typename R>
-TREADLE_FUNC void adj_mul(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s, const tile_t<R, M, N>& adj_ret) {
-    for (int k = 0; k < M * N; ++k)
-        treadle::adj_mul(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
-}
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC auto mul(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::mul(s, a.data[0])), M, N> {
-    tile_t<decltype(treadle::mul(s, a.data[0])), M, N> r;
-    for (int k = 0; k < M * N; ++k)
-        r.data[k] = treadle::mul(s, a.data[k]);
-    return r;
-}
-template <typename T, int M, int N, typename S, typename R>
-TREADLE_FUNC void adj_mul(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const tile_t<R, M, N>& adj_ret) {
-    for (int k = 0; k < M * N; ++k)
-        treadle::adj_mul(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);
-}
-template <typename A, typename B, int M, int N>
-TREADLE_FUNC auto div(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b) -> tile_t<decltype(treadle::div(a.data[0], b.data[0])), M, N> {
-    tile_t<decltype(treadle::div(a.data[0], b.data[0])), M, N> r;
-    for (int k = 0; k < M * N; ++k)
-        r.data[k] = treadle::div(a.data[k], b.data[k]);
-    return r;
-}
-template <typename A, typename B, int M, int N, typename R>
-TREADLE_FUNC void adj_div(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a, tile_t<B, M, N>& adj_b,
-                        const tile_t<R, M, N>& adj_ret) {
-    for (int k = 0; k < M * N; ++k)
-        treadle::adj_div(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);
-}
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC auto div(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::div(a.data[0], s)), M, N> {
-    tile_t<decltype(treadle::div(a.data[0], s)), M, N> r;
-    for (int k = 0; k < M * N; ++k)
-        r.data[k] = treadle::div(a.data[k], s);
-    return r;
-}
-template <typename T, int M, int N, typename S, typename R>
-TREADLE_FUNC void adj_div(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s, const tile_t<R, M, N>& adj_ret) {
-    for (int k = 0; k < M * N; ++k)
-        treadle::adj_div(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);
-}
-template <typename T, int M, int N, typename S>
-TREADLE_FUNC auto div(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::div(s, a.data[0])), M, N> {
-    tile_t<decltype(treadle::div(s, a.data[0])), M, N> r;
-    for (int k = 0; k < M * N; ++k)
-        r.data[k] = treadle::div(s, a.data[k]);
-    return r;
-}
-template <typename T, int M, int N, typename S, typename R>
-TREADLE_FUNC void adj_div(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a, const tile_t<R, M, N>& adj_ret) {
-    for (int k = 0; k < M * N; ++k)
-        treadle::adj_div(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);
-}
+#define TREADLE_TILE_ELEMENTWISE(OP)                                                                                  \
+    template <typename A, typename B, int M, int N>                                                                    \
+    TREADLE_FUNC auto OP(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b)                                          \
+        -> tile_t<decltype(treadle::OP(a.data[0], b.data[0])), M, N> {                                                 \
+        tile_t<decltype(treadle::OP(a.data[0], b.data[0])), M, N> r;                                                   \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            r.data[k] = treadle::OP(a.data[k], b.data[k]);                                                             \
+        return r;                                                                                                      \
+    }                                                                                                                  \
+    template <typename A, typename B, int M, int N, typename R>                                                        \
+    TREADLE_FUNC void adj_##OP(const tile_t<A, M, N>& a, const tile_t<B, M, N>& b, tile_t<A, M, N>& adj_a,           \
+                               tile_t<B, M, N>& adj_b, const tile_t<R, M, N>& adj_ret) {                              \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            treadle::adj_##OP(a.data[k], b.data[k], adj_a.data[k], adj_b.data[k], adj_ret.data[k]);                    \
+    }                                                                                                                  \
+    template <typename T, int M, int N, typename S>                                                                    \
+    TREADLE_FUNC auto OP(const TREADLE_TT& a, const S& s) -> tile_t<decltype(treadle::OP(a.data[0], s)), M, N> {      \
+        tile_t<decltype(treadle::OP(a.data[0], s)), M, N> r;                                                           \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            r.data[k] = treadle::OP(a.data[k], s);                                                                     \
+        return r;                                                                                                      \
+    }                                                                                                                  \
+    template <typename T, int M, int N, typename S, typename R>                                                        \
+    TREADLE_FUNC void adj_##OP(const TREADLE_TT& a, const S& s, TREADLE_TT& adj_a, S& adj_s,                          \
+                               const tile_t<R, M, N>& adj_ret) {                                                       \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            treadle::adj_##OP(a.data[k], s, adj_a.data[k], adj_s, adj_ret.data[k]);                                    \
+    }                                                                                                                  \
+    template <typename T, int M, int N, typename S>                                                                    \
+    TREADLE_FUNC auto OP(const S& s, const TREADLE_TT& a) -> tile_t<decltype(treadle::OP(s, a.data[0])), M, N> {      \
+        tile_t<decltype(treadle::OP(s, a.data[0])), M, N> r;                                                           \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            r.data[k] = treadle::OP(s, a.data[k]);                                                                     \
+        return r;                                                                                                      \
+    }                                                                                                                  \
+    template <typename T, int M, int N, typename S, typename R>                                                        \
+    TREADLE_FUNC void adj_##OP(const S& s, const TREADLE_TT& a, S& adj_s, TREADLE_TT& adj_a,                          \
+                               const tile_t<R, M, N>& adj_ret) {                                                       \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            treadle::adj_##OP(s, a.data[k], adj_s, adj_a.data[k], adj_ret.data[k]);                                    \
+    }
+TREADLE_TILE_ELEMENTWISE(mul)
+TREADLE_TILE_ELEMENTWISE(div)
+#undef TREADLE_TILE_ELEMENTWISE
 // tile_axpy: dest + alpha * src (the new value of dest).
 template <typename T, int M, int N, typename S>
 TREADLE_FUNC TREADLE_TT tile_axpy(S alpha, const TREADLE_TT& src, const TREADLE_TT& dest) {
