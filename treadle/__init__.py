@@ -189,6 +189,7 @@ from ._src.types.scalars import uint64 as uint64
 from ._src.types.struct import struct as struct
 from ._src.types.typesys import ref as ref
 from ._src.types.typesys import tile as tile
+from ._src.types.typesys import tile_stack as tile_stack
 from ._src.types.vector import vec2 as vec2
 from ._src.types.vector import vec2b as vec2b
 from ._src.types.vector import vec2d as vec2d

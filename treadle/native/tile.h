@@ -448,3 +448,4 @@ TREADLE_FUNC void adj_tile_atomic_add_indexed(const array_t<T>& a, const tile_t<
 // ---- linear algebra and FFT (tile_linalg.h, tile_fft.h) ----
 #include "tile_linalg.h"
 #include "tile_fft.h"
+#include "tile_stack.h"

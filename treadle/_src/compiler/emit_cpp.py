@@ -17,6 +17,7 @@ from ..types import scalars
 from ..types.typesys import (
     ArrayT,
     OpaqueType,
+    TileStackT,
     TileT,
     TupleT,
     generic_kind,
@@ -57,6 +58,8 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
     if isinstance(t, TileT):
         rows, cols = t.rows_cols
         return f"treadle::tile_t<{cpp_type(t.dtype, names)},{rows},{cols}>"
+    if isinstance(t, TileStackT):
+        return f"treadle::tile_stack_t<{cpp_type(t.dtype, names)},{t.capacity}>"
     if isinstance(t, OpaqueType):
         return t.cname
     if is_struct(t):
@@ -247,7 +250,9 @@ class Emitter:
             return self.native_function(f, cname, native[0])
         self.collect_types(f)
         ret = cpp_type(f.return_type, self.tuple_names)
-        params = ", ".join(f"{cpp_type(p.type, self.tuple_names)} var_{p.name}" for p in f.params)
+        # a stack is a place: the function works on the caller's (every other parameter is a copy)
+        params = ", ".join(f"{cpp_type(p.type, self.tuple_names)}{'&' if isinstance(p.type, TileStackT) else ''} "
+                           f"var_{p.name}" for p in f.params)
         lines = [f"static TREADLE_FUNC {ret} {cname}({params})", "{"]
         lines += self.local_decls(f)
         self.block(f.body, lines, "    ")

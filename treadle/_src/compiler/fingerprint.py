@@ -38,7 +38,7 @@ from ... import config
 from ..types import scalars
 from ..types.arrays import is_array_object
 from ..types.struct import Struct
-from ..types.typesys import ArrayT, OpaqueType, TupleT
+from ..types.typesys import ArrayT, OpaqueType, TileStackT, TupleT
 from ..types.vector import composite_base
 
 #: ``wp.config`` settings that cannot change generated code (everything else is part of the fingerprint).
@@ -268,6 +268,10 @@ class _Fingerprinter:
             self.add("TT")
             for t in v.types:
                 self.value(t, names, depth + 1)
+            return
+        if isinstance(v, TileStackT):
+            self.add(f"TS:{v.capacity}")
+            self.value(v.dtype, names, depth + 1)
             return
         if isinstance(v, OpaqueType):
             self.stable(v, f"OT:{v.__name__}:{getattr(v, 'cname', '')}")

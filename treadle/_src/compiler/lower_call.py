@@ -16,6 +16,7 @@ from ..core.errors import CodegenError, CodegenTypeError, CodegenValueError, Uns
 from ..types import scalars
 from ..types.typesys import (
     ArrayT,
+    TileStackT,
     TupleT,
     is_callable_object,
     is_composite,
@@ -761,9 +762,14 @@ class CallMixin(TileMixin, ExprMixin):
 
     # User functions ------------------------------------------------------------------------------------------
     def call_user(self, fn: Any, node: ast.Call) -> Any:
-        raw = [self.expr(a) for a in node.args]
+        raw = [self.stack_ref(a) or self.expr(a) for a in node.args]
         kwargs = {str(k.arg): self.expr(k.value) for k in node.keywords}
         return self.call_user_values(fn, raw, node, kwargs)
+
+    def stack_ref(self, a: ast.expr) -> ir.LocalRef | None:
+        """A tile-stack variable passed to a ``@func``: by reference (the function updates the caller's stack)."""
+        local = self.locals.get(a.id) if isinstance(a, ast.Name) else None
+        return ir.LocalRef(local) if local is not None and isinstance(local.type, TileStackT) else None
 
     def call_user_values(self, fn: Any, raw: list[Any], node: ast.AST, kwargs: dict[str, Any] | None = None) -> Any:
         """Call a ``@func`` with already lowered operands (also used for operators on structs)."""

@@ -196,8 +196,8 @@ class ExprMixin:
         return self.as_operand(r, node)
 
     def as_operand(self, r: Any, node: ast.AST) -> ir.Value | ir.Const:
-        if isinstance(r, (ir.Value, ir.Const)):
-            return r
+        if isinstance(r, (ir.Value, ir.Const, ir.LocalRef)):  # LocalRef: a tile stack passed to a @func
+            return r  # type: ignore[return-value]
         if isinstance(r, PyObj):
             if type(r.obj).__name__ == "_TidRequest":  # wp.tid() used as a value: the flat thread index
                 return self.make_tid(1, r.obj.node)  # type: ignore[attr-defined]

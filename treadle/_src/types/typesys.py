@@ -8,6 +8,7 @@ Kernel values have one of these types:
 - :class:`ArrayT` (an array argument or view: dtype and number of dimensions);
 - :class:`TupleT` (multiple return values);
 - :class:`TileT` (a tile: element type, shape and storage, all compile-time facts);
+- :class:`TileStackT` (a block's stack of values: element type and capacity);
 - ``None`` for "no value".
 """
 
@@ -112,6 +113,45 @@ class tile:  # noqa: N801 (the reference API's name)
         dtype, rest = params[0], params[1:]
         shape = rest[0] if len(rest) == 1 and isinstance(rest[0], tuple) else rest
         return make_tile_type(dtype, shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class TileStackT:
+    """A block's stack of values (``wp.tile_stack(capacity=8, dtype=int)``): element type and capacity.
+
+    Unlike tiles, a stack is a place, not a value: pushes and pops update it, and a ``@func`` that receives one
+    updates the caller's stack.
+    """
+
+    dtype: Any
+    capacity: int
+
+    def __str__(self) -> str:
+        return f"tile_stack(capacity={self.capacity}, dtype={type_str(self.dtype)})"
+
+
+def make_tile_stack_type(capacity: Any, dtype: Any) -> TileStackT:
+    """A :class:`TileStackT` from user-facing facts; raises ``TypeError``/``ValueError`` on bad ones."""
+    if dtype is None:
+        raise TypeError("tile_stack() missing required keyword argument 'dtype'")
+    if isinstance(capacity, builtins.bool) or not isinstance(capacity, builtins.int) or capacity < 1:
+        raise ValueError(f"tile_stack() requires capacity to be a positive integer, got {capacity!r}")
+    return TileStackT(normalize_annotation(dtype), builtins.int(capacity))
+
+
+class tile_stack:  # noqa: N801 (the reference API's name)
+    """``wp.tile_stack(capacity=..., dtype=...)``: a stack annotation in Python scope (``@wp.func`` parameters).
+
+    Inside kernels the same call makes an empty stack; the builtins layer registers that builtin as
+    ``_treadle_builtin_``.
+    """
+
+    _treadle_builtin_: Any = None
+
+    def __new__(cls, capacity: Any = None, dtype: Any = None) -> Any:  # type: ignore[misc]
+        if capacity is None:
+            raise TypeError("tile_stack() missing required keyword argument 'capacity'")
+        return make_tile_stack_type(capacity, dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -336,7 +376,7 @@ def type_str(t: Any) -> str:
         return "None"
     if t is AnyT:
         return "Any"
-    if isinstance(t, (ArrayT, TupleT, TileT)):
+    if isinstance(t, (ArrayT, TupleT, TileT, TileStackT)):
         return str(t)
     if is_struct(t):
         return str(getattr(t, "key", t))
