@@ -136,6 +136,38 @@ template <typename T, int M, int N> TREADLE_FUNC void adj_pos(const TREADLE_TT&,
 TREADLE_TILE_ELEMENTWISE(mul)
 TREADLE_TILE_ELEMENTWISE(div)
 #undef TREADLE_TILE_ELEMENTWISE
+// Bitwise operators on integer tiles (tile-tile, tile-value, value-tile) and ~t: no derivatives.
+#define TREADLE_TILE_BITWISE(OP)                                                                                      \
+    template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT OP(const TREADLE_TT& a, const TREADLE_TT& b) {       \
+        TREADLE_TT r;                                                                                                  \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            r.data[k] = treadle::OP(a.data[k], b.data[k]);                                                             \
+        return r;                                                                                                      \
+    }                                                                                                                  \
+    template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT OP(const TREADLE_TT& a, T s) {                       \
+        TREADLE_TT r;                                                                                                  \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            r.data[k] = treadle::OP(a.data[k], s);                                                                     \
+        return r;                                                                                                      \
+    }                                                                                                                  \
+    template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT OP(T s, const TREADLE_TT& a) {                       \
+        TREADLE_TT r;                                                                                                  \
+        for (int k = 0; k < M * N; ++k)                                                                                \
+            r.data[k] = treadle::OP(s, a.data[k]);                                                                     \
+        return r;                                                                                                      \
+    }
+TREADLE_TILE_BITWISE(bit_and)
+TREADLE_TILE_BITWISE(bit_or)
+TREADLE_TILE_BITWISE(bit_xor)
+TREADLE_TILE_BITWISE(lshift)
+TREADLE_TILE_BITWISE(rshift)
+#undef TREADLE_TILE_BITWISE
+template <typename T, int M, int N> TREADLE_FUNC TREADLE_TT invert(const TREADLE_TT& a) {
+    TREADLE_TT r;
+    for (int k = 0; k < M * N; ++k)
+        r.data[k] = treadle::invert(a.data[k]);
+    return r;
+}
 // tile_axpy: dest + alpha * src (the new value of dest).
 template <typename T, int M, int N, typename S>
 TREADLE_FUNC TREADLE_TT tile_axpy(S alpha, const TREADLE_TT& src, const TREADLE_TT& dest) {

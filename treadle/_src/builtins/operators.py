@@ -14,7 +14,7 @@ import numpy as np
 from ..types import scalars
 from ..types.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
 from .registry import Interp, NoMatch, Op, arity, builtin, need, same
-from .tile_common import elementwise_rule
+from .tile_common import elementwise_rule, int_tile_rule
 
 GROUP = "Operators"
 
@@ -101,6 +101,9 @@ def _int_like(t: Any) -> bool:
 
 def _int_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 2)
+    tile = int_tile_rule(types)
+    if tile is not None:
+        return tile
     need(_int_like(types[0]) or types[0] is scalars.bool, f"expected integers, got {type_str(types[0])}")
     return same(types)
 
@@ -123,6 +126,9 @@ def _unary_numeric(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 def _unary_int(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     arity(types, 1)
+    tile = int_tile_rule(types)
+    if tile is not None:
+        return tile
     need(_int_like(types[0]), f"'~' needs an integer (or an integer vector/matrix), got {type_str(types[0])}")
     return types[0]
 

@@ -210,3 +210,24 @@ def elementwise_rule(op: str, types: Sequence[Any], elem_rule: Callable[..., Any
          f"a tile of {type_str(tile_t.dtype)} can be scaled by {type_str(scalar_dtype(tile_t.dtype))} only, got "
          f"{type_str(other)}")
     return tile_t
+
+
+def int_tile_rule(types: Sequence[Any]) -> Any:
+    """The result of a bitwise operator (``& | ^ << >> ~``) with a tile operand, or ``None`` when none is a tile.
+
+    Both operands are tiles of one integer type and shape, or a tile and a scalar of its element type.
+    """
+    if not any(isinstance(t, TileT) for t in types):
+        return None
+    tiles = [t for t in types if isinstance(t, TileT)]
+    first = tiles[0]
+    need(scalars.is_scalar_type(first.dtype) and is_int(first.dtype),
+         f"bitwise operators take tiles of integers, got a tile of {type_str(first.dtype)}")
+    for t in types:
+        if isinstance(t, TileT):
+            need(t.shape == first.shape, f"tile shapes differ: {first.shape} and {t.shape}")
+            need(t.dtype == first.dtype, f"tile element types differ: {type_str(first.dtype)} and {type_str(t.dtype)}")
+        else:
+            need(t == first.dtype, f"a tile of {type_str(first.dtype)} combines bitwise with {type_str(first.dtype)} "
+                 f"only, got {type_str(t)}")
+    return first.with_(storage="register")

@@ -329,8 +329,15 @@ def _window_sig(src: TileT, wshape: tuple[int, ...], cpp: str, n_off: int, off_a
 
 def _view_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     t = need_tile(types[0], "t")
+    offs = types[1].types if isinstance(types[1], TupleT) else (types[1],)
+    for x in offs:
+        need(is_int(x), f"tile_view() offsets must be integers or slices, got {type_str(x)}")
     n = index_count(types[1])
     need(n <= len(t.shape), f"offset has {n} entries, the tile has {len(t.shape)} dimension(s)")
+    given = consts[1] if isinstance(consts[1], tuple) else (consts[1],)
+    for d, c in enumerate(given):  # a constant offset is a coordinate of the tile: it must lie inside it
+        need(not isinstance(c, int) or isinstance(c, bool) or 0 <= c < t.shape[d],
+             f"tile_view() offset {c} is out of bounds for dimension {d} of extent {t.shape[d]}")
     if consts[2] is None:  # integer offsets select (and remove) leading dimensions
         need(n < len(t.shape), "tile_view() without a shape keeps at least one dimension: give fewer offsets")
         wshape = (1,) * n + t.shape[n:]
@@ -360,7 +367,8 @@ tile_builtin("tile_view", rule=_view_rule,
 def _slice_indexed_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     t = need_tile(types[0], "t")
     idx = need_tile(types[1], "indices")
-    need(len(idx.shape) == 1 and idx.dtype == scalars.int32, f"indices must be a 1-d int32 tile, got {type_str(idx)}")
+    need(len(idx.shape) == 1 and idx.dtype == scalars.int32,
+         f"indices must be an integer index tile (1-d, int32), got {type_str(idx)}")
     axis = consts[2]
     nd = len(t.shape)
     need(isinstance(axis, int) and -nd <= axis < nd, f"axis {axis!r} is out of range for a {nd}-d tile")

@@ -384,6 +384,8 @@ class ExprMixin:
             raise self.err(f"operator {type(node.op).__name__} is not supported", node)
         a = self.value(node.left)
         b = self.value(node.right)
+        if isinstance(node.op, ast.MatMult) and (isinstance(a.type, TileT) or isinstance(b.type, TileT)):
+            return self.tile_matmul_operator(a, b, node)  # type: ignore[attr-defined]
         if is_struct(a.type) or is_struct(b.type):  # operators on structs: a @func named like the operator
             fn = self.src.lookup(name)
             if getattr(fn, "_treadle_function_", False):

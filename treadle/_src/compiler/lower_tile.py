@@ -9,6 +9,7 @@ into one integer operand each). A parameter marked ``inout`` names a tile variab
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Any
 
 from ..builtins import REGISTRY
@@ -28,8 +29,28 @@ def _is_builtin(obj: Any) -> Builtin | None:
     return b if isinstance(b, Builtin) else None
 
 
+class Lowered(ast.expr):
+    """An already lowered operand in a synthesized call (``a @ b`` becomes ``tile_matmul(a, b)``)."""
+
+    _fields = ()
+
+    def __init__(self, value: Any, like: ast.AST) -> None:
+        super().__init__()
+        self.value = value
+        ast.copy_location(self, like)
+
+
 class TileMixin:
     """The tile lowerings of the Lowerer (mixed into ``CallMixin``)."""
+
+    def expr_Lowered(self, node: Lowered) -> Any:
+        return node.value
+
+    def tile_matmul_operator(self, a: Any, b: Any, node: ast.BinOp) -> Any:
+        """``a @ b`` on tiles: ``tile_matmul(a, b)``."""
+        call = ast.copy_location(ast.Call(func=node, args=[Lowered(a, node.left), Lowered(b, node.right)],
+                                          keywords=[]), node)
+        return self.lower_tile(REGISTRY.builtins["tile_matmul"], call)
 
     def bind_tile_args(self, b: Builtin, node: ast.Call) -> list[tuple[Param, ast.expr | None]]:
         """Each parameter with the expression the call gives it (``None``: omitted)."""
@@ -68,6 +89,10 @@ class TileMixin:
 
     def lower_tile(self, b: Builtin, node: ast.Call) -> Any:
         """A call of a tile builtin (see the module docstring)."""
+        if b.name == "tile_view":
+            sliced = self.tile_view_slices(b, node)
+            if sliced is not None:
+                return sliced
         types: list[Any] = []
         consts: list[Any] = []
         ops: list[Any] = []
@@ -154,6 +179,46 @@ class TileMixin:
             return None
         return r
 
+    def tile_view_slices(self, b: Builtin, node: ast.Call) -> Any:
+        """``tile_view(t, offset=(slice(0, -1, 1), 2))``: offsets that hold slices are a subscript ``t[0:-1, 2]``.
+
+        Returns ``None`` when no offset is a ``slice(...)`` call (the ordinary integer-offset form).
+        """
+        bound = dict((p.name, e) for p, e in self.bind_tile_args(b, node))
+        off = bound.get("offset")
+        items = off.elts if isinstance(off, ast.Tuple) else [off] if off is not None else []
+
+        def is_slice(e: ast.expr) -> bool:
+            if not isinstance(e, ast.Call):
+                return False
+            f = self.expr(e.func)  # type: ignore[attr-defined]
+            return isinstance(f, PyObj) and f.obj is builtins.slice
+
+        if not any(is_slice(e) for e in items):
+            return None
+        if bound.get("shape") is not None:
+            raise self.err("tile_view() does not take 'shape' together with a slice offset: the slices give the "  # type: ignore[attr-defined]
+                           "view's extents", node, "drop shape=, or give integer offsets with shape=",
+                           CodegenTypeError)
+        idx: list[Any] = []
+        for e in items:
+            if not is_slice(e):
+                idx.append(self.value(e))  # type: ignore[attr-defined]
+                continue
+            assert isinstance(e, ast.Call)
+            if e.keywords or not 1 <= len(e.args) <= 3:
+                raise self.err("slice() takes 1 to 3 positional bounds", e, cls=CodegenTypeError)  # type: ignore[attr-defined]
+            parts: list[ast.expr | None] = [None, e.args[0], None] if len(e.args) == 1 else [*e.args, None][:3]
+            idx.append(self.slice_spec(ast.copy_location(ast.Slice(*parts), e)))  # type: ignore[attr-defined]
+        for i, e in zip(idx, items):
+            if not isinstance(i, ir.SliceSpec) and not is_int(i.type):
+                raise self.err(f"tile_view() offsets must be integers or slices, got {type_str(i.type)}", e,  # type: ignore[attr-defined]
+                               cls=CodegenTypeError)
+        val = self.value(bound["t"])  # type: ignore[attr-defined,arg-type]
+        if not isinstance(val.type, TileT):
+            raise self.err(f"'t' of tile_view() must be a tile, got {type_str(val.type)}", node, cls=CodegenTypeError)  # type: ignore[attr-defined]
+        return self.tile_slice(val, idx, node)
+
     def resolve_tile_callee(self, b: Builtin, obj: Any, operand_types: list[Any], node: ast.AST) -> TileCallee:
         """A function passed to a tile builtin, resolved for the element types of the operands after it."""
         elems = [t.dtype if isinstance(t, TileT) else t for t in operand_types]
@@ -212,7 +277,7 @@ class TileMixin:
                 continue
             for p in (i.start, i.stop, i.step):
                 if p is not None and not isinstance(p, ir.Const):
-                    raise self.err("tile slices need compile-time bounds (the result's shape is a compile-time fact)",  # type: ignore[attr-defined]
+                    raise self.err("tile slices need compile-time constant bounds (the result's shape is a compile-time fact)",  # type: ignore[attr-defined]
                                    node, "use literals or wp.static(...) bounds, or wp.tile_view(t, offset, shape)",
                                    CodegenTypeError)
             given = [None if p is None else int(p.value) for p in (i.start, i.stop, i.step)]  # type: ignore[union-attr]
@@ -221,7 +286,7 @@ class TileMixin:
             lo, hi, step = slice(*given).indices(ext)
             count = len(range(lo, hi, step))
             if count == 0:
-                why = f"the slice {lo}:{hi}:{step} of dimension {d} is empty (tiles have no empty dimensions)"
+                why = f"the slice {lo}:{hi}:{step} of dimension {d} is empty (a zero-length tile dimension is not allowed)"
                 raise self.err(why, node, cls=CodegenTypeError)  # type: ignore[attr-defined]
             offsets.append(ir.Const(lo, scalars.int32))
             window.append(count)
@@ -249,7 +314,7 @@ class TileMixin:
                 continue
             v = self.value(n)  # type: ignore[attr-defined]
             if not isinstance(v.type, TileT) and not is_int(v.type):
-                raise self.err(f"tile indices must be integers, slices or a 1-d tile of int32, got {type_str(v.type)}",  # type: ignore[attr-defined]
+                raise self.err(f"tile indices must be integers or slices (or one 1-d int32 index tile), got {type_str(v.type)}",  # type: ignore[attr-defined]
                                n, "convert with int(...)", CodegenTypeError)
             idx.append(v)
         picked = [d for d, i in enumerate(idx) if not isinstance(i, ir.SliceSpec) and isinstance(i.type, TileT)]
@@ -258,7 +323,7 @@ class TileMixin:
             rest = [i for k, i in enumerate(idx) if k != d]
             if len(picked) > 1 or any(not isinstance(i, ir.SliceSpec) or i.start is not None or i.stop is not None
                                       or i.step is not None for i in rest):
-                raise self.err("advanced tile indexing takes one index tile and ':' on all other axes", node,  # type: ignore[attr-defined]
+                raise self.err("advanced tile indexing takes one index tile and requires ':' on all other axes", node,  # type: ignore[attr-defined]
                                "e.g. t[idx, :] or t[:, idx]", CodegenTypeError)
             b = REGISTRY.builtins["tile_slice_indexed"]
             try:
@@ -307,7 +372,8 @@ class TileMixin:
         offsets, window, out, steps = self.tile_window(t, idx, node)
         if not isinstance(v.type, TileT) or (v.type.shape != out and v.type.shape != window):
             got = v.type.shape if isinstance(v.type, TileT) else type_str(v.type)
-            raise self.err(f"assigning to a {out} part of a tile needs a tile of shape {out}, got {got}", node,  # type: ignore[attr-defined]
+            raise self.err(f"shape mismatch: assigning to a {out} part of a tile requires a tile of matching shape {out}, "
+                           f"got {got}", node,  # type: ignore[attr-defined]
                            cls=CodegenTypeError)
         if v.type.shape != window:  # a dropped dimension: reshape the source to the window's rank
             v = self.reshape_value(v, window, node)

@@ -1,0 +1,109 @@
+"""Operators on tiles beyond arithmetic: bitwise operators on integer tiles (and their in-place forms), ``a @ b``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import treadle as wp
+from treadle._src.core.errors import CodegenError
+
+
+@wp.kernel
+def bitwise_u32(a: wp.array2d(dtype=wp.uint32), b: wp.array2d(dtype=wp.uint32), out: wp.array3d(dtype=wp.uint32)):
+    x = wp.tile_load(a, shape=(3, 5))
+    y = wp.tile_load(b, shape=(3, 5))
+    wp.tile_store(out[0], x & y)
+    wp.tile_store(out[1], x | y)
+    wp.tile_store(out[2], x ^ y)
+    wp.tile_store(out[3], x << wp.uint32(3))
+    wp.tile_store(out[4], x >> wp.uint32(2))
+    wp.tile_store(out[5], ~x)
+    wp.tile_store(out[6], wp.uint32(0xF0F0F0F0) & x)
+    z = x
+    z &= y
+    z |= wp.uint32(1)
+    z ^= x
+    z <<= wp.uint32(1)
+    wp.tile_store(out[7], z)
+    z >>= wp.uint32(1)
+    z[1, 2] &= wp.uint32(0xFF)
+    wp.tile_store(out[8], z)
+
+
+def test_bitwise_operators_on_uint32_tiles():
+    rng = np.random.default_rng(0)
+    A = rng.integers(0, 2**32, size=(3, 5), dtype=np.uint32)
+    B = rng.integers(0, 2**32, size=(3, 5), dtype=np.uint32)
+    out = wp.zeros((9, 3, 5), dtype=wp.uint32)
+    wp.launch_tiled(bitwise_u32, dim=1, inputs=[wp.array(A), wp.array(B), out], block_dim=8)
+    z = ((((A & B) | np.uint32(1)) ^ A) << np.uint32(1)).astype(np.uint32)
+    z2 = z >> np.uint32(1)
+    z2[1, 2] &= np.uint32(0xFF)
+    want = [A & B, A | B, A ^ B, (A << np.uint32(3)).astype(np.uint32), A >> np.uint32(2), ~A,
+            np.uint32(0xF0F0F0F0) & A, z, z2]
+    for got, w in zip(out.numpy(), want):
+        np.testing.assert_array_equal(got, w)
+
+
+@wp.kernel
+def bitwise_i32(a: wp.array(dtype=wp.int32), out: wp.array2d(dtype=wp.int32)):
+    x = wp.tile_load(a, shape=7)
+    wp.tile_store(out[0], x & 3)
+    wp.tile_store(out[1], 1 << (x & 7))
+    x >>= 1  # arithmetic shift: negative values stay negative
+    wp.tile_store(out[2], x)
+
+
+def test_bitwise_operators_on_int32_tiles_with_literals():
+    A = np.array([-7, -1, 0, 1, 2, 5, 13], dtype=np.int32)
+    out = wp.zeros((3, 7), dtype=wp.int32)
+    wp.launch_tiled(bitwise_i32, dim=1, inputs=[wp.array(A), out], block_dim=8)
+    np.testing.assert_array_equal(out.numpy(), [A & 3, np.left_shift(1, A & 7), A >> 1])
+
+
+@wp.kernel
+def matmul_operator(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(3, 7))
+    y = wp.tile_load(b, shape=(7, 5))
+    wp.tile_store(c, x @ y + wp.tile_ones(shape=(3, 5), dtype=float))
+
+
+def test_matmul_operator_values_and_gradients():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((3, 7)).astype(np.float32)
+    Y = rng.standard_normal((7, 5)).astype(np.float32)
+    G = rng.standard_normal((3, 5)).astype(np.float32)
+    a, b = wp.array(X, requires_grad=True), wp.array(Y, requires_grad=True)
+    c = wp.zeros((3, 5), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(matmul_operator, dim=1, inputs=[a, b, c], block_dim=8)
+    np.testing.assert_allclose(c.numpy(), X @ Y + 1, rtol=1e-5, atol=1e-5)
+    tape.backward(grads={c: wp.array(G)})
+    np.testing.assert_allclose(a.grad.numpy(), G @ Y.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), X.T @ G, rtol=1e-5, atol=1e-5)
+
+
+def float_bitwise(a: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=4)
+    wp.tile_store(a, t & t)
+
+
+def matmul_mismatch(a: wp.array(dtype=float)):
+    x = wp.tile_zeros(shape=(2, 3), dtype=float)
+    y = wp.tile_zeros(shape=(2, 3), dtype=float)
+    z = x @ y
+    wp.tile_store(a, z[0])
+
+
+@pytest.mark.parametrize("fn, message, line_text", [
+    (float_bitwise, r"bitwise operators take tiles of integers, got a tile of float32", "t & t"),
+    (matmul_mismatch, r"inner extents differ", "x @ y"),
+])
+def test_operator_errors_point_at_the_user_line(fn, message, line_text):
+    k = wp.kernel(fn, module=f"tile_ops_err_{fn.__name__}")
+    with pytest.raises(CodegenError, match=message) as info:
+        wp.launch_tiled(k, dim=1, inputs=[wp.zeros(4, dtype=float)], block_dim=8)
+    text = str(info.value)
+    assert "test_tile_operators.py" in text and line_text in text
