@@ -211,6 +211,49 @@ def test_matmul_rejects_non_tiles_and_wrong_out() -> None:
         wp.launch_tiled(wrong_out, dim=[1], inputs=[z, z], block_dim=64)
 
 
+@wp.kernel(module="tile_mm_bf16")
+def mm_bf16(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+    ta = wp.tile_astype(wp.tile_load(a, shape=(5, 7)), wp.bfloat16)
+    tb = wp.tile_astype(wp.tile_load(b, shape=(7, 3)), wp.bfloat16)
+    out = wp.tile_zeros(shape=(5, 3), dtype=float)
+    wp.tile_matmul(ta, tb, out)
+    wp.tile_store(c, out)
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (nearest even) and back."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_matmul_bfloat16_operands_and_refused_forms() -> None:
+    """bfloat16 a and b accumulate into a float32 out; a bfloat16 out and tiles of vec2 are refused at the call."""
+    rng = np.random.default_rng(8)
+    a, b = rng.uniform(-1, 1, (5, 7)).astype(np.float32), rng.uniform(-1, 1, (7, 3)).astype(np.float32)
+    c = wp.zeros((5, 3), dtype=float)
+    wp.launch_tiled(mm_bf16, dim=[1], inputs=[wp.array(a), wp.array(b), c], block_dim=64)
+    want = _bf16(a).astype(np.float64) @ _bf16(b).astype(np.float64)
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-5, atol=1e-5)
+
+    @wp.kernel(module="tile_mm_bf16_out")
+    def bf16_out(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+        ta = wp.tile_astype(wp.tile_load(a, shape=(4, 4)), wp.bfloat16)
+        wp.tile_store(c, wp.tile_astype(wp.tile_matmul(ta, ta), float))
+
+    @wp.kernel(module="tile_mm_complex")
+    def complex_out(a: wp.array2d(dtype=wp.vec2f)):
+        ta = wp.tile_load(a, shape=(4, 4))
+        wp.tile_store(a, wp.tile_matmul(ta, ta))
+
+    z = wp.zeros((4, 4), dtype=float)
+    with pytest.raises(CodegenTypeError, match=r"does not support a bfloat16 'out' tile") as info:
+        wp.launch_tiled(bf16_out, dim=[1], inputs=[z, z], block_dim=64)
+    assert "wp.tile_matmul(ta, ta)" in str(info.value)
+    with pytest.raises(CodegenTypeError, match=r"does not support complex tiles"):
+        wp.launch_tiled(complex_out, dim=[1], inputs=[wp.zeros((4, 4), dtype=wp.vec2f)], block_dim=64)
+
+
 # ------------------------------------------------------------------------------------------------ Cholesky
 def _chol_kernel(n: int, dtype: Any, fill: str) -> Any:
     @wp.kernel(module=f"tile_chol_{n}_{dtype.__name__}_{fill}")

@@ -20,6 +20,8 @@ from .tile_common import TileSig, make_tile, need_tile, tile_builtin
 
 #: Element types of matrix products (the operands and the accumulator may each be any of them).
 MATMUL_DTYPES = (scalars.float16, scalars.float32, scalars.float64)
+#: Element types of the product's operands: also bfloat16, converted to float32 as the product reads it.
+MATMUL_IN_DTYPES = (scalars.float16, scalars.bfloat16, scalars.float32, scalars.float64)
 #: Element types of the factorizations and solves.
 SOLVE_DTYPES = (scalars.float32, scalars.float64)
 #: The longest transform of a length that is not a power of two (those use a direct O(N^2) DFT).
@@ -47,8 +49,12 @@ def _fill_mode(value: Any) -> int:
 # ------------------------------------------------------------------------------------------------ tile_matmul
 def _matmul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     # Entries: a, b, out (None when absent), alpha, beta, precision.
-    a = _matrix(types[0], "a", MATMUL_DTYPES)
-    b = _matrix(types[1], "b", MATMUL_DTYPES)
+    for t in types[:3]:
+        need(not (isinstance(t, TileT) and is_vector(t.dtype) and length_of(t.dtype) == 2),
+             "tile_matmul does not support complex tiles (tiles of vec2): multiply the real and imaginary parts "
+             "as separate float tiles")
+    a = _matrix(types[0], "a", MATMUL_IN_DTYPES)
+    b = _matrix(types[1], "b", MATMUL_IN_DTYPES)
     need(a.shape[1] == b.shape[0], f"tile_matmul: the inner extents differ: a has shape {a.shape} and b has shape "
          f"{b.shape} (a's columns must equal b's rows)")
     has_out = types[2] is not None
@@ -58,6 +64,9 @@ def _matmul_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     need(precision in ("default", "tf32"), f"precision must be the string literal 'default' or 'tf32', got "
          f"{precision!r}")
     shape = (a.shape[0], b.shape[1])
+    bf16_out = (types[2].dtype if has_out else a.dtype) == scalars.bfloat16
+    need(not bf16_out, "tile_matmul does not support a bfloat16 'out' tile: the accumulator must be float16, float32 "
+         "or float64 (pass an out tile of one of those)")
     if has_out:
         out = _matrix(types[2], "out", MATMUL_DTYPES)
         need(out.shape == shape, f"tile_matmul: out has shape {out.shape}, but a @ b has shape {shape}")
