@@ -169,6 +169,13 @@ def is_float_tile(t: Any) -> bool:
     return isinstance(t, TileT) and is_float(scalar_dtype(t.dtype))
 
 
+def _short(t: Any) -> str:
+    """A tile type as ``tile<vec3f, (8,)>`` (other types by name), for operator messages."""
+    if isinstance(t, TileT):
+        return f"tile<{type_str(t.dtype)}, {t.shape}>"
+    return type_str(t)
+
+
 def elementwise_rule(op: str, types: Sequence[Any], elem_rule: Callable[..., Any] | None = None) -> Any:
     """The result of an arithmetic operator with a tile operand, or ``None`` when no operand is a tile.
 
@@ -198,7 +205,10 @@ def elementwise_rule(op: str, types: Sequence[Any], elem_rule: Callable[..., Any
         try:
             elem = elem_rule([ea, eb], [None, None])
         except NoMatch as e:
-            raise NoMatch(f"Cannot {'multiply' if op == 'mul' else 'divide'} {type_str(a)} by {type_str(b)}: {e}") from None
+            verb = "multiply" if op == "mul" else "divide"
+            why = "the element type must be scalar on at least one side" if ta is not None and tb is not None \
+                else "at least one operand must be a scalar type (or a tile of scalars)"
+            raise NoMatch(f"Cannot {verb} {_short(a)} by {_short(b)}: {why} ({e})") from None
         return shape_of.with_(dtype=elem, storage="register")
     if isinstance(a, TileT) and isinstance(b, TileT):
         need(a.shape == b.shape, f"tile shapes differ: {a.shape} and {b.shape}")
