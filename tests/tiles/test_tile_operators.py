@@ -107,3 +107,54 @@ def test_operator_errors_point_at_the_user_line(fn, message, line_text):
         wp.launch_tiled(k, dim=1, inputs=[wp.zeros(4, dtype=float)], block_dim=8)
     text = str(info.value)
     assert "test_tile_operators.py" in text and line_text in text
+
+
+@wp.func
+def add_five(t: wp.tile[float, 2, 3]):
+    t += wp.tile_ones(dtype=float, shape=(2, 3)) * 5.0
+
+
+@wp.func
+def poke(t: wp.tile[float, 2, 3], u: wp.tile[float, 2, 3]) -> float:
+    t[0, 1] = 7.0
+    wp.tile_assign(u, wp.tile_ones(dtype=float, shape=(1, 3)), offset=(1, 0))
+    return 2.0
+
+
+@wp.func
+def rebinds(t: wp.tile[float, 2, 3]):
+    t = t * 2.0
+    t += t
+
+
+@wp.kernel
+def func_updates(a: wp.array2d(dtype=float), out: wp.array3d(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 3))
+    add_five(t)
+    wp.tile_store(out[0], t)
+    u = wp.tile_zeros(dtype=float, shape=(2, 3))
+    x = poke(t, u)
+    wp.tile_store(out[1], t * x)
+    wp.tile_store(out[2], u)
+    rebinds(u)  # rebinding its parameter leaves the caller's tile alone
+    add_five(u + u)  # an expression: the update reaches a temporary only
+    wp.tile_store(out[3], u)
+
+
+def test_funcs_update_the_callers_tiles_with_gradients():
+    A = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = wp.array(A, requires_grad=True)
+    out = wp.zeros((4, 2, 3), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(func_updates, dim=1, inputs=[a, out], block_dim=8)
+    t1 = A + 5
+    t2 = t1.copy()
+    t2[0, 1] = 7
+    u = np.zeros((2, 3), np.float32)
+    u[1] = 1
+    np.testing.assert_array_equal(out.numpy(), [t1, 2 * t2, u, u])
+    tape.backward(grads={out: wp.ones((4, 2, 3), dtype=float)})
+    want = np.full((2, 3), 3.0, np.float32)
+    want[0, 1] = 1.0  # overwritten in poke: only the first store sees a's element
+    np.testing.assert_array_equal(a.grad.numpy(), want)

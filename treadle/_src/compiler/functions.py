@@ -25,6 +25,7 @@ from ..types.typesys import (
     GenericComposite,
     RefT,
     StaticArgT,
+    TileT,
     TupleT,
     contains_any,
     is_callable_object,
@@ -118,6 +119,11 @@ class FuncInstance:
         #: positions of the ``wp.ref[T]`` parameters: the instance returns ``(result?, *final values)`` and the
         #: caller stores those values back into its arguments (copy-in/copy-out, so autodiff sees plain data flow)
         self.ref_positions = [i for i, t in enumerate(fdef.param_types) if isinstance(t, RefT)]
+        #: tile parameters the body updates in place (``t += u``, ``t[i] = v``, ``tile_assign(t, ...)``): as in the
+        #: reference, the caller's tile sees the update; they are copied back like ``wp.ref`` parameters, but the
+        #: caller may pass any tile expression (a temporary's update is then dropped)
+        self.tile_refs = tile_params_updated(fdef, types) if fdef.owner.native_snippet is None else []
+        self.ref_positions += [i for i in self.tile_refs if i not in self.ref_positions]
         #: the function's own result type when it has ref parameters (``return_type`` is then the wrapping tuple)
         self.value_type: Any = None
         ident = "|".join(type_str(t) for t in types)
@@ -346,3 +352,46 @@ def array_generic_match(pt: Any, at: Any) -> bool:
 
 
 __all__ = ["FuncDef", "FuncInstance", "array_generic_match", "resolve_call"]
+
+
+def tile_params_updated(fdef: FuncDef, types: tuple[Any, ...]) -> list[int]:
+    """Positions of tile parameters that the body updates in place and never rebinds (``t = ...``)."""
+    from ..builtins import REGISTRY
+
+    names = {n: i for i, n in enumerate(fdef.param_names) if i < len(types) and isinstance(types[i], TileT)}
+    if not names:
+        return []
+    updated: set[str] = set()
+    rebound: set[str] = set()
+
+    def base(e: ast.expr) -> str | None:
+        while isinstance(e, ast.Subscript):
+            e = e.value
+        return e.id if isinstance(e, ast.Name) else None
+
+    for node in ast.walk(fdef.src.tree):
+        if isinstance(node, ast.AugAssign):
+            n = base(node.target)
+            if n is not None:
+                updated.add(n)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for e in t.elts if isinstance(t, ast.Tuple) else [t]:
+                    if isinstance(e, ast.Name):
+                        rebound.add(e.id)
+                    elif isinstance(e, ast.Subscript) and base(e) is not None:
+                        updated.add(base(e))  # type: ignore[arg-type]
+        elif isinstance(node, ast.Call):
+            f = node.func
+            b = REGISTRY.builtins.get(f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name)
+                                      else "")
+            if b is None or not b.params:
+                continue
+            inout = [p.name for p in b.params if p.inout]
+            given = {p.name: a for p, a in zip(b.params, node.args)}
+            given.update({k.arg: k.value for k in node.keywords if k.arg is not None})
+            for pname in inout:
+                a = given.get(pname)
+                if isinstance(a, ast.Name):
+                    updated.add(a.id)
+    return sorted(names[n] for n in updated - rebound if n in names)

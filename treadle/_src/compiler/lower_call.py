@@ -784,7 +784,8 @@ class CallMixin(TileMixin, ExprMixin):
             items = self.unpack_tuple_value(r, node).items
             result = items.pop(0) if inst.value_type is not None else None
             for target, v in zip(targets, items):
-                self.assign(target, v, node)  # type: ignore[attr-defined]
+                if target is not None:
+                    self.assign(target, v, node)  # type: ignore[attr-defined]
             if result is not None and isinstance(result.type, TupleT):
                 return self.unpack_tuple_value(result, node)
             return result
@@ -792,7 +793,7 @@ class CallMixin(TileMixin, ExprMixin):
             return self.unpack_tuple_value(r, node)
         return r
 
-    def ref_targets(self, inst: Any, node: ast.AST) -> list[ast.expr]:
+    def ref_targets(self, inst: Any, node: ast.AST) -> list[ast.expr | None]:
         """The caller's expressions bound to ``wp.ref[T]`` parameters.
 
         Each must name a place (variable, array element, field or component), since the function writes through it.
@@ -811,6 +812,9 @@ class CallMixin(TileMixin, ExprMixin):
             while isinstance(root, (ast.Subscript, ast.Attribute)):
                 root = root.value
             ok = isinstance(root, ast.Name) and root.id in self.locals and root.id not in self.const_bindings
+            if pos in inst.tile_refs and not (ok and isinstance(a, ast.Name)):
+                out.append(None)  # a tile expression: the function updates a temporary
+                continue
             if not ok:
                 raise self.err(f"argument '{name}' of '{inst.name}' is passed by reference (wp.ref) and must be a "
                                f"variable, an array element or a field, not {ast.unparse(a)!r}", a,
