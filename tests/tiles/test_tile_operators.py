@@ -1,4 +1,4 @@
-"""Operators on tiles beyond arithmetic: bitwise operators on integer tiles (and their in-place forms), ``a @ b``."""
+"""Operators on tiles beyond arithmetic (bitwise, ``a @ b``), element updates, and tiles that @funcs update."""
 
 from __future__ import annotations
 
@@ -158,3 +158,25 @@ def test_funcs_update_the_callers_tiles_with_gradients():
     want = np.full((2, 3), 3.0, np.float32)
     want[0, 1] = 1.0  # overwritten in poke: only the first store sees a's element
     np.testing.assert_array_equal(a.grad.numpy(), want)
+
+
+@wp.kernel
+def negative_components(out: wp.array(dtype=wp.mat33), vout: wp.array(dtype=wp.vec3)):
+    t = wp.tile_zeros(dtype=wp.mat33, shape=(3,))
+    t[1][-1] = wp.vec3(10.0, 20.0, 30.0)  # the last row of element 1
+    t[2][0, -2] = 5.0
+    v = wp.tile_zeros(dtype=wp.vec3, shape=(2,))
+    v[1][-3] = 4.0
+    wp.tile_store(out, t)
+    wp.tile_store(vout, v)
+
+
+def test_negative_component_indices_in_element_updates():
+    out = wp.zeros(3, dtype=wp.mat33)
+    vout = wp.zeros(2, dtype=wp.vec3)
+    wp.launch_tiled(negative_components, dim=1, inputs=[out, vout], block_dim=8)
+    want = np.zeros((3, 3, 3), np.float32)
+    want[1, 2] = [10, 20, 30]
+    want[2, 0, 1] = 5
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(vout.numpy(), [[0, 0, 0], [4, 0, 0]])

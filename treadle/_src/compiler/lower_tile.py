@@ -431,6 +431,9 @@ class TileMixin:
             if not is_composite(et) or len(comp) > (2 if is_matrix(et) else 1):
                 raise self.err(f"a tile of {type_str(et)} takes {nd} indices here, got {len(idx)}", node,  # type: ignore[attr-defined]
                                cls=CodegenTypeError)
+            extents = tuple(et._shape_) if is_matrix(et) else (et._length_,)
+            comp = [ir.Const(int(c.value) + extents[n], c.type) if isinstance(c, ir.Const) and
+                    -extents[n] <= int(c.value) < 0 else c for n, c in enumerate(comp)]  # t[i][-1]: the last row
             part = et._wp_row_type_ if is_matrix(et) and len(comp) == 1 else scalar_of(et)
             v = self.coerce(v, part, node, "the assigned component")  # type: ignore[attr-defined]
             new_elem = self.new_value(et)  # type: ignore[attr-defined]
