@@ -87,3 +87,21 @@ def test_tile_annotations_and_is_tile():
         wp.tile(dtype=float, shape=(0, 2))
     with pytest.raises(RuntimeError, match="inside a kernel only"):
         wp.tile(1.0)
+
+
+
+@wp.kernel(module="tiles_err_atomic_int8")
+def atomic_int8(a: wp.array(dtype=wp.int8)):
+    wp.tile_atomic_add(a, wp.tile_load(a, shape=4))
+
+
+@wp.kernel(module="tiles_err_atomic_bool")
+def atomic_bool(a: wp.array(dtype=wp.bool)):
+    wp.tile_atomic_add(a, wp.tile_load(a, shape=4))
+
+
+@pytest.mark.parametrize("kernel, dtype", [(atomic_int8, wp.int8), (atomic_bool, wp.bool)])
+def test_tile_atomic_add_refuses_narrow_integers_and_bools(kernel, dtype):
+    with pytest.raises(CodegenError, match=r"tile_atomic_add\(\) only supports .* got " + dtype.__name__) as info:
+        wp.launch_tiled(kernel, dim=1, inputs=[wp.zeros(4, dtype=dtype)], block_dim=8)
+    assert "wp.tile_atomic_add(a, wp.tile_load(a, shape=4))" in str(info.value)

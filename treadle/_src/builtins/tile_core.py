@@ -212,9 +212,15 @@ tile_builtin("tile_store", rule=_store_rule, side_effects=True, replay=False, gr
              doc="Store a tile into ``a`` starting at element ``offset``; elements outside the array are skipped.")
 
 
+#: Element scalars without atomic addition (there is no native atomic add on them, on CUDA in particular).
+_NO_ATOMIC = (scalars.bool, scalars.int8, scalars.uint8, scalars.int16, scalars.uint16)
+
+
 def _atomic_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     a = _array_of(types[0])
     t = need_tile(types[1], "t")
+    need(scalar_dtype(t.dtype) not in _NO_ATOMIC, f"tile_atomic_add() only supports elements of 32- and 64-bit "
+         f"integers and of floats (scalars, vectors, matrices), got {type_str(t.dtype)}")
     need(len(t.shape) == a.ndim, f"a {len(t.shape)}-d tile added into a {a.ndim}-d array")
     need(t.dtype == a.dtype, f"a tile of {type_str(t.dtype)} added into an array of {type_str(a.dtype)}")
     _offsets(types, 2, a.ndim)
@@ -498,4 +504,4 @@ tile_builtin("block_dim", rule=_block_dim_rule, params=(), differentiable=False,
              doc="The number of threads in the block of a tiled launch: 1 on the CPU, where a block runs as one "
                  "thread over whole tiles.")
 
-_ = (is_float, scalar_dtype)  # shared helpers used by the other tile groups
+_ = is_float  # shared helper used by the other tile groups
