@@ -124,6 +124,9 @@ class Lowerer(CallMixin):
         self.const_bindings: dict[str, Any] = {}
         #: locals last assigned a literal (``n = 3``), visible to later wp.static() expressions
         self.static_locals: dict[str, Any] = {}
+        #: tile variables that view a part of another (``row = t[i]``): name -> TileView (see lower_tile)
+        self.tile_views: dict[str, Any] = {}
+        self.last_tile_slice: Any = None
         args = src.tree.args
         names = [a.arg for a in args.args]
         for name, t in zip(names, param_types):
@@ -282,8 +285,11 @@ class Lowerer(CallMixin):
             raise self.err("chained assignment (a = b = c) is not supported", node, "assign each variable separately",
                            UnsupportedConstructError)
         target = node.targets[0]
+        self.last_tile_slice = None
         value = self.expr(node.value)
         self.assign(target, value, node)
+        if isinstance(target, ast.Name):
+            self.note_tile_view(target.id, node.value, value)  # type: ignore[attr-defined]
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is None:
@@ -623,6 +629,7 @@ class Lowerer(CallMixin):
             cur = self.value(target)
             rhs = self.value(node.value)
             self.assign(target, self.call_builtin(REGISTRY.builtins[op], [cur, rhs], node), node)
+            self.tile_updated(target.id, node)  # type: ignore[attr-defined]
             return
         tile_el = self.tile_element_target(target)
         if tile_el is not None:  # t[i, j] += v on a tile variable

@@ -786,6 +786,8 @@ class CallMixin(TileMixin, ExprMixin):
             for target, v in zip(targets, items):
                 if target is not None:
                     self.assign(target, v, node)  # type: ignore[attr-defined]
+                    if isinstance(target, ast.Name):
+                        self.tile_updated(target.id, node)  # type: ignore[attr-defined]
             if result is not None and isinstance(result.type, TupleT):
                 return self.unpack_tuple_value(result, node)
             return result

@@ -166,6 +166,7 @@ class TileMixin:
                 r = self.new_value(local.type, "tile")  # type: ignore[attr-defined]
                 self.emit(ir.Call(loc, r, ov, list(ops)))  # type: ignore[attr-defined]
                 self.assign(ast.Name(id=local.name, ctx=ast.Store()), r, node)  # type: ignore[attr-defined]
+                self.tile_updated(local.name, node)
             return None
         inout = inouts[0][0] if inouts else None
         ov = Overload(b, arg_types, sig.ret, sig.cpp or b.cpp, tuple(sig.template), None, callee)
@@ -174,8 +175,12 @@ class TileMixin:
             return None
         r = self.new_value(sig.ret, "tile" if isinstance(sig.ret, TileT) else "")  # type: ignore[attr-defined]
         self.emit(ir.Call(loc, r, ov, ops))  # type: ignore[attr-defined]
+        if b.name == "tile_view":  # a view: its offsets (one per dimension, after the padding) and window
+            nd = len(types[0].shape)
+            self.last_tile_slice = (r.id, ops[5 - nd:5], tuple(sig.template[8 - nd:8]), (1,) * nd)
         if inout is not None:
             self.assign(ast.Name(id=inout.name, ctx=ast.Store()), r, node)  # type: ignore[attr-defined]
+            self.tile_updated(inout.name, node)
             return None
         return r
 
@@ -271,6 +276,8 @@ class TileMixin:
                                    cls=CodegenTypeError)
                 if isinstance(i, ir.Const) and int(i.value) < 0:
                     i = ir.Const(int(i.value) + ext, scalars.int32)
+                elif not isinstance(i, ir.Const):
+                    i = self.wrap_index(i, ext, node)
                 offsets.append(i)
                 window.append(1)
                 steps.append(1)
@@ -293,6 +300,13 @@ class TileMixin:
             steps.append(step)
             out.append(count)
         return offsets, tuple(window), tuple(out) or (1,), tuple(steps)
+
+    def wrap_index(self, i: Any, ext: int, node: ast.AST) -> Any:
+        """A runtime index that counts from the end when negative, as NumPy's (``t[i, :]`` with ``i = -1``)."""
+        call = self.call_builtin  # type: ignore[attr-defined]
+        neg = call(REGISTRY.builtins["_cmp_lt"], [i, ir.Const(0, i.type)], node)
+        return call(REGISTRY.builtins["where"], [neg, call(REGISTRY.builtins["add"], [i, ir.Const(ext, i.type)], node),
+                                                 i], node)
 
     def tile_subscript_parts(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
         """``t[...]`` with already lowered indices (integers and slices): an element, a component or a slice."""
@@ -361,7 +375,73 @@ class TileMixin:
                           (*padded(t.shape), *padded(window), *st4))
         r = self.new_value(ret, "tile")  # type: ignore[attr-defined]
         self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        self.last_tile_slice = (r.id, offsets, window, steps)
         return r
+
+    def note_tile_view(self, name: str, expr: ast.expr, value: Any) -> None:
+        """After ``name = <expr>``: remember ``name`` as a view when ``expr`` is a part of a tile variable.
+
+        ``row = t[i]``, ``part = t[1:3, :]`` and ``v = wp.tile_view(t, ...)`` make views: an update of the view in
+        place (``tile_assign(row, ...)``, ``row += u``, ``row[j] = x``) is written back into ``t``, as the
+        reference's views alias their tile. Any other assignment to ``name`` ends the view.
+        """
+        self.tile_views.pop(name, None)
+        rec, self.last_tile_slice = self.last_tile_slice, None
+        if rec is None or not isinstance(value, ir.Value) or rec[0] != value.id:
+            return
+        base: ast.expr | None = None
+        if isinstance(expr, ast.Subscript):
+            base = expr.value
+        elif isinstance(expr, ast.Call) and expr.args:
+            base = expr.args[0]
+        local = self.locals.get(base.id) if isinstance(base, ast.Name) else None  # type: ignore[attr-defined]
+        if local is None or not isinstance(local.type, TileT) or base.id == name:  # type: ignore[union-attr]
+            return
+        offsets = []
+        for o in rec[1]:  # runtime offsets are kept in variables: the view may be updated in another block
+            if isinstance(o, ir.Const):
+                offsets.append(o)
+                continue
+            keep = self.temp_local(o.type)  # type: ignore[attr-defined]
+            self.emit(ir.StoreLocal(self.src.loc(expr), keep, o))  # type: ignore[attr-defined]
+            offsets.append(keep)
+        self.tile_views[name] = (base.id, offsets, rec[2], rec[3])  # type: ignore[union-attr]
+
+    def tile_updated(self, name: str, node: ast.AST) -> None:
+        """``name`` was updated in place: if it views part of another tile variable, write it back there."""
+        view = self.tile_views.get(name)
+        if view is None:
+            return
+        from ..builtins.tile_common import padded
+
+        base_name, offsets, window, steps = view
+        base = self.locals.get(base_name)  # type: ignore[attr-defined]
+        if base is None:
+            return
+        t: TileT = base.type
+        v = self.value(ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node))  # type: ignore[attr-defined]
+        if v.type.shape != window:
+            v = self.reshape_value(v, window, node)
+        offs = []
+        for o in offsets:
+            if isinstance(o, ir.Local):
+                val = self.new_value(o.type)  # type: ignore[attr-defined]
+                self.emit(ir.LoadLocal(self.src.loc(node), val, o))  # type: ignore[attr-defined]
+                o = val
+            offs.append(o)
+        cur = self.value(ast.copy_location(ast.Name(id=base_name, ctx=ast.Load()), node))  # type: ignore[attr-defined]
+        pads = [ir.Const(0, scalars.int64) for _ in range(4 - len(offs))]
+        ops = [cur, v, *pads, *offs]
+        b = REGISTRY.builtins["tile_assign"]
+        if all(st == 1 for st in steps):
+            ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_window", (*padded(t.shape), *padded(window)))
+        else:
+            st4 = (1,) * (4 - len(steps)) + tuple(steps)
+            ov = Overload(b, tuple(o.type for o in ops), t, "tile_assign_step", (*padded(t.shape), *padded(window), *st4))
+        r = self.new_value(t, "tile")  # type: ignore[attr-defined]
+        self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
+        self.assign(ast.copy_location(ast.Name(id=base_name, ctx=ast.Store()), node), r, node)  # type: ignore[attr-defined]
+        self.tile_updated(base_name, node)
 
     def assign_tile_slice(self, target: ast.Subscript, local: ir.Local, idx: list[Any], v: Any,
                           node: ast.AST) -> None:
@@ -389,6 +469,7 @@ class TileMixin:
         r = self.new_value(t, "tile")  # type: ignore[attr-defined]
         self.emit(ir.Call(self.src.loc(node), r, ov, ops))  # type: ignore[attr-defined]
         self.assign(target.value, r, node)  # type: ignore[attr-defined]
+        self.tile_updated(local.name, node)
 
     def reshape_value(self, v: Any, shape: tuple[int, ...], node: ast.AST) -> Any:
         """A tile value with the same elements and another shape."""
@@ -446,6 +527,7 @@ class TileMixin:
         cur = self.value(target.value)  # type: ignore[attr-defined]
         new = self.tile_index_call(REGISTRY.builtins["_tile_insert"], cur, idx, [v], node)
         self.assign(target.value, new, node)  # type: ignore[attr-defined]
+        self.tile_updated(local.name, node)
 
     def tile_subscript(self, val: Any, idx: list[Any], node: ast.AST) -> Any:
         """``t[i, j]``: the element (``tile_extract``)."""
