@@ -47,7 +47,19 @@ def bad_keyword(a: wp.array2d(dtype=float)):
     wp.tile_store(a, t)
 
 
+def extract_oob(a: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 2))
+    a[0, 0] = wp.tile_extract(t, 0, 2)
+
+
+def extract_negative(a: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 2))
+    a[0, 0] = wp.tile_extract(t, -1, 0)
+
+
 @pytest.mark.parametrize("fn, message, line_text", [
+    (extract_oob, r"tile_extract\(\) index 2 is out of bounds for dimension 1 of extent 2", "tile_extract(t, 0, 2)"),
+    (extract_negative, r"index -1 is out of bounds for dimension 0", "tile_extract(t, -1, 0)"),
     (shape_mismatch, r"tile shapes differ: \(2, 4\) and \(4, 2\)", "t + u"),
     (not_a_tile, r"'a' must be a tile, got float32", "tile_transpose(x)"),
     (too_large, r"needs 4194304 bytes, more than the 1048576 bytes a tile may hold", "tile_zeros"),

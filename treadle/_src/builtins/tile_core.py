@@ -296,6 +296,9 @@ def _extract_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     need(len(idx) == len(a.shape), f"a tile of shape {a.shape} takes {len(a.shape)} indices, got {len(idx)}")
     for t in idx:
         need(is_int(t), f"indices must be integers, got {type_str(t)}")
+    for dim, c in enumerate(consts[1:1 + len(idx)]):  # tile_extract's indices are coordinates: no wrapping
+        need(not isinstance(c, int) or isinstance(c, bool) or 0 <= c < a.shape[dim],
+             f"tile_extract() index {c} is out of bounds for dimension {dim} of extent {a.shape[dim]}")
     d = padded(a.shape)
     pads = tuple(Pad(0) for _ in range(4 - len(idx)))
     return TileSig(a.dtype, template=(d[1], d[2], d[3]), cpp="tile_extract_at",
