@@ -16,11 +16,13 @@ from ._src.autodiff.tape import OverwriteError as OverwriteError
 from ._src.autodiff.tape import Tape as Tape
 from ._src.builtins import exported_builtins as _exported_builtins
 from ._src.builtins.geometry_types import BvhQuery as BvhQuery
+from ._src.builtins.geometry_types import BvhQueryTiled as BvhQueryTiled
 from ._src.builtins.geometry_types import HashGridQuery as HashGridQuery
 from ._src.builtins.geometry_types import HashGridQueryD as HashGridQueryD
 from ._src.builtins.geometry_types import HashGridQueryH as HashGridQueryH
 from ._src.builtins.geometry_types import MeshQuery as MeshQuery
 from ._src.builtins.geometry_types import MeshQueryAABB as MeshQueryAABB
+from ._src.builtins.geometry_types import MeshQueryAABBTiled as MeshQueryAABBTiled
 from ._src.builtins.geometry_types import MeshQueryPoint as MeshQueryPoint
 from ._src.builtins.geometry_types import MeshQueryRay as MeshQueryRay
 from ._src.builtins.transform import transform_expand as transform_expand

@@ -450,3 +450,4 @@ TREADLE_FUNC void adj_tile_atomic_add_indexed(const array_t<T>& a, const tile_t<
 #include "tile_fft.h"
 #include "tile_stack.h"
 #include "tile_scatter.h"
+#include "tile_queries.h"

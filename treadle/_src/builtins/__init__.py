@@ -14,6 +14,7 @@ from . import texture as texture
 from . import tile_core as tile_core
 from . import tile_linalg as tile_linalg
 from . import tile_ops as tile_ops
+from . import tile_queries as tile_queries
 from . import tile_scatter as tile_scatter
 from . import tile_stack as tile_stack
 from . import transform as transform

@@ -57,6 +57,11 @@ BvhQuery = QueryType("BvhQuery", "treadle::bvh_query_t",
 MeshQueryAABB = QueryType("MeshQueryAABB", "treadle::bvh_query_t",
                           "State of a mesh AABB or sphere query (from ``mesh_query_aabb`` / ``mesh_query_sphere``).",
                           next_builtin="mesh_query_next")
+BvhQueryTiled = QueryType("BvhQueryTiled", "treadle::bvh_query_tiled_t",
+                          "State of a BVH query a block traverses together (from ``tile_bvh_query_aabb/ray``).")
+MeshQueryAABBTiled = QueryType("MeshQueryAABBTiled", "treadle::bvh_query_tiled_t",
+                               "State of a mesh AABB query a block traverses together (from "
+                               "``tile_mesh_query_aabb``).")
 #: Warp names the erased mesh-query kind ``MeshQuery``; here every mesh query shares one native state.
 MeshQuery = MeshQueryAABB
 
