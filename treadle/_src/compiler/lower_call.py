@@ -803,7 +803,7 @@ class CallMixin(TileMixin, ExprMixin):
         names = inst.fdef.param_names
         args = list(getattr(node, "args", []))
         kw = {k.arg: k.value for k in getattr(node, "keywords", [])}
-        out = []
+        out: list[ast.expr | None] = []
         for pos in inst.ref_positions:
             name = names[pos]
             a = args[pos] if pos < len(args) else kw.get(name)

@@ -43,6 +43,11 @@ class Lowered(ast.expr):
 class TileMixin:
     """The tile lowerings of the Lowerer (mixed into ``CallMixin``)."""
 
+    #: tile variables that view part of another: name -> (viewed variable, offsets, window extents, steps)
+    tile_views: dict[str, Any]
+    #: the last slice lowered: (result value id, offsets, window extents, steps), for ``note_tile_view``
+    last_tile_slice: Any
+
     def expr_Lowered(self, node: Lowered) -> Any:
         return node.value
 
@@ -452,8 +457,8 @@ class TileMixin:
         offsets, window, out, steps = self.tile_window(t, idx, node)
         if not isinstance(v.type, TileT) or (v.type.shape != out and v.type.shape != window):
             got = v.type.shape if isinstance(v.type, TileT) else type_str(v.type)
-            raise self.err(f"shape mismatch: assigning to a {out} part of a tile requires a tile of matching shape {out}, "
-                           f"got {got}", node,  # type: ignore[attr-defined]
+            raise self.err(f"shape mismatch: assigning to a {out} part of a tile requires a tile of matching "  # type: ignore[attr-defined]
+                           f"shape {out}, got {got}", node,
                            cls=CodegenTypeError)
         if v.type.shape != window:  # a dropped dimension: reshape the source to the window's rank
             v = self.reshape_value(v, window, node)
