@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.core.errors import CodegenError
+
+from .errors import assert_error_at_line
 
 
 @wp.kernel
@@ -109,8 +110,4 @@ def bad_bounds(bvh: wp.uint64, out: wp.array(dtype=int)):
     (bad_bounds, r"'low' must be a vec3, got float32", "tile_bvh_query_aabb"),
 ])
 def test_query_errors_point_at_the_user_line(fn, message, line_text):
-    k = wp.kernel(fn, module=f"tile_query_err_{fn.__name__}")
-    with pytest.raises(CodegenError, match=message) as info:
-        wp.launch_tiled(k, dim=1, inputs=[wp.uint64(0), wp.zeros(1, dtype=int)], block_dim=8)
-    text = str(info.value)
-    assert "test_tile_queries.py" in text and line_text in text
+    assert_error_at_line(fn, message, line_text, [wp.uint64(0), wp.zeros(1, dtype=int)], "tile_query_err")

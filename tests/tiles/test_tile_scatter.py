@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.core.errors import CodegenError
+
+from .errors import assert_error_at_line
 
 
 @wp.kernel
@@ -99,8 +100,4 @@ def not_a_variable(a: wp.array(dtype=float)):
     (not_a_variable, r"must be a tile variable \(it is updated in place\)", "tile_scatter_add"),
 ])
 def test_scatter_errors_point_at_the_user_line(fn, message, line_text):
-    k = wp.kernel(fn, module=f"tile_scatter_err_{fn.__name__}")
-    with pytest.raises(CodegenError, match=message) as info:
-        wp.launch_tiled(k, dim=1, inputs=[wp.zeros(4, dtype=float)], block_dim=8)
-    text = str(info.value)
-    assert "test_tile_scatter.py" in text and line_text in text
+    assert_error_at_line(fn, message, line_text, [wp.zeros(4, dtype=float)], "tile_scatter_err")

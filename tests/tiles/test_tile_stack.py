@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import treadle as wp
-from treadle._src.core.errors import CodegenError
+
+from .errors import assert_error_at_line
 
 CAP = wp.constant(5)
 
@@ -150,8 +151,4 @@ def pushed_expression(a: wp.array(dtype=int)):
     (pushed_expression, r"must be a variable \(it is updated in place\)", "tile_stack_push("),
 ])
 def test_stack_errors_point_at_the_user_line(fn, message, line_text):
-    k = wp.kernel(fn, module=f"tile_stack_err_{fn.__name__}")
-    with pytest.raises(CodegenError, match=message) as info:
-        wp.launch_tiled(k, dim=1, inputs=[wp.zeros(1, dtype=int)], block_dim=8)
-    text = str(info.value)
-    assert "test_tile_stack.py" in text and line_text in text
+    assert_error_at_line(fn, message, line_text, [wp.zeros(1, dtype=int)], "tile_stack_err")

@@ -60,27 +60,29 @@ _BVH_NEXT = "Advance a tiled BVH query: a ``(block_dim,)`` int32 tile with one b
             "thread has none; on the CPU one index per step)."
 _MESH_NEXT = "Advance a tiled mesh AABB query: a ``(block_dim,)`` int32 tile with one face index per thread (-1 " \
              "where a thread has none; on the CPU one index per step)."
-for _name, _group in (("tile_bvh_query_aabb", GROUP), ("bvh_query_aabb_tiled", "Geometry")):
-    _declare(_name, "tile_bvh_query_aabb", _start_rule(gt.BvhQueryTiled, _AABB),
-             f"{_name}(id: uint64, low: vec3, high: vec3) -> BvhQueryTiled",
-             "Start a query of the bounds of BVH ``id`` overlapping the box [low, high], traversed by the whole "
-             "block; advance it with ``tile_bvh_query_next`` while ``tile_query_valid``.", _group)
-for _name, _group in (("tile_bvh_query_ray", GROUP), ("bvh_query_ray_tiled", "Geometry")):
-    _declare(_name, "tile_bvh_query_ray", _start_rule(gt.BvhQueryTiled, _RAY),
-             f"{_name}(id: uint64, start: vec3, dir: vec3) -> BvhQueryTiled",
-             "Start a query of the bounds of BVH ``id`` that the ray start + t dir (t >= 0, unbounded) hits, traversed "
-             "by the whole block; results are not sorted along the ray.", _group)
-for _name, _group in (("tile_bvh_query_next", GROUP), ("bvh_query_next_tiled", "Geometry")):
-    _declare(_name, "tile_bvh_query_next", _next_rule((gt.BvhQueryTiled,)),
-             f"{_name}(query: BvhQueryTiled) -> tile", _BVH_NEXT, _group, ref=True)
-for _name, _group in (("tile_mesh_query_aabb", GROUP), ("mesh_query_aabb_tiled", "Geometry")):
-    _declare(_name, "tile_mesh_query_aabb", _start_rule(gt.MeshQueryAABBTiled, _AABB),
-             f"{_name}(id: uint64, low: vec3, high: vec3) -> MeshQueryAABBTiled",
-             "Start a query of the faces of mesh ``id`` whose bounds overlap [low, high], traversed by the whole "
-             "block; advance it with ``tile_mesh_query_aabb_next`` while ``tile_query_valid``.", _group)
-for _name, _group in (("tile_mesh_query_aabb_next", GROUP), ("mesh_query_aabb_next_tiled", "Geometry")):
-    _declare(_name, "tile_bvh_query_next", _next_rule((gt.MeshQueryAABBTiled,)),
-             f"{_name}(query: MeshQueryAABBTiled) -> tile", _MESH_NEXT, _group, ref=True)
+_BVH_Q, _MESH_Q = "BvhQueryTiled", "MeshQueryAABBTiled"
+#: (name, older name, C++ function, rule, signature after the name, doc)
+_TABLE: tuple[tuple[str, str, str, Any, str, str], ...] = (
+    ("tile_bvh_query_aabb", "bvh_query_aabb_tiled", "tile_bvh_query_aabb", _start_rule(gt.BvhQueryTiled, _AABB),
+     f"(id: uint64, low: vec3, high: vec3) -> {_BVH_Q}",
+     "Start a query of the bounds of BVH ``id`` overlapping the box [low, high], traversed by the whole block; "
+     "advance it with ``tile_bvh_query_next`` while ``tile_query_valid``."),
+    ("tile_bvh_query_ray", "bvh_query_ray_tiled", "tile_bvh_query_ray", _start_rule(gt.BvhQueryTiled, _RAY),
+     f"(id: uint64, start: vec3, dir: vec3) -> {_BVH_Q}",
+     "Start a query of the bounds of BVH ``id`` that the ray start + t dir (t >= 0, unbounded) hits, traversed by "
+     "the whole block; results are not sorted along the ray."),
+    ("tile_bvh_query_next", "bvh_query_next_tiled", "tile_bvh_query_next", _next_rule((gt.BvhQueryTiled,)),
+     f"(query: {_BVH_Q}) -> tile", _BVH_NEXT),
+    ("tile_mesh_query_aabb", "mesh_query_aabb_tiled", "tile_mesh_query_aabb",
+     _start_rule(gt.MeshQueryAABBTiled, _AABB), f"(id: uint64, low: vec3, high: vec3) -> {_MESH_Q}",
+     "Start a query of the faces of mesh ``id`` whose bounds overlap [low, high], traversed by the whole block; "
+     "advance it with ``tile_mesh_query_aabb_next`` while ``tile_query_valid``."),
+    ("tile_mesh_query_aabb_next", "mesh_query_aabb_next_tiled", "tile_bvh_query_next",
+     _next_rule((gt.MeshQueryAABBTiled,)), f"(query: {_MESH_Q}) -> tile", _MESH_NEXT),
+)
+for _name, _older, _cpp, _rule, _sig, _doc in _TABLE:
+    for _n, _group in ((_name, GROUP), (_older, "Geometry")):
+        _declare(_n, _cpp, _rule, _n + _sig, _doc, _group, ref=_name.endswith("_next"))
 _declare("tile_query_valid", "tile_query_valid", _valid_rule, "tile_query_valid(query) -> bool",
          "Whether a tiled BVH or mesh query should continue: true at first and after a step that found something, "
          "false after a step that found nothing.")
