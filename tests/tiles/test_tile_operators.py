@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tile_error_check import assert_error_at_line
 
 import treadle as wp
-
-from .errors import assert_error_at_line
 
 
 @wp.kernel
