@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..types import scalars
-from ..types.typesys import is_composite, is_float, is_int, is_matrix, is_vector, scalar_of, type_str
+from ..types.typesys import is_composite, is_float, is_int, is_matrix, is_struct, is_vector, scalar_of, type_str
 from .registry import Interp, NoMatch, Op, arity, builtin, need, same
 from .tile_common import elementwise_rule, int_tile_rule
 
@@ -104,6 +104,8 @@ def _int_binary(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     tile = int_tile_rule(types)
     if tile is not None:
         return tile
+    need(not is_struct(types[0]), "bitwise inplace and binary operators do not support Warp struct (@wp.struct) "
+         f"values, got {type_str(types[0])}")
     need(_int_like(types[0]) or types[0] is scalars.bool, f"expected integers, got {type_str(types[0])}")
     return same(types)
 

@@ -92,6 +92,13 @@ def tile_builtin(name: str, *, rule: Callable[[Sequence[Any], Sequence[Any]], An
                    side_effects=side_effects, replay=replay, grad_sink=grad_sink, zero_derivative=zero_derivative)
 
 
+def no_struct_tiles(t: Any, name: str) -> None:
+    """Refuse tiles of ``@wp.struct`` elements where ``name`` has no meaning for them (no ordering, no arithmetic)."""
+    dtype = t.dtype if isinstance(t, TileT) else t
+    need(not is_struct(dtype), f"{name}() does not support tiles of a Warp struct (@wp.struct) type, got "
+         f"{type_str(dtype)}: apply it to a field (load the field as a tile of its own)")
+
+
 def need_tile(t: Any, what: str) -> TileT:
     """Require a tile type for argument ``what``."""
     if not isinstance(t, TileT):
@@ -231,6 +238,8 @@ def int_tile_rule(types: Sequence[Any]) -> Any:
         return None
     tiles = [t for t in types if isinstance(t, TileT)]
     first = tiles[0]
+    need(not is_struct(first.dtype), "bitwise inplace and binary operators do not support tiles of a Warp struct "
+         f"(@wp.struct) type, got {type_str(first.dtype)}")
     need(scalars.is_scalar_type(first.dtype) and is_int(first.dtype),
          f"bitwise operators take tiles of integers, got a tile of {type_str(first.dtype)}")
     for t in types:

@@ -20,6 +20,7 @@ from .tile_common import (
     index_count,
     make_tile,
     need_tile,
+    no_struct_tiles,
     padded,
     scalar_dtype,
     shape_arg,
@@ -65,10 +66,12 @@ tile_builtin("untile", rule=_untile_rule, params=(Param("a"),), signature="until
 
 
 # -- constant, sequence and random tiles ---------------------------------------------------------------------------
-def _const_tile(value_at: int | None) -> Any:
+def _const_tile(value_at: int | None, ones: bool = False) -> Any:
     def rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
         shape = shape_arg(consts[0])
         dtype = dtype_arg(consts[-2])
+        if ones:
+            no_struct_tiles(dtype, "tile_ones")
         t = make_tile(dtype, shape, storage_arg(consts[-1]))
         if value_at is not None:
             v = types[value_at]
@@ -81,7 +84,7 @@ def _const_tile(value_at: int | None) -> Any:
 
 _DTYPE = Param("dtype", scalars.float32, static=True)
 for _name, _what in (("tile_zeros", "zeros"), ("tile_ones", "ones"), ("tile_empty", "zeros (Treadle clears new tiles)")):
-    tile_builtin(_name, rule=_const_tile(None), params=(Param("shape", static=True), _DTYPE, _STORAGE),
+    tile_builtin(_name, rule=_const_tile(None, _name == "tile_ones"), params=(Param("shape", static=True), _DTYPE, _STORAGE),
                  cpp="tile_ones" if _name == "tile_ones" else "tile_zeros", differentiable=False,
                  signature=f"{_name}(shape: tuple[int, ...], dtype: type = float, storage: str = 'register') -> tile",
                  doc=f"A tile of the given shape and element type filled with {_what}.")
@@ -121,6 +124,7 @@ def _arange_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     if dtype is None:
         dtype = scalars.int32 if all(isinstance(c, int) for c in given) else scalars.float32
     dtype = dtype_arg(dtype)
+    no_struct_tiles(dtype, "tile_arange")
     t = make_tile(dtype, (n,), storage_arg(consts[4]))
     return TileSig(t, template=(dtype, 1, n), order=(Pad(float(start), scalars.float64), Pad(float(step), scalars.float64)))
 

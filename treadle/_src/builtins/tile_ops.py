@@ -12,7 +12,16 @@ from typing import Any
 from ..types import scalars
 from ..types.typesys import TileT, is_int, type_str
 from .registry import Param, need
-from .tile_common import TileCallee, TileSig, is_float_tile, make_tile, need_tile, scalar_dtype, tile_builtin
+from .tile_common import (
+    TileCallee,
+    TileSig,
+    is_float_tile,
+    make_tile,
+    need_tile,
+    no_struct_tiles,
+    scalar_dtype,
+    tile_builtin,
+)
 
 _EXTRA = ("b", "c", "d", "e", "f", "g", "h")
 
@@ -91,6 +100,7 @@ tile_builtin("tile_sum", rule=_sum_rule, params=(Param("a"), Param("axis", None,
 def _scalar_reduce(name: str, index: bool) -> Any:
     def rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
         a = need_tile(types[0], "a")
+        no_struct_tiles(a, name)
         need(scalars.is_scalar_type(a.dtype), f"{name}() takes a tile of scalars, got {type_str(a.dtype)}")
         return make_tile(scalars.int32 if index else a.dtype, (1,))
 
@@ -110,7 +120,8 @@ def _reduce_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     fn = consts[0]
     need(isinstance(fn, TileCallee), "tile_reduce() takes a builtin or a @wp.func as its first argument")
     a = need_tile(types[1], "a")
-    need(fn.ret == a.dtype, f"the reduction must return {type_str(a.dtype)}, got {type_str(fn.ret)}")
+    need(fn.ret == a.dtype, f"the function must return the tile element type {type_str(a.dtype)}, got "
+         f"{type_str(fn.ret)}")
     axis = consts[2]
     if axis is None:
         return make_tile(a.dtype, (1,))

@@ -17,7 +17,17 @@ from ..builtins.registry import NOT_CONST, REQUIRED, Builtin, Lowering, NoMatch,
 from ..builtins.tile_common import Pad, TileCallee, TileSig
 from ..core.errors import CodegenTypeError
 from ..types import scalars
-from ..types.typesys import TileT, TupleT, is_callable_object, is_composite, is_int, is_matrix, scalar_of, type_str
+from ..types.typesys import (
+    TileT,
+    TupleT,
+    is_callable_object,
+    is_composite,
+    is_int,
+    is_matrix,
+    is_struct,
+    scalar_of,
+    type_str,
+)
 from . import ir
 from .lower_expr import PyObj, TupleVal
 
@@ -237,7 +247,9 @@ class TileMixin:
             try:
                 ov = fb.resolve(elems)
             except NoMatch as e:
-                raise self.err(f"{b.name}(): '{fb.name}' does not take ({', '.join(type_str(t) for t in elems)}): {e}",  # type: ignore[attr-defined]
+                what = " (a Warp struct type)" if any(is_struct(t) for t in elems) else ""
+                raise self.err(f"{b.name}(): no overload of '{fb.name}' takes ({', '.join(type_str(t) for t in elems)})"  # type: ignore[attr-defined]
+                               f"{what}: {e}",
                                node, f"valid forms of {fb.name}: {fb.signature}", CodegenTypeError) from None
             if fb.op is not None or fb.lowering is not Lowering.CALL:
                 raise self.err(f"{b.name}() cannot apply '{fb.name}' element by element", node,  # type: ignore[attr-defined]
