@@ -58,7 +58,32 @@ def extract_negative(a: wp.array2d(dtype=float)):
     a[0, 0] = wp.tile_extract(t, -1, 0)
 
 
+@wp.struct
+class Pair:
+    x: float
+    n: int
+
+
+def struct_ones(a: wp.array2d(dtype=float)):
+    t = wp.tile_ones(shape=4, dtype=Pair)
+    a[0, 0] = wp.tile_extract(t, 0).x
+
+
+def struct_min(a: wp.array2d(dtype=float)):
+    t = wp.tile_zeros(shape=4, dtype=Pair)
+    a[0, 0] = wp.tile_extract(wp.tile_min(t), 0).x
+
+
+def struct_bitwise(a: wp.array2d(dtype=float)):
+    t = wp.tile_zeros(shape=4, dtype=Pair)
+    t &= t
+    a[0, 0] = wp.tile_extract(t, 0).x
+
+
 @pytest.mark.parametrize("fn, message, line_text", [
+    (struct_ones, r"tile_ones\(\) does not support tiles of a Warp struct \(@wp.struct\) type, got Pair", "tile_ones"),
+    (struct_min, r"tile_min\(\) does not support tiles of a Warp struct", "wp.tile_min(t)"),
+    (struct_bitwise, r"bitwise inplace and binary operators do not support tiles of a Warp struct", "t &= t"),
     (extract_oob, r"tile_extract\(\) index 2 is out of bounds for dimension 1 of extent 2", "tile_extract(t, 0, 2)"),
     (extract_negative, r"index -1 is out of bounds for dimension 0", "tile_extract(t, -1, 0)"),
     (shape_mismatch, r"tile shapes differ: \(2, 4\) and \(4, 2\)", "t + u"),
