@@ -59,6 +59,15 @@ template <int D1, int D2, int D3> TREADLE_FUNC int tile_offset(int i0, int i1, i
 }
 }  // namespace detail
 
+// add / sub of two @wp.struct values, field by field: the generated code defines tile_struct_add/sub for each
+// struct next to it, found here by argument-dependent lookup (other types have no such function: no match).
+template <typename T> TREADLE_FUNC auto add(const T& a, const T& b) -> decltype(tile_struct_add(a, b)) {
+    return tile_struct_add(a, b);
+}
+template <typename T> TREADLE_FUNC auto sub(const T& a, const T& b) -> decltype(tile_struct_sub(a, b)) {
+    return tile_struct_sub(a, b);
+}
+
 template <typename T, int M, int N> TREADLE_FUNC void adj_accum(tile_t<T, M, N>& a, const tile_t<T, M, N>& b) {
     for (int k = 0; k < M * N; ++k)
         a.data[k] = treadle::add(a.data[k], b.data[k]);

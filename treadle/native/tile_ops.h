@@ -621,7 +621,10 @@ TREADLE_FUNC void adj_tile_assign_step(const TREADLE_TT&, const tile_t<U, W0 * W
     bool covered[M * N > 0 ? M * N : 1] = {};
     for_strided<TREADLE_STRIDED_ARGS>(o0, o1, o2, o3, [&](int w, int s) {
         covered[s] = true;
-        adj_cast<T>(src.data[w], adj_src.data[w], adj_ret.data[s]);
+        if constexpr (detail::is_same<T, U>::value)  // no conversion (structs have none): the adjoint itself
+            adj_src.data[w] = treadle::add(adj_src.data[w], adj_ret.data[s]);
+        else
+            adj_cast<T>(src.data[w], adj_src.data[w], adj_ret.data[s]);
     });
     for (int k = 0; k < M * N; ++k)
         if (!covered[k])
@@ -646,7 +649,10 @@ TREADLE_FUNC void adj_tile_assign_window(const TREADLE_TT&, const tile_t<U, W0 *
     bool covered[M * N > 0 ? M * N : 1] = {};
     for_subtile<S0, S1, S2, S3, W0, W1, W2, W3>(o0, o1, o2, o3, [&](int w, int s) {
         covered[s] = true;
-        adj_cast<T>(src.data[w], adj_src.data[w], adj_ret.data[s]);
+        if constexpr (detail::is_same<T, U>::value)  // no conversion (structs have none): the adjoint itself
+            adj_src.data[w] = treadle::add(adj_src.data[w], adj_ret.data[s]);
+        else
+            adj_cast<T>(src.data[w], adj_src.data[w], adj_ret.data[s]);
     });
     for (int k = 0; k < M * N; ++k)
         if (!covered[k])

@@ -481,13 +481,6 @@ class AdjointEmitter(Emitter):
         if isinstance(s, (ir.Call, ir.Construct, ir.Extract, ir.Insert)) and self.live is not None and \
                 r is not None and r.id not in self.live and not (isinstance(s, ir.Call) and s.overload.builtin.grad_sink):
             return  # its adjoint is always zero (see adjoint_live)
-        if isinstance(s, ir.Call) and s.overload.differentiable and any(
-                _struct_tile(t) for t in (*s.overload.arg_types, s.overload.ret)):
-            from ..core.errors import CodegenError
-
-            raise CodegenError("gradients through tiles of structs are not supported yet", s.loc,
-                               "differentiate tiles of scalars, vectors or matrices (load the struct fields as "
-                               "separate tiles), or launch without gradients")
         if isinstance(s, ir.Call) and s.overload.builtin.grad_sink and s.overload.differentiable:
             self.rev_grad_sink(s, lines, ind)
             return

@@ -71,6 +71,37 @@ def cpp_type(t: Any, names: dict[Any, str] | None = None) -> str:
     raise EmitError(f"no C++ type for {t!r}")
 
 
+#: Scalars whose fields tiles of structs add field by field (the others keep the first operand's value).
+_ACCUMULATING = (scalars.float16, scalars.float32, scalars.float64, scalars.int32, scalars.int64, scalars.uint32,
+                 scalars.uint64)
+
+
+def struct_arithmetic(t: Any) -> str:
+    """Field-wise ``tile_struct_add/sub`` and ``atomic_add`` of a struct, found by argument-dependent lookup.
+
+    Tiles of structs add, subtract, sum and atomically add field by field (``treadle/native/tile.h`` reaches these
+    through its generic ``add``/``sub``); fields of other types (bool, 8/16-bit integers, arrays) keep the first
+    operand's value, as in the reference.
+    """
+    name = t.native_name
+    parts: dict[str, list[str]] = {"add": [], "sub": [], "atomic": []}
+    for field, ft in t.vars.items():
+        ft = normalize_annotation(ft)
+        f = cpp_field(field)
+        if is_struct(ft) or ft in _ACCUMULATING or (is_composite(ft) and scalar_of(ft) in _ACCUMULATING):
+            for op in ("add", "sub"):
+                parts[op].append(f"    r.{f} = treadle::{op}(a.{f}, b.{f});")
+            qual = "" if is_struct(ft) else "treadle::"  # a struct field: its own overload, next to it
+            parts["atomic"].append(f"    old.{f} = {qual}atomic_add(&p->{f}, v.{f});")
+    out = []
+    for op in ("add", "sub"):
+        out.append(f"static TREADLE_FUNC {name} tile_struct_{op}(const {name}& a, const {name}& b)\n{{\n"
+                   f"    {name} r = a;\n" + "".join(x + "\n" for x in parts[op]) + "    (void)b;\n    return r;\n}")
+    out.append(f"static TREADLE_FUNC {name} atomic_add({name}* p, const {name}& v)\n{{\n    {name} old = *p;\n"
+               + "".join(x + "\n" for x in parts["atomic"]) + "    (void)v;\n    return old;\n}")
+    return "\n".join(out)
+
+
 def callee_functor(fn: Any, name: str, call: str, names: dict[Any, str], adjoint: bool = False) -> str:
     """A local struct calling a per-element function (``tile_map``'s ``op``) or its adjoint.
 
@@ -209,6 +240,7 @@ class Emitter:
                 self.need_type(ft)
                 fields.append(f"    {cpp_type(ft, self.tuple_names)} {cpp_field(name)};")
             self.type_defs.append(f"struct {t.native_name} {{\n" + "\n".join(fields) + "\n};")
+            self.type_defs.append(struct_arithmetic(t))
         elif isinstance(t, TupleT):
             self.types_done[t] = None
             for et in t.types:
