@@ -71,6 +71,7 @@ TREADLE_FUNC tile_t<TC, M, N> tile_matmul(const tile_t<TA, M, K>& a, const tile_
     tile_la::gemm<TA, TB, TC, M, N, K>(a.data, K, b.data, N, r.data, N, S(alpha), S(beta));
     return r;
 }
+struct bfloat16;  // defined with the kernels' support code; only compared against here
 // Gradients reach a, b and the old out (scaled by beta; none when beta == 0); alpha and beta get none.
 template <typename TA, typename TB, typename TC, int M, int K, int N, typename S1, typename S2>
 TREADLE_FUNC void adj_tile_matmul(const tile_t<TA, M, K>& a, const tile_t<TB, K, N>& b, const tile_t<TC, M, N>&,
@@ -78,7 +79,10 @@ TREADLE_FUNC void adj_tile_matmul(const tile_t<TA, M, K>& a, const tile_t<TB, K,
                                   tile_t<TC, M, N>& adj_out, S1&, S2&, const tile_t<TC, M, N>& adj_ret) {
     typedef typename tile_la::compute<TC>::type S;
     const tile_t<TC, M, N> g = adj_ret;
-    tile_la::adj_gemm<TA, TB, TC, M, N, K>(a.data, K, b.data, N, adj_a.data, K, adj_b.data, N, g.data, N, S(alpha));
+    // bfloat16 operands carry no gradients (as bfloat16 arrays do not): only out's part flows then
+    if constexpr (!tile_la::same<TA, bfloat16>::value && !tile_la::same<TB, bfloat16>::value)
+        tile_la::adj_gemm<TA, TB, TC, M, N, K>(a.data, K, b.data, N, adj_a.data, K, adj_b.data, N, g.data, N,
+                                               S(alpha));
     tile_la::move_or_add(adj_out, &adj_ret, g, S(beta));
 }
 

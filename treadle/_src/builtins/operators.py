@@ -29,9 +29,7 @@ def _add_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
     if tile is not None:
         return tile
     a, b = types
-    # structs add and subtract field by field (fields without addition keep a's value), as tiles of them do
-    need(a == b and (_numeric(a) or is_composite(a) or is_struct(a)), f"cannot combine {type_str(a)} and "
-         f"{type_str(b)}")
+    need(a == b and (_numeric(a) or is_composite(a)), f"cannot combine {type_str(a)} and {type_str(b)}")
     return a
 
 

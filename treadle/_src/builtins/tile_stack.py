@@ -66,7 +66,8 @@ def _one_stack(name: str, ret: Any) -> Any:
     return rule
 
 
-_COMMON: dict[str, Any] = dict(group=GROUP, differentiable=False, kernel_only=True, side_effects=True, replay=False)
+# replayed in backward passes: a stack is the block's own state, rebuilt by the replay like any local variable
+_COMMON: dict[str, Any] = dict(group=GROUP, differentiable=False, kernel_only=True, side_effects=True, replay=True)
 builtin("tile_stack_push", rule=_push_rule, ref_args=(0,), **_COMMON,
         signature="tile_stack_push(s: tile_stack, value: Any, has_value: bool) -> int",
         doc="Push ``value`` onto the stack when ``has_value`` is true; returns the slot written (``0`` to "
