@@ -11,26 +11,26 @@ struct bvh_query_tiled_t {
     bool valid;
 };
 
-TREADLE_FUNC bvh_query_tiled_t tile_bvh_query_aabb(uint64 id, const vec_t<3, float32>& low,
-                                                   const vec_t<3, float32>& high) {
+namespace detail {
+TREADLE_FUNC bvh_query_tiled_t tiled(const bvh_query_t& q) {
     bvh_query_tiled_t r;
-    r.q = bvh_query_aabb(id, low, high);
+    r.q = q;
     r.valid = true;
     return r;
+}
+}  // namespace detail
+
+TREADLE_FUNC bvh_query_tiled_t tile_bvh_query_aabb(uint64 id, const vec_t<3, float32>& low,
+                                                   const vec_t<3, float32>& high) {
+    return detail::tiled(bvh_query_aabb(id, low, high));
 }
 TREADLE_FUNC bvh_query_tiled_t tile_bvh_query_ray(uint64 id, const vec_t<3, float32>& start,
                                                   const vec_t<3, float32>& dir) {
-    bvh_query_tiled_t r;
-    r.q = bvh_query_ray(id, start, dir);
-    r.valid = true;
-    return r;
+    return detail::tiled(bvh_query_ray(id, start, dir));
 }
 TREADLE_FUNC bvh_query_tiled_t tile_mesh_query_aabb(uint64 id, const vec_t<3, float32>& low,
                                                     const vec_t<3, float32>& high) {
-    bvh_query_tiled_t r;
-    r.q = mesh_query_aabb(id, low, high);
-    r.valid = true;
-    return r;
+    return detail::tiled(mesh_query_aabb(id, low, high));
 }
 TREADLE_FUNC tile_t<int32, 1, 1> tile_bvh_query_next(bvh_query_tiled_t& query) {
     tile_t<int32, 1, 1> r;
