@@ -162,9 +162,6 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
     dof_to_value = mapper.dof_to_value
     unit = unit_dof_func(space.dof_dtype)
     inv_f = geo.cell_inverse_deformation_gradient
-    node_count = topo.element_node_count
-    node_index = topo.element_node_index
-    partition_index = part.partition_node_index
     key = ("basis_cell", space.name, partition.name, EvalArg.key)
     out: dict[str, Any] = {"EvalArg": EvalArg, "DOF_SIZE": DS}
 
@@ -176,20 +173,10 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
     def cell_basis_value(cell_arg: Any, ea: EvalArg, s: Any, k: int, c: int) -> T:
         return dof_to_value(unit(c)) * weight(s.element_coords, k)
 
-    @_f
-
-    def cell_node_count(cell_arg: Any, ea: EvalArg, cell: int) -> int:
-        return node_count(cell_arg, ea.topo_arg, cell)
-
-    @_f
-
-    def cell_partition_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
-        return partition_index(ea.partition_arg, node_index(cell_arg, ea.topo_arg, cell, k))
-
-    @_f
-
-    def cell_space_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
-        return node_index(cell_arg, ea.topo_arg, cell, k)
+    enum = node_enumeration_funcs(topo, part, EvalArg, key)
+    cell_node_count = enum.cell_node_count
+    cell_partition_node = enum.cell_partition_node
+    cell_space_node = enum.cell_space_node
 
     @_f
 
@@ -229,6 +216,25 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
 
         out["cell_basis_div"] = cell_basis_div
     return SimpleNamespace(**out)
+
+
+def node_enumeration_funcs(topo: Any, part: Any, EvalArg: Any, key: tuple[Any, ...]) -> SimpleNamespace:
+    """``cell_node_count``, ``cell_partition_node`` and ``cell_space_node`` of a basis field's cell nodes."""
+    node_count = topo.element_node_count
+    node_index = topo.element_node_index
+    partition_index = part.partition_node_index
+
+    def cell_node_count(cell_arg: Any, ea: EvalArg, cell: int) -> int:
+        return node_count(cell_arg, ea.topo_arg, cell)
+
+    def cell_partition_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
+        return partition_index(ea.partition_arg, node_index(cell_arg, ea.topo_arg, cell, k))
+
+    def cell_space_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
+        return node_index(cell_arg, ea.topo_arg, cell, k)
+
+    return SimpleNamespace(**{f.__name__: codegen.func(f, *key) for f in (cell_node_count, cell_partition_node,
+                                                                          cell_space_node)})
 
 
 # ------------------------------------------------------------------------------------------- domain level

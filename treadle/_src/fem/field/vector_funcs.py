@@ -49,29 +49,34 @@ def _maps(space: Any, key: tuple[Any, ...]) -> tuple[Any, Any]:
     return codegen.func(value_map, "piola", *key), codegen.func(inverse_value_map, "piola_inv", *key)
 
 
-def vector_discrete_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
-    """Cell functions of a discrete field of a vector-valued space (see the module documentation)."""
+def _common(space: Any, partition: Any, what: str, fields: dict[str, Any]) -> SimpleNamespace:
+    """What both kinds of cell functions use: types, the eval-argument struct, the Piola maps, kernel functions."""
     geo = space.geometry._funcs
     topo = space.topology.funcs
     shape = space.basis.shape.funcs
-    part = partition.funcs
-    T = space.dtype
     S = space.geometry.scalar_type
-    G = wp.types.matrix(shape=(space.geometry.dimension, space.geometry.dimension), dtype=S)
-    EvalArg = codegen.struct("VectorFieldEvalArg", {"topo_arg": topo.TopologyArg, "partition_arg": part.PartitionArg,
-                                                    "dof_values": wp.array(dtype=S)}, space.name, partition.name)
-    key = ("vector_discrete_cell", space.name, partition.name, EvalArg.key)
-    value_map, _ = _maps(space, key)
-    node_count = topo.element_node_count
-    node_index = topo.element_node_index
-    node_sign = topo.element_node_sign
-    partition_index = part.partition_node_index
-    weight = shape.element_inner_weight
-    weight_grad = shape.element_inner_weight_gradient
-    inv_f = geo.cell_inverse_deformation_gradient
+    dim = space.geometry.dimension
+    EvalArg = codegen.struct(what, {"topo_arg": topo.TopologyArg, "partition_arg": partition.funcs.PartitionArg,
+                                    **fields}, space.name, partition.name)
+    key = (what, space.name, partition.name, EvalArg.key)
+    value_map, inverse_value_map = _maps(space, key)
+    return SimpleNamespace(T=space.dtype, S=S, G=wp.types.matrix(shape=(dim, dim), dtype=S), EvalArg=EvalArg,
+                           key=key, value_map=value_map, inverse_value_map=inverse_value_map, topo=topo,
+                           node_count=topo.element_node_count, node_index=topo.element_node_index,
+                           node_sign=topo.element_node_sign, partition_index=partition.funcs.partition_node_index,
+                           weight=shape.element_inner_weight, weight_grad=shape.element_inner_weight_gradient,
+                           dual=shape.node_dual_weight, inv_f=geo.cell_inverse_deformation_gradient)
+
+
+def vector_discrete_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
+    """Cell functions of a discrete field of a vector-valued space (see the module documentation)."""
+    c = _common(space, partition, "VectorFieldEvalArg", {"dof_values": wp.array(dtype=space.geometry.scalar_type)})
+    T, S, G, EvalArg = c.T, c.S, c.G, c.EvalArg
+    value_map, node_count, node_index, node_sign = c.value_map, c.node_count, c.node_index, c.node_sign
+    partition_index, weight, weight_grad, inv_f = c.partition_index, c.weight, c.weight_grad, c.inv_f
 
     def _f(fn: Any) -> Any:
-        return codegen.func(fn, *key)
+        return codegen.func(fn, *c.key)
 
     @_f
     def cell_node_value(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> S:
@@ -102,28 +107,16 @@ def vector_discrete_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
 
 def vector_basis_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
     """Cell functions of test/trial functions of a vector-valued space (one scalar dof per node)."""
-    geo = space.geometry._funcs
-    topo = space.topology.funcs
-    shape = space.basis.shape.funcs
-    part = partition.funcs
-    T = space.dtype
-    S = space.geometry.scalar_type
-    G = wp.types.matrix(shape=(space.geometry.dimension, space.geometry.dimension), dtype=S)
-    EvalArg = codegen.struct("VectorBasisEvalArg", {"topo_arg": topo.TopologyArg, "partition_arg": part.PartitionArg},
-                             space.name, partition.name)
-    key = ("vector_basis_cell", space.name, partition.name, EvalArg.key)
-    value_map, inverse_value_map = _maps(space, key)
-    node_count = topo.element_node_count
-    node_index = topo.element_node_index
-    node_sign = topo.element_node_sign
-    partition_index = part.partition_node_index
-    weight = shape.element_inner_weight
-    weight_grad = shape.element_inner_weight_gradient
-    dual = shape.node_dual_weight
-    inv_f = geo.cell_inverse_deformation_gradient
+    from .nodal_funcs import node_enumeration_funcs
+
+    c = _common(space, partition, "VectorBasisEvalArg", {})
+    T, S, G, EvalArg = c.T, c.S, c.G, c.EvalArg
+    value_map, inverse_value_map, node_sign = c.value_map, c.inverse_value_map, c.node_sign
+    weight, weight_grad, dual, inv_f = c.weight, c.weight_grad, c.dual, c.inv_f
+    enum = node_enumeration_funcs(c.topo, partition.funcs, EvalArg, c.key)
 
     def _f(fn: Any) -> Any:
-        return codegen.func(fn, *key)
+        return codegen.func(fn, *c.key)
 
     @_f
     def cell_basis_value(cell_arg: Any, ea: EvalArg, s: Any, k: int, c: int) -> T:
@@ -144,19 +137,6 @@ def vector_basis_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
         sign = S(node_sign(cell_arg, ea.topo_arg, s.element_index, k))
         return wp.dot(inverse_value_map(cell_arg, s) * v, dual(k)) * sign
 
-    @_f
-    def cell_node_count(cell_arg: Any, ea: EvalArg, cell: int) -> int:
-        return node_count(cell_arg, ea.topo_arg, cell)
-
-    @_f
-    def cell_partition_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
-        return partition_index(ea.partition_arg, node_index(cell_arg, ea.topo_arg, cell, k))
-
-    @_f
-    def cell_space_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
-        return node_index(cell_arg, ea.topo_arg, cell, k)
-
     return SimpleNamespace(EvalArg=EvalArg, DOF_SIZE=1, cell_basis_value=cell_basis_value,
                            cell_basis_grad=cell_basis_grad, cell_basis_div=cell_basis_div,
-                           cell_value_to_dof=cell_value_to_dof, cell_node_count=cell_node_count,
-                           cell_partition_node=cell_partition_node, cell_space_node=cell_space_node)
+                           cell_value_to_dof=cell_value_to_dof, **vars(enum))

@@ -96,7 +96,7 @@ class TableSpaceTopology(SpaceTopology):
         self._signs_np = None
         if shape.value != "scalar":
             self._signs_np = node_signs(np.asarray(cell_vertices, dtype=np.int64), shape).astype(np.int32)
-            self.funcs = _signed_table_funcs()
+            self.funcs = _table_funcs(signed=True)
         else:
             self.funcs = _table_funcs()
 
@@ -162,61 +162,39 @@ class DiscontinuousSpaceTopology(SpaceTopology):
         return wp.array(np.arange(c * n, dtype=np.int32).reshape(c, n), dtype=int, device=device)
 
 
-_TABLE_FUNCS: Any = None
+_TABLE_FUNCS: dict[bool, Any] = {}
 
 
-def _table_funcs() -> Any:
-    global _TABLE_FUNCS
-    if _TABLE_FUNCS is None:
+def _table_funcs(signed: bool = False) -> Any:
+    """Kernel functions of a node table; ``signed`` adds the per-node orientation signs of vector-valued bases."""
+    f = _TABLE_FUNCS.get(signed)
+    if f is None:
         from types import SimpleNamespace
 
-        TopologyArg = codegen.struct("TableTopologyArg", {"element_nodes": wp.array2d(dtype=int)}, "table")
+        fields = {"element_nodes": wp.array2d(dtype=int)}
+        if signed:
+            fields["element_signs"] = wp.array2d(dtype=int)
+        TopologyArg = codegen.struct("SignedTableTopologyArg" if signed else "TableTopologyArg", fields,
+                                     "signed" if signed else "table")
+        SIGNED = signed
 
-        @wp.func
         def table_element_node_count(cell_arg: Any, topo_arg: TopologyArg, element_index: int) -> int:
             return topo_arg.element_nodes.shape[1]
 
-        @wp.func
         def table_element_node_index(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
             return topo_arg.element_nodes[element_index, node]
 
-        @wp.func
         def table_element_node_sign(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
+            if wp.static(SIGNED):
+                return topo_arg.element_signs[element_index, node]
             return 1
 
-        _TABLE_FUNCS = SimpleNamespace(TopologyArg=TopologyArg, element_node_count=table_element_node_count,
-                                       element_node_index=table_element_node_index,
-                                       element_node_sign=table_element_node_sign)
-    return _TABLE_FUNCS
-
-
-_SIGNED_FUNCS: Any = None
-
-
-def _signed_table_funcs() -> Any:
-    global _SIGNED_FUNCS
-    if _SIGNED_FUNCS is None:
-        from types import SimpleNamespace
-
-        TopologyArg = codegen.struct("SignedTableTopologyArg", {"element_nodes": wp.array2d(dtype=int),
-                                                                "element_signs": wp.array2d(dtype=int)}, "signed")
-
-        @wp.func
-        def signed_element_node_count(cell_arg: Any, topo_arg: TopologyArg, element_index: int) -> int:
-            return topo_arg.element_nodes.shape[1]
-
-        @wp.func
-        def signed_element_node_index(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
-            return topo_arg.element_nodes[element_index, node]
-
-        @wp.func
-        def signed_element_node_sign(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
-            return topo_arg.element_signs[element_index, node]
-
-        _SIGNED_FUNCS = SimpleNamespace(TopologyArg=TopologyArg, element_node_count=signed_element_node_count,
-                                        element_node_index=signed_element_node_index,
-                                        element_node_sign=signed_element_node_sign)
-    return _SIGNED_FUNCS
+        tag = ("table", signed)
+        f = _TABLE_FUNCS[signed] = SimpleNamespace(
+            TopologyArg=TopologyArg, element_node_count=codegen.func(table_element_node_count, *tag),
+            element_node_index=codegen.func(table_element_node_index, *tag),
+            element_node_sign=codegen.func(table_element_node_sign, *tag))
+    return f
 
 
 def node_signs(cell_vertices: np.ndarray, shape: ShapeFunction) -> np.ndarray:

@@ -144,8 +144,10 @@ class VectorShape(ShapeFunction):
         return c[1:3] if self.element == Element.TRIANGLE else c[:self.dimension]
 
     def _duals(self) -> tuple[np.ndarray, list[int]]:
-        """Per node: the reference vector extracting its dof from a value at the node, and the orientation of its
-        basis against its entity's vertex order (``+1`` or ``-1``, see :meth:`node_orientations`)."""
+        """Per node: the dual vector extracting its dof, and its orientation (see :meth:`node_orientations`).
+
+        The dual vector ``d`` gives the dof of a reference value ``v`` at the node as ``dot(v, d)``.
+        """
         verts = _ref_vertices(self.element)
         duals, orient = [], []
         for k, ent in enumerate(self._ents):
@@ -179,8 +181,11 @@ class VectorShape(ShapeFunction):
         return list(self._ents)
 
     def node_orientations(self) -> list[int]:
-        """Per node: ``+1`` if its basis points along its edge's ``a -> b`` direction (Nedelec), its edge's
-        counter-clockwise normal (2D Raviart-Thomas) or its face cycle's right-hand normal (3D), else ``-1``."""
+        """Per node: ``+1`` or ``-1``, the orientation of its basis function against its entity's vertex order.
+
+        ``+1`` when the function points along its edge's ``a -> b`` direction (Nedelec), its edge's
+        counter-clockwise normal (2D Raviart-Thomas) or its face cycle's right-hand normal (3D).
+        """
         return list(self.orientations)
 
     def is_nodal(self) -> bool:
@@ -228,33 +233,38 @@ def _vector_funcs_cached(element: Element, kind: str, S: Any, A_flat: tuple[floa
         return x
 
     if element == Element.CUBE and kind == "N1":
+        # edge node = 4 * axis + sub; the two transverse axes in increasing order, offsets (sub % 2, sub // 2)
+        @_f
+        def transverse_axis(node: int, which: int) -> int:
+            axis = node // 4
+            if which == 0:
+                return wp.where(axis == 0, 1, 0)
+            return wp.where(axis == 2, 1, 2)
+
+        @_f
+        def edge_slope(node: int, which: int) -> S:
+            sub = node % 4
+            o = wp.where(which == 0, sub % 2, sub // 2)
+            return S(2 * o - 1)
+
+        @_f
+        def edge_factor(coords: Coords, node: int, which: int) -> S:
+            # x on the far side's edges (offset 1), 1 - x on the near side's
+            sl = edge_slope(node, which)
+            return (S(1.0) - sl) * S(0.5) + sl * coords[transverse_axis(node, which)]
+
         @_f
         def element_inner_weight(coords: Coords, node: int) -> VecC:
-            axis = node // 4
-            sub = node - axis * 4
-            t1 = wp.where(axis == 0, 1, 0)
-            t2 = wp.where(axis == 2, 1, 2)
-            o1 = S(sub % 2)
-            o2 = S(sub // 2)
-            w1 = (S(1.0) - o1) + (S(2.0) * o1 - S(1.0)) * coords[t1]
-            w2 = (S(1.0) - o2) + (S(2.0) * o2 - S(1.0)) * coords[t2]
             v = VecC()
-            v[axis] = w1 * w2
+            v[node // 4] = edge_factor(coords, node, 0) * edge_factor(coords, node, 1)
             return v
 
         @_f
         def element_inner_weight_gradient(coords: Coords, node: int) -> MatC:
-            axis = node // 4
-            sub = node - axis * 4
-            t1 = wp.where(axis == 0, 1, 0)
-            t2 = wp.where(axis == 2, 1, 2)
-            o1 = S(sub % 2)
-            o2 = S(sub // 2)
-            w1 = (S(1.0) - o1) + (S(2.0) * o1 - S(1.0)) * coords[t1]
-            w2 = (S(1.0) - o2) + (S(2.0) * o2 - S(1.0)) * coords[t2]
             g = MatC()
-            g[axis, t1] = (S(2.0) * o1 - S(1.0)) * w2
-            g[axis, t2] = w1 * (S(2.0) * o2 - S(1.0))
+            axis = node // 4
+            g[axis, transverse_axis(node, 0)] = edge_slope(node, 0) * edge_factor(coords, node, 1)
+            g[axis, transverse_axis(node, 1)] = edge_factor(coords, node, 0) * edge_slope(node, 1)
             return g
     else:
         AM = wp.types.matrix(shape=(N * dim, dim), dtype=S)
