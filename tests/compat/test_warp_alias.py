@@ -251,3 +251,40 @@ def test_func_accepts_the_inline_hint() -> None:
     assert a.numpy()[0] == 6.0 and twice.inline is False
     with pytest.raises(TypeError, match="inline"):
         wp.func(inline="no")(lambda x: x)
+
+
+def test_example_program_imports_its_sibling_examples(tmp_path: Path) -> None:
+    examples = tmp_path / "tree" / "warp" / "examples" / "fem"
+    _write(examples / "example_helper.py", """
+        import warp.sparse
+
+        SCALE = 3.0
+
+        def scaled(x):
+            return SCALE * x, warp.sparse.__name__
+    """)
+    _write(examples / "example_main.py", """
+        from warp.examples.fem.example_helper import scaled
+        import warp.examples.fem.utils as utils
+
+        print(scaled(2.0), utils.__name__)
+        try:
+            import warp.examples.fem.example_absent
+        except ModuleNotFoundError as e:
+            print("missing", e.name)
+    """)
+    r = _run(["-m", "treadle.warp_compat", str(examples / "example_main.py")], tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    # the sibling runs against Treadle; Treadle's own modules still win over files of the tree
+    assert lines[0] == "(6.0, 'treadle.sparse') treadle.examples.fem.utils", lines
+    assert lines[1] == "missing warp.examples.fem.example_absent"
+    # outside a warp/examples tree, nothing is looked up next to the program
+    _write(tmp_path / "plain" / "prog.py", """
+        try:
+            import warp.examples.fem.example_helper
+        except ModuleNotFoundError as e:
+            print("missing", e.name)
+    """)
+    r = _run(["-m", "treadle.warp_compat", str(tmp_path / "plain" / "prog.py")], tmp_path)
+    assert r.stdout.strip() == "missing warp.examples.fem.example_helper", r.stderr

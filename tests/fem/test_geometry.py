@@ -254,3 +254,17 @@ def test_element_measure_and_normal_from_deformation_gradient(kind: str, cell_re
         assert fem.integrate(normal_from_gradient_error, quadrature=sides) < 1e-10
     # a wrong reference measure is seen
     assert fem.integrate(measure_from_gradient_error, quadrature=cells, values={"ref": 2.0 * cell_ref}) > 1e-6
+
+
+@pytest.mark.parametrize("kind", ["tet", "hex"])
+def test_deformed_volume_mesh_boundary_area(kind: str) -> None:
+    # a discrete displacement scaling x by 2: the unit cube's boundary area becomes 2 * (1 + 2 + 2) = 10
+    base = make_geometry(kind, 2)
+    u = fem.make_polynomial_space(base, degree=1, dtype=wp.vec3).make_field()
+    pos = base.positions.numpy()
+    disp = np.zeros_like(pos)
+    disp[:, 0] = pos[:, 0]
+    u.dof_values = wp.array(disp, dtype=wp.vec3)
+    geo = u.make_deformed_geometry(relative=True)
+    assert fem.integrate(one, domain=fem.BoundarySides(geo)) == pytest.approx(10.0, rel=1e-5)
+    assert fem.integrate(one, domain=fem.Cells(geo)) == pytest.approx(2.0, rel=1e-5)

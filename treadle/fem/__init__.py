@@ -108,6 +108,8 @@ from .._src.fem.space.dof_mapper import SkewSymmetricTensorMapper as SkewSymmetr
 from .._src.fem.space.dof_mapper import SymmetricTensorMapper as SymmetricTensorMapper
 from .._src.fem.space.function_space import FunctionSpace as FunctionSpace
 from .._src.fem.space.function_space import make_collocated_function_space as make_collocated_function_space
+from .._src.fem.space.function_space import make_contravariant_function_space as make_contravariant_function_space
+from .._src.fem.space.function_space import make_covariant_function_space as make_covariant_function_space
 from .._src.fem.space.function_space import make_polynomial_space as make_polynomial_space
 from .._src.fem.space.partition import SpacePartition as SpacePartition
 from .._src.fem.space.partition import make_space_partition as make_space_partition

@@ -393,11 +393,16 @@ def _assemble_bilinear(itg: Integrand, spec: Any, domain: GeometryDomain, quadra
             sp.bsr_set_from_triplets(m, rows, cols, vals, prune_numerical_zeros=prune)
 
     if output is None or not add:
-        if output is None:
+        fresh = output is None
+        if fresh:
             output = sp.bsr_zeros(n_rows, n_cols, block_type=k.block_type, device=device)
         else:
             _check_matrix(output, n_rows, n_cols, k.block_type)
         fill(output)
+        if fresh and nodal:
+            # one block per node: programs read ``values`` as the per-node diagonal, so store exactly ``nnz`` blocks
+            output.nnz_sync()
+            output = sp.bsr_copy(output)
         return output
     _check_matrix(output, n_rows, n_cols, k.block_type)
     tmp = sp.bsr_zeros(n_rows, n_cols, block_type=k.block_type, device=device)

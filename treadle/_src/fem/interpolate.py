@@ -196,9 +196,11 @@ def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, field
     spec = specialize(itg, params, domain)
     rtype = spec.return_type()
     space = dest.space
-    T = space.dtype
     test = TestField(space, dest.space_partition, domain)
     tf = basis_domain_funcs(test._cell, domain, "test_dof", space)
+    v2d = getattr(tf, "value_to_dof", None)
+    # vector-valued bases: each cell pulls the value back to its node's scalar dof before accumulating
+    T = space.dof_dtype if v2d is not None else space.dtype
     nf = nodal_funcs(test, domain)
     S = domain.geometry.scalar_type
     key = ("nodes", spec.filename, domain.name, space.name, dest.space_partition.name, reduction,
@@ -231,6 +233,9 @@ def _to_nodes(itg: Integrand, dest: DiscreteField, domain: GeometryDomain, field
                  "    qp_index = node",
                  "    qp_weight = _n_weight(test_arg, element_index, i)"]
         value = f"T({'_integrand(' + ', '.join(call) + ')'})"
+        if v2d is not None:
+            ns.update(_v2d=v2d, VT=space.dtype)
+            value = f"_v2d(test_arg, s, i, VT({'_integrand(' + ', '.join(call) + ')'}))"
         if reduction == "first":
             # phase 0 elects each node's lowest-numbered element, phase 1 lets only that element write
             lines += ["    if phase == 0:",

@@ -105,6 +105,19 @@ _TRACE: dict[tuple[Any, ...], Any] = {}
 
 def trace_weight_func(shape: Any, side: Element, S: Any) -> Any:
     """Kernel function ``(side coords) -> weight`` of the nodal rule on ``side`` matching ``shape``'s nodes."""
+    constant = getattr(shape, "trace_node_weight", None)
+    if constant is not None:  # vector-valued bases: the side's nodes share it equally
+        key_c = ("constant", float(constant), S)
+        f = _TRACE.get(key_c)
+        if f is None:
+            Coords = coords_type(S)
+            WC = S(constant)
+
+            def trace_weight_constant(c: Coords) -> S:
+                return WC
+
+            f = _TRACE[key_c] = codegen.func(trace_weight_constant, "trace_c", float(constant), codegen.type_key(S))
+        return f
     family = getattr(shape, "family", Polynomial.LOBATTO_GAUSS_LEGENDRE)
     if shape.element in (Element.TRIANGLE, Element.TETRAHEDRON):
         family = Polynomial.EQUISPACED_CLOSED

@@ -161,6 +161,37 @@ def _treadle_spec(name: str) -> importlib.machinery.ModuleSpec | None:
     return spec
 
 
+#: The ``examples`` directory of a Warp source tree the running program lies in (``.../warp/examples``), if any:
+#: example programs import their sibling examples as ``warp.examples.<dir>.<name>``.
+_examples_root: list[str] = []
+
+
+def set_examples_root(script: str) -> None:
+    """Note the ``.../warp/examples`` directory above ``script``, if the script lies in one.
+
+    Example programs of a Warp tree reuse each other's functions (``from warp.examples.fem.example_apic_fluid
+    import divergence_form``). Under the alias, a ``warp.examples.*`` module Treadle does not provide is the
+    program's sibling file, run with ``import warp`` resolved to Treadle like the program itself.
+    """
+    d = os.path.dirname(os.path.realpath(script))
+    while True:
+        parent, name = os.path.split(d)
+        if name == "examples" and os.path.basename(parent) == "warp":
+            _examples_root[:] = [d]
+            return
+        if not name or parent == d:
+            return
+        d = parent
+
+
+def _example_sibling(parts: list[str]) -> str | None:
+    """The file of module ``warp.<parts>`` in the running program's examples tree (``None`` if none)."""
+    if not _examples_root or parts[0] != "examples" or len(parts) < 2:
+        return None
+    path = os.path.join(_examples_root[0], *parts[1:]) + ".py"
+    return path if os.path.isfile(path) else None
+
+
 def _missing(fullname: str, why: str = "") -> ModuleNotFoundError:
     detail = f" ({why})" if why else ""
     provided = ", ".join(provided_submodules())
@@ -236,6 +267,9 @@ class WarpAliasFinder(importlib.abc.MetaPathFinder):
             raise _missing(fullname, _NOT_ALIASED[parts[0]])
         treadle_name = "treadle." + ".".join(parts)
         if _treadle_spec(treadle_name) is None:
+            sibling = _example_sibling(parts)
+            if sibling is not None:
+                return importlib.util.spec_from_file_location(fullname, sibling)
             raise _missing(fullname)
         return self._spec_for(fullname, importlib.import_module(treadle_name))
 

@@ -76,6 +76,9 @@ def _run_script(path: str, args: list[str]) -> None:
         raise SystemExit(2) from None
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(os.path.realpath(full))
+    from .alias import set_examples_root
+
+    set_examples_root(full)
     code = compile(source, full, "exec", dont_inherit=True)
     module = _new_main(__file__=full, __cached__=None, __loader__=SourceFileLoader("__main__", full))
     _exec_in_new_main(code, module)

@@ -40,6 +40,10 @@ def discrete_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
 
 
 def _make_discrete_cell_funcs(space: Any, partition: Any) -> SimpleNamespace:
+    if getattr(space, "value", "scalar") != "scalar":
+        from .vector_funcs import vector_discrete_cell_funcs
+
+        return vector_discrete_cell_funcs(space, partition)
     geo = space.geometry._funcs
     topo = space.topology.funcs
     shape = space.basis.shape.funcs
@@ -139,6 +143,10 @@ def basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleNamespa
 
 
 def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleNamespace:
+    if getattr(space, "value", "scalar") != "scalar":
+        from .vector_funcs import vector_basis_cell_funcs
+
+        return vector_basis_cell_funcs(space, partition)
     geo = space.geometry._funcs
     topo = space.topology.funcs
     shape = space.basis.shape.funcs
@@ -154,9 +162,6 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
     dof_to_value = mapper.dof_to_value
     unit = unit_dof_func(space.dof_dtype)
     inv_f = geo.cell_inverse_deformation_gradient
-    node_count = topo.element_node_count
-    node_index = topo.element_node_index
-    partition_index = part.partition_node_index
     key = ("basis_cell", space.name, partition.name, EvalArg.key)
     out: dict[str, Any] = {"EvalArg": EvalArg, "DOF_SIZE": DS}
 
@@ -168,20 +173,10 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
     def cell_basis_value(cell_arg: Any, ea: EvalArg, s: Any, k: int, c: int) -> T:
         return dof_to_value(unit(c)) * weight(s.element_coords, k)
 
-    @_f
-
-    def cell_node_count(cell_arg: Any, ea: EvalArg, cell: int) -> int:
-        return node_count(cell_arg, ea.topo_arg, cell)
-
-    @_f
-
-    def cell_partition_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
-        return partition_index(ea.partition_arg, node_index(cell_arg, ea.topo_arg, cell, k))
-
-    @_f
-
-    def cell_space_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
-        return node_index(cell_arg, ea.topo_arg, cell, k)
+    enum = node_enumeration_funcs(topo, part, EvalArg, key)
+    cell_node_count = enum.cell_node_count
+    cell_partition_node = enum.cell_partition_node
+    cell_space_node = enum.cell_space_node
 
     @_f
 
@@ -223,6 +218,25 @@ def _make_basis_cell_funcs(space: Any, partition: Any, dof_attr: str) -> SimpleN
     return SimpleNamespace(**out)
 
 
+def node_enumeration_funcs(topo: Any, part: Any, EvalArg: Any, key: tuple[Any, ...]) -> SimpleNamespace:
+    """``cell_node_count``, ``cell_partition_node`` and ``cell_space_node`` of a basis field's cell nodes."""
+    node_count = topo.element_node_count
+    node_index = topo.element_node_index
+    partition_index = part.partition_node_index
+
+    def cell_node_count(cell_arg: Any, ea: EvalArg, cell: int) -> int:
+        return node_count(cell_arg, ea.topo_arg, cell)
+
+    def cell_partition_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
+        return partition_index(ea.partition_arg, node_index(cell_arg, ea.topo_arg, cell, k))
+
+    def cell_space_node(cell_arg: Any, ea: EvalArg, cell: int, k: int) -> int:
+        return node_index(cell_arg, ea.topo_arg, cell, k)
+
+    return SimpleNamespace(**{f.__name__: codegen.func(f, *key) for f in (cell_node_count, cell_partition_node,
+                                                                          cell_space_node)})
+
+
 # ------------------------------------------------------------------------------------------- domain level
 def field_arg_struct(domain: Any, eval_arg: Any) -> Any:
     """The struct an integrand's field parameter receives: the domain's element argument and the field's own."""
@@ -253,7 +267,9 @@ def _make_discrete_domain_funcs(cell: SimpleNamespace, domain: Any) -> SimpleNam
             continue
         out.update(_wrap_cell_op(op, fn, domain.element_kind, FieldArg, to_cell_arg, sides, key))
     for name in ("cell_node_weight", "cell_node_weight_gradient"):
-        fn = getattr(cell, name)
+        fn = getattr(cell, name, None)
+        if fn is None:  # vector-valued bases have no scalar node weights
+            continue
         out.update(_wrap_node_op(name[5:], fn, domain.element_kind, FieldArg, to_cell_arg, sides, key))
     return SimpleNamespace(**out)
 
@@ -376,10 +392,32 @@ def _make_basis_domain_funcs(cell: SimpleNamespace, domain: Any, dof_attr: str, 
     if alg.Div is not None:
         zeros["div"] = alg.div_zero
     for op, zero in zeros.items():
-        fn = getattr(cell, f"cell_basis_{op}")
+        fn = getattr(cell, f"cell_basis_{op}", None)
+        if fn is None:  # e.g. no reference gradient for vector-valued bases
+            continue
         out.update(_basis_op(op, fn, zero, domain.element_kind, FieldArg, DS, dof_of, to_cell_arg, inner_sample,
                              outer_sample, inner_index, outer_index, node_count, key))
+    v2d = getattr(cell, "cell_value_to_dof", None)
+    if v2d is not None:
+        out["value_to_dof"] = _value_to_dof(v2d, domain.element_kind, FieldArg, to_cell_arg, inner_sample,
+                                            outer_sample, inner_index, node_count, key)
     return SimpleNamespace(**out)
+
+
+def _value_to_dof(fn: Any, kind: ElementKind, FieldArg: Any, to_cell_arg: Any, inner_sample: Any, outer_sample: Any,
+                  inner_index: Any, node_count: Any, key: tuple[Any, ...]) -> Any:
+    """Domain function ``(fa, s, k, value) -> dof`` of element-local node ``k`` (vector-valued bases)."""
+    if kind == ElementKind.CELL:
+        def value_to_dof(fa: FieldArg, s: Any, k: int, v: Any):
+            return fn(fa.elt_arg, fa.eval_arg, s, k, v)
+    else:
+        def value_to_dof(fa: FieldArg, s: Any, k: int, v: Any):
+            ca = to_cell_arg(fa.elt_arg)
+            n_in = node_count(ca, fa.eval_arg, inner_index(fa.elt_arg, s.element_index))
+            if k < n_in:
+                return fn(ca, fa.eval_arg, inner_sample(fa.elt_arg, s), k, v)
+            return fn(ca, fa.eval_arg, outer_sample(fa.elt_arg, s), k - n_in, v)
+    return codegen.func(value_to_dof, "value_to_dof", *key)
 
 
 def _zero_of(t: Any, key: tuple[Any, ...]) -> Any:

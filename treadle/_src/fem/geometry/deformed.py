@@ -82,6 +82,8 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
     TRI = base.reference_cell() == Element.TRIANGLE
     EMBEDDED = D > C
     SIDE_DIM = C - 1
+    # triangle sides (of tetrahedra) have barycentric coordinates: their corners are (1,0,0), (0,1,0), (0,0,1)
+    SIDE_TRI = base.reference_side() == Element.TRIANGLE
 
     def _f(fn: Any) -> Any:
         return codegen.func(fn, *ckey)
@@ -171,13 +173,18 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
     def side_frame(args: SideArg, s: SampleT, f: matDC):
         # f (D x C) times d(cell reference coords)/d(side coords)
         side = s.element_index
-        c0 = g.side_inner_cell_coords(args.base, side, Coords())
-        cu = g.side_inner_cell_coords(args.base, side, Coords(S(1.0), S(0.0), S(0.0)))
+        if wp.static(SIDE_TRI):
+            c0 = g.side_inner_cell_coords(args.base, side, Coords(S(1.0), S(0.0), S(0.0)))
+            cu = g.side_inner_cell_coords(args.base, side, Coords(S(0.0), S(1.0), S(0.0)))
+            cv = g.side_inner_cell_coords(args.base, side, Coords(S(0.0), S(0.0), S(1.0)))
+        else:
+            c0 = g.side_inner_cell_coords(args.base, side, Coords())
+            cu = g.side_inner_cell_coords(args.base, side, Coords(S(1.0), S(0.0), S(0.0)))
+            cv = g.side_inner_cell_coords(args.base, side, Coords(S(0.0), S(1.0), S(0.0)))
         du = f * (ref_of(cu) - ref_of(c0))
         if wp.static(SIDE_DIM == 1):
             return du
         else:
-            cv = g.side_inner_cell_coords(args.base, side, Coords(S(0.0), S(1.0), S(0.0)))
             dv = f * (ref_of(cv) - ref_of(c0))
             return wp.matrix_from_cols(du, dv)
 

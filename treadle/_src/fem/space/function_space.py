@@ -130,6 +130,57 @@ class CollocatedFunctionSpace(FunctionSpace):
     """Values of ``dtype`` attached to every node of a scalar basis (the usual nodal space)."""
 
 
+class VectorValuedFunctionSpace(FunctionSpace):
+    """Vector values from a vector-valued basis (Nedelec, Raviart-Thomas): one scalar dof per node.
+
+    A basis function's world value is its reference vector mapped by the covariant Piola map ``F^-T`` (``value ==
+    "covariant"``, tangential components continuous) or the contravariant one ``F / |F|`` (``"contravariant"``,
+    normal components continuous), times its node's orientation sign.
+    """
+
+    def __init__(self, basis: BasisSpace) -> None:
+        S = basis.geometry.scalar_type
+        dtype = wp.types.vector(basis.geometry.dimension, S)
+        super().__init__(basis, dtype, IdentityMapper(S))
+
+    @property
+    def value(self) -> str:
+        """``covariant`` or ``contravariant``."""
+        return self.basis.value
+
+
+class CovariantFunctionSpace(VectorValuedFunctionSpace):
+    """Values of an H(curl)-conforming basis (covariant Piola map)."""
+
+
+class ContravariantFunctionSpace(VectorValuedFunctionSpace):
+    """Values of an H(div)-conforming basis (contravariant Piola map)."""
+
+
+def make_covariant_function_space(basis_space: BasisSpace) -> CovariantFunctionSpace:
+    """A function space of the covariant vector-valued ``basis_space`` (e.g. Nedelec)."""
+    if getattr(basis_space, "value", "scalar") != "covariant":
+        raise ValueError("make_covariant_function_space: the basis space is not covariant vector-valued")
+    return CovariantFunctionSpace(basis_space)
+
+
+def make_contravariant_function_space(basis_space: BasisSpace) -> ContravariantFunctionSpace:
+    """A function space of the contravariant vector-valued ``basis_space`` (e.g. Raviart-Thomas)."""
+    if getattr(basis_space, "value", "scalar") != "contravariant":
+        raise ValueError("make_contravariant_function_space: the basis space is not contravariant vector-valued")
+    return ContravariantFunctionSpace(basis_space)
+
+
+def _vector_space(basis: BasisSpace, dtype: Any, dof_mapper: DofMapper | None) -> VectorValuedFunctionSpace:
+    space = (CovariantFunctionSpace if basis.value == "covariant" else ContravariantFunctionSpace)(basis)
+    if dof_mapper is not None:
+        raise ValueError(f"{basis.name}: vector-valued bases store one scalar per node and take no dof_mapper")
+    if dtype is not None and dtype is not float and is_vector_type(dtype) and dtype._length_ != space.dtype._length_:
+        raise ValueError(f"{basis.name}: values are vectors of length {space.dtype._length_} (the geometry's "
+                         f"dimension), got dtype {_type_name(dtype)}")
+    return space
+
+
 def _type_name(t: Any) -> str:
     return getattr(t, "__name__", str(t))
 
@@ -144,6 +195,8 @@ def make_collocated_function_space(basis_space: BasisSpace, dtype: Any = None,
         dof_mapper: how values are stored (the identity by default; the mapper's value type wins).
 
     """
+    if getattr(basis_space, "value", "scalar") != "scalar":
+        return _vector_space(basis_space, dtype, dof_mapper)
     if dtype is None:
         dtype = basis_space.geometry.scalar_type
     if dtype is float:
@@ -171,8 +224,10 @@ def make_polynomial_space(geo: Any, dtype: Any = None, dof_mapper: DofMapper | N
         family: point family of tensor-product Lagrange nodes.
 
     """
-    if dtype is None:
-        dtype = geo.scalar_type
     basis = make_polynomial_basis_space(geo, degree=degree, element_basis=element_basis,
                                         discontinuous=discontinuous, family=family)
+    if basis.value != "scalar":
+        return _vector_space(basis, dtype, dof_mapper)
+    if dtype is None:
+        dtype = geo.scalar_type
     return make_collocated_function_space(basis, dtype=dtype, dof_mapper=dof_mapper)

@@ -93,7 +93,12 @@ class TableSpaceTopology(SpaceTopology):
         self._table_np = table.astype(np.int32)
         self._node_count = int(count)
         self._tables: dict[str, Any] = {}
-        self.funcs = _table_funcs()
+        self._signs_np = None
+        if shape.value != "scalar":
+            self._signs_np = node_signs(np.asarray(cell_vertices, dtype=np.int64), shape).astype(np.int32)
+            self.funcs = _table_funcs(signed=True)
+        else:
+            self.funcs = _table_funcs()
 
     @property
     def name(self) -> str:
@@ -113,9 +118,21 @@ class TableSpaceTopology(SpaceTopology):
             self._tables[key] = t
         return t
 
+    def element_node_signs(self, device: Any = None) -> Any:
+        """The ``(cell_count, nodes_per_element)`` orientation signs of vector-valued bases (``None`` for scalar ones)."""
+        if self._signs_np is None:
+            return None
+        key = "signs_" + str(wp.get_device(device))
+        t = self._tables.get(key)
+        if t is None:
+            t = self._tables[key] = wp.array(self._signs_np, dtype=int, device=device)
+        return t
+
     def fill_topo_arg(self, arg: Any, device: Any) -> None:
-        """The node table."""
+        """The node table (and the orientation signs of vector-valued bases)."""
         arg.element_nodes = self.element_node_indices(device)
+        if self._signs_np is not None:
+            arg.element_signs = self.element_node_signs(device)
 
 
 class DiscontinuousSpaceTopology(SpaceTopology):
@@ -145,27 +162,65 @@ class DiscontinuousSpaceTopology(SpaceTopology):
         return wp.array(np.arange(c * n, dtype=np.int32).reshape(c, n), dtype=int, device=device)
 
 
-_TABLE_FUNCS: Any = None
+_TABLE_FUNCS: dict[bool, Any] = {}
 
 
-def _table_funcs() -> Any:
-    global _TABLE_FUNCS
-    if _TABLE_FUNCS is None:
+def _table_funcs(signed: bool = False) -> Any:
+    """Kernel functions of a node table; ``signed`` adds the per-node orientation signs of vector-valued bases."""
+    f = _TABLE_FUNCS.get(signed)
+    if f is None:
         from types import SimpleNamespace
 
-        TopologyArg = codegen.struct("TableTopologyArg", {"element_nodes": wp.array2d(dtype=int)}, "table")
+        fields = {"element_nodes": wp.array2d(dtype=int)}
+        if signed:
+            fields["element_signs"] = wp.array2d(dtype=int)
+        TopologyArg = codegen.struct("SignedTableTopologyArg" if signed else "TableTopologyArg", fields,
+                                     "signed" if signed else "table")
+        SIGNED = signed
 
-        @wp.func
         def table_element_node_count(cell_arg: Any, topo_arg: TopologyArg, element_index: int) -> int:
             return topo_arg.element_nodes.shape[1]
 
-        @wp.func
         def table_element_node_index(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
             return topo_arg.element_nodes[element_index, node]
 
-        _TABLE_FUNCS = SimpleNamespace(TopologyArg=TopologyArg, element_node_count=table_element_node_count,
-                                       element_node_index=table_element_node_index)
-    return _TABLE_FUNCS
+        def table_element_node_sign(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
+            if wp.static(SIGNED):
+                return topo_arg.element_signs[element_index, node]
+            return 1
+
+        tag = ("table", signed)
+        f = _TABLE_FUNCS[signed] = SimpleNamespace(
+            TopologyArg=TopologyArg, element_node_count=codegen.func(table_element_node_count, *tag),
+            element_node_index=codegen.func(table_element_node_index, *tag),
+            element_node_sign=codegen.func(table_element_node_sign, *tag))
+    return f
+
+
+def node_signs(cell_vertices: np.ndarray, shape: ShapeFunction) -> np.ndarray:
+    """Per cell and local node of a vector-valued basis: ``+1`` or ``-1`` orienting its edge or face globally.
+
+    An edge is oriented from its lower to its higher global vertex index; a face's vertex cycle is read starting at
+    its lowest global vertex, and oriented positively when the next vertex has a lower index than the previous one.
+    Cells sharing an entity see its vertices in the same or the reverse order, so the product of this orientation
+    and the basis function's own orientation against the local vertex order (``shape.node_orientations()``) gives
+    the same world direction from every cell.
+    """
+    ents = shape.node_entity_vertices()
+    orient = shape.node_orientations()
+    out = np.empty((cell_vertices.shape[0], len(ents)), dtype=np.int64)
+    for k, ent in enumerate(ents):
+        g = cell_vertices[:, list(ent)]
+        if len(ent) == 2:
+            s = np.where(g[:, 0] < g[:, 1], 1, -1)
+        else:
+            lo = np.argmin(g, axis=1)
+            rows = np.arange(len(g))
+            nxt = g[rows, (lo + 1) % len(ent)]
+            prv = g[rows, (lo - 1) % len(ent)]
+            s = np.where(nxt < prv, 1, -1)
+        out[:, k] = s * orient[k]
+    return out
 
 
 _DISC_FUNCS: dict[int, Any] = {}
@@ -185,9 +240,13 @@ def _discontinuous_funcs(npe: int) -> Any:
         def element_node_index(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
             return element_index * NPE + node
 
+        def element_node_sign(cell_arg: Any, topo_arg: TopologyArg, element_index: int, node: int) -> int:
+            return 1
+
         f = SimpleNamespace(TopologyArg=TopologyArg,
                             element_node_count=codegen.func(element_node_count, "disc", npe),
-                            element_node_index=codegen.func(element_node_index, "disc", npe))
+                            element_node_index=codegen.func(element_node_index, "disc", npe),
+                            element_node_sign=codegen.func(element_node_sign, "disc", npe))
         _DISC_FUNCS[npe] = f
     return f
 

@@ -44,6 +44,13 @@ def make_element_shape_function(element: Element, degree: int, element_basis: El
             return SerendipityShape(element, degree, fam, S)
         # on simplices the serendipity and Lagrange spaces coincide
         return SimplexLagrangeShape(element, degree, S)
+    if basis in (ElementBasis.NEDELEC_FIRST_KIND, ElementBasis.RAVIART_THOMAS):
+        from .vector import VectorShape
+
+        kind = "N1" if basis == ElementBasis.NEDELEC_FIRST_KIND else "RT"
+        if degree != 1:
+            raise NotImplementedError(f"{basis.name} shape functions are available for degree 1 only, got {degree}")
+        return VectorShape(element, kind, S)
     if basis == ElementBasis.NONCONFORMING_POLYNOMIAL:
         from .monomial import NonconformingPolynomialShape
 
