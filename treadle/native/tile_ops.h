@@ -474,6 +474,67 @@ TREADLE_FUNC void adj_tile_insert_at(const TREADLE_TT&, int64 i0, int64 i1, int6
             adj_a.data[q] = treadle::add(adj_a.data[q], adj_ret.data[q]);
     adj_v = treadle::add(adj_v, adj_ret.data[k]);
 }
+// Per-thread writes into a tile (tile_scatter_masked, tile_scatter_add). A block is one thread on the CPU, so the
+// thread's own value is the only one; an index outside the tile is skipped (reported in checked builds) rather than
+// writing past the tile.
+namespace detail {
+template <int D0, int D1, int D2, int D3>
+TREADLE_FUNC int tile_checked_offset(int64 i0, int64 i1, int64 i2, int64 i3) {
+    const int64 idx[4] = {i0, i1, i2, i3};
+    const int64 ext[4] = {D0, D1, D2, D3};
+    for (int d = 0; d < 4; ++d)
+        if (idx[d] < 0 || idx[d] >= ext[d]) {
+#if defined(TREADLE_CHECKED)
+            treadle_report_oob(d, (long long)idx[d], (long long)ext[d]);
+#endif
+            return -1;
+        }
+    return tile_offset<D1, D2, D3>(int(i0), int(i1), int(i2), int(i3));
+}
+}  // namespace detail
+template <int D0, int D1, int D2, int D3, typename T, int M, int N>
+TREADLE_FUNC TREADLE_TT tile_scatter_masked_at(const TREADLE_TT& a, int64 i0, int64 i1, int64 i2, int64 i3, T v,
+                                               bool has_value) {
+    TREADLE_TT r = a;
+    const int k = has_value ? detail::tile_checked_offset<D0, D1, D2, D3>(i0, i1, i2, i3) : -1;
+    if (k >= 0)
+        r.data[k] = v;
+    return r;
+}
+// The written element's gradient goes to the value and is consumed; the others pass through.
+template <int D0, int D1, int D2, int D3, typename T, int M, int N, typename A0, typename A1, typename A2,
+          typename A3, typename B>
+TREADLE_FUNC void adj_tile_scatter_masked_at(const TREADLE_TT&, int64 i0, int64 i1, int64 i2, int64 i3, T,
+                                             bool has_value, TREADLE_TT& adj_a, A0&, A1&, A2&, A3&, T& adj_v, B&,
+                                             const TREADLE_TT& adj_ret) {
+    const int k = has_value ? detail::tile_checked_offset<D0, D1, D2, D3>(i0, i1, i2, i3) : -1;
+    for (int q = 0; q < M * N; ++q)
+        if (q != k)
+            adj_a.data[q] = treadle::add(adj_a.data[q], adj_ret.data[q]);
+    if (k >= 0)
+        adj_v = treadle::add(adj_v, adj_ret.data[k]);
+}
+template <int D0, int D1, int D2, int D3, typename T, int M, int N>
+TREADLE_FUNC TREADLE_TT tile_scatter_add_at(const TREADLE_TT& a, int64 i0, int64 i1, int64 i2, int64 i3, T v,
+                                            bool has_value) {
+    TREADLE_TT r = a;
+    const int k = has_value ? detail::tile_checked_offset<D0, D1, D2, D3>(i0, i1, i2, i3) : -1;
+    if (k >= 0)
+        r.data[k] = treadle::add(r.data[k], v);
+    return r;
+}
+// Every element's gradient passes through; the value also receives the gradient of the element it was added to.
+template <int D0, int D1, int D2, int D3, typename T, int M, int N, typename A0, typename A1, typename A2,
+          typename A3, typename B>
+TREADLE_FUNC void adj_tile_scatter_add_at(const TREADLE_TT&, int64 i0, int64 i1, int64 i2, int64 i3, T,
+                                          bool has_value, TREADLE_TT& adj_a, A0&, A1&, A2&, A3&, T& adj_v, B&,
+                                          const TREADLE_TT& adj_ret) {
+    const int k = has_value ? detail::tile_checked_offset<D0, D1, D2, D3>(i0, i1, i2, i3) : -1;
+    for (int q = 0; q < M * N; ++q)
+        adj_a.data[q] = treadle::add(adj_a.data[q], adj_ret.data[q]);
+    if (k >= 0)
+        adj_v = treadle::add(adj_v, adj_ret.data[k]);
+}
 // A window of a tile (tile_view with an explicit shape, tile_assign): source extents S0..S3, window extents W0..W3,
 // offsets o0..o3 (elements outside the source read as zero).
 template <int S0, int S1, int S2, int S3, int W0, int W1, int W2, int W3, typename F>

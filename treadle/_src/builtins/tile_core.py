@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..types import scalars
-from ..types.typesys import ArrayT, TileT, TupleT, is_float, is_int, is_vector, tile, type_str
+from ..types.typesys import ArrayT, TileT, TupleT, is_composite, is_float, is_int, is_vector, tile, type_str
 from .registry import REGISTRY, NoMatch, Param, need
 from .tile_common import (
     Pad,
@@ -316,6 +316,60 @@ def _insert_rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 tile_builtin("_tile_insert", rule=_insert_rule, params=(Param("a"), Param("i"), Param("v")),
              signature="_tile_insert(a: tile, i: int, v: Any) -> tile",
              doc="``t[i, j] = v``: the tile with one element replaced (the frontend stores it back into ``t``).")
+
+
+def _scatter_rule(name: str) -> Any:
+    """The type rule of ``tile_scatter_masked`` / ``tile_scatter_add``.
+
+    They take one index per tile dimension, then ``value`` and ``has_value`` (and, for the add, the compile-time
+    ``atomic``); given positionally these fill the parameters in order, so the operands are read in that order
+    whatever names they were bound to.
+    """
+    adds = name == "tile_scatter_add"
+
+    def rule(types: Sequence[Any], consts: Sequence[Any]) -> Any:
+        a = need_tile(types[0], "a")
+        given = [(t, c) for t, c in zip(types[1:], consts[1:]) if t is not None]
+        n = len(a.shape)
+        forms = (n + 2, n + 3) if adds else (n + 2,)
+        need(len(given) in forms, f"{name}() on a {n}-d tile takes {n} ind{'ex' if n == 1 else 'ices'}, then value "
+             f"and has_value{' (and atomic)' if adds else ''}: got {len(given)} argument(s) after the tile")
+        for t, _ in given[:n]:
+            need(is_int(t), f"indices must be integers, got {type_str(t)}")
+        v, has = given[n][0], given[n + 1][0]
+        need(v == a.dtype, f"'value' must match the tile's dtype {type_str(a.dtype)}, got {type_str(v)}")
+        need(has == scalars.bool, f"'has_value' must be a bool, got {type_str(has)}")
+        if adds:
+            need(scalars.is_scalar_type(a.dtype) and a.dtype != scalars.bool or is_composite(a.dtype),
+                 f"{name}() adds numbers, vectors or matrices, not {type_str(a.dtype)}")
+            if len(given) == n + 3:
+                atomic = given[n + 2][1]
+                need(isinstance(atomic, bool), "'atomic' must be a compile-time constant (True or False), not a "
+                     "runtime value")
+        pads = tuple(Pad(0) for _ in range(4 - n))
+        # on the CPU a block is one thread, so atomic and plain accumulation are the same single update
+        return TileSig(a, template=padded(a.shape), cpp=f"{name}_at",
+                       order=(0, *pads, *range(1, 1 + n), n + 1, n + 2))
+
+    return rule
+
+
+_SCATTER_DOC = ("This thread's ``value`` {verb} ``a`` at the given indices (one per tile dimension) when ``has_value`` "
+                "is true; ``a`` is a tile variable, updated in place. An index outside the tile is skipped. On the CPU "
+                "a block is one thread, so its own value is the only one. {grad}")
+_SCATTER_PARAMS = (Param("a", inout=True), Param("i"), Param("j", None), Param("k", None), Param("l", None),
+                   Param("value", None), Param("has_value", None))
+tile_builtin("tile_scatter_masked", rule=_scatter_rule("tile_scatter_masked"), params=_SCATTER_PARAMS,
+             signature="tile_scatter_masked(a: tile, i: int, [j: int, k: int, l: int,] value: Any, has_value: bool) "
+                       "-> None",
+             doc=_SCATTER_DOC.format(verb="is written into", grad="In the backward pass the value receives the "
+                                     "gradient of the element it replaced, which is consumed."))
+tile_builtin("tile_scatter_add", rule=_scatter_rule("tile_scatter_add"), params=(*_SCATTER_PARAMS, Param("atomic", None)),
+             signature="tile_scatter_add(a: tile, i: int, [j: int, k: int, l: int,] value: Any, has_value: bool, "
+                       "atomic: bool = True) -> None",
+             doc=_SCATTER_DOC.format(verb="is added into", grad="In the backward pass the value receives the gradient "
+                                     "of the element it was added to; ``atomic`` (a compile-time bool) is accepted "
+                                     "for the GPU's sake."))
 
 
 def _window_sig(src: TileT, wshape: tuple[int, ...], cpp: str, n_off: int, off_at: int, base: tuple[Any, ...],
