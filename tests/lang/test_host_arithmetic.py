@@ -77,3 +77,37 @@ def test_in_place_array_arithmetic_keeps_the_memory():
     flat = x.view(wp.float32).flatten()
     x.grad -= wp.array(np.ones((4, 2), dtype=np.float32), dtype=wp.vec2)
     np.testing.assert_allclose(flat.grad.numpy(), -np.ones(8))
+
+
+@wp.kernel
+def _compose(a: wp.array(dtype=wp.transform), b: wp.array(dtype=wp.transform), qa: wp.array(dtype=wp.quat),
+             qb: wp.array(dtype=wp.quat), t_out: wp.array(dtype=wp.transform), q_out: wp.array(dtype=wp.quat)):
+    i = wp.tid()
+    t_out[i] = a[i] * b[i]
+    q_out[i] = qa[i] * qb[i]
+
+
+def test_host_quat_and_transform_products_equal_the_kernels_bit_for_bit():
+    rng = np.random.default_rng(11)
+    n = 64
+    q = rng.normal(size=(4, n, 4)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    p = rng.uniform(-10, 10, size=(2, n, 3)).astype(np.float32)
+    ta = [wp.transform(wp.vec3(*p[0, i]), wp.quat(*q[0, i])) for i in range(n)]
+    tb = [wp.transform(wp.vec3(*p[1, i]), wp.quat(*q[1, i])) for i in range(n)]
+    qa, qb = [wp.quat(*q[2, i]) for i in range(n)], [wp.quat(*q[3, i]) for i in range(n)]
+    t_out, q_out = wp.zeros(n, dtype=wp.transform), wp.zeros(n, dtype=wp.quat)
+    wp.launch(_compose, n, inputs=[wp.array(ta, dtype=wp.transform), wp.array(tb, dtype=wp.transform),
+                                   wp.array(qa, dtype=wp.quat), wp.array(qb, dtype=wp.quat), t_out, q_out])
+    host_t = np.array([list(x * y) for x, y in zip(ta, tb)], dtype=np.float32)
+    host_q = np.array([list(x * y) for x, y in zip(qa, qb)], dtype=np.float32)
+    np.testing.assert_array_equal(host_t, t_out.numpy())
+    np.testing.assert_array_equal(host_q, q_out.numpy())
+    # and they are the products: against float64 references
+    def qmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        v = x[3] * y[:3] + y[3] * x[:3] + np.cross(x[:3], y[:3])
+        return np.append(v, x[3] * y[3] - np.dot(x[:3], y[:3]))
+    want_q = np.array([qmul(q[2, i].astype(np.float64), q[3, i].astype(np.float64)) for i in range(n)])
+    np.testing.assert_allclose(host_q, want_q, atol=1e-6)
+    with pytest.raises(TypeError):
+        _ = ta[0] * wp.transformd(*map(float, ta[1]))  # mixed precisions are refused, as in kernels

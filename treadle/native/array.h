@@ -1,8 +1,9 @@
 // Array descriptors as passed to kernels, element addressing with byte strides, load/store and their adjoints.
 //
-// With TREADLE_CHECKED defined, every index is checked against the shape (no wrapping of negative indices); a bad
-// index is reported through treadle_report_oob (defined by the generated code) and element 0 is used instead, so
-// nothing out of bounds is ever touched. Without it the checks compile to nothing.
+// A negative index counts from the end of its dimension (-1 is the last element), as in the reference. With
+// TREADLE_CHECKED defined, every index is checked to lie in [-extent, extent); a bad index is reported through
+// treadle_report_oob (defined by the generated code) and element 0 is used instead, so nothing out of bounds is ever
+// touched. Without it the checks compile to nothing.
 #pragma once
 #include "atomic.h"
 
@@ -24,13 +25,17 @@ template <typename T> struct array_t {
 static_assert(sizeof(array_t<float>) == 88, "array_t layout");
 
 #if defined(TREADLE_CHECKED)
-#define TREADLE_CHECK_INDEX(a, d, idx)                          \
-    if (!((idx) >= 0 && (idx) < (a).shape[d])) {                \
-        treadle_report_oob(d, (long long)(idx), (a).shape[d]);  \
-        return 0;                                               \
-    }
+#define TREADLE_CHECK_INDEX(a, d, idx)                                      \
+    if (!((idx) >= -(a).shape[d] && (idx) < (a).shape[d])) {                \
+        treadle_report_oob(d, (long long)(idx), (a).shape[d]);              \
+        return 0;                                                           \
+    }                                                                       \
+    if ((idx) < 0)                                                          \
+        (idx) += (a).shape[d];
 #else
-#define TREADLE_CHECK_INDEX(a, d, idx)
+#define TREADLE_CHECK_INDEX(a, d, idx) \
+    if ((idx) < 0)                     \
+        (idx) += (a).shape[d];
 #endif
 
 namespace detail {

@@ -22,11 +22,13 @@ namespace detail {
 // Index into the underlying array along dimension d (checked against the indexed extent in checked builds).
 template <typename T> TREADLE_FUNC int64 map_index(const indexedarray_t<T>& a, int d, int64 i) {
 #if defined(TREADLE_CHECKED)
-    if (!(i >= 0 && i < a.shape[d])) {
+    if (!(i >= -a.shape[d] && i < a.shape[d])) {
         treadle_report_oob(d, (long long)i, a.shape[d]);
         i = 0;
     }
 #endif
+    if (i < 0)  // counts from the end of the indexed view's dimension
+        i += a.shape[d];
     return a.indices[d] ? (int64)a.indices[d][i] : i;
 }
 }  // namespace detail

@@ -189,6 +189,40 @@ def ordered_deps(roots: list[Any]) -> list[Any]:
 
     for r in roots:
         visit(r)
+    return _distinct_names(out)
+
+
+def _content_key(fi: Any) -> str | None:
+    """What a function instance compiles to: its IR text and the C++ names of its callees (``None``: unknown)."""
+    body = getattr(fi, "_ir", None)
+    if body is None:
+        return None
+    grad = getattr(fi, "grad_ir", None)
+    parts = [ir.format_func(body), "|".join(d.cname for d in fi.deps), ir.format_func(grad) if grad is not None else ""]
+    return "\n".join(parts)
+
+
+def _distinct_names(funcs: list[Any]) -> list[Any]:
+    """``funcs`` (callees first) with one entry per C++ name.
+
+    Copies of one function made by a factory share source and signature, hence the name. A copy that compiles to
+    the same code as one already listed is dropped (its callers call the same C++ function); one whose code differs
+    (other captured values or callees) is renamed after its content, so that each keeps its own definition.
+    """
+    listed: dict[str, str | None] = {}
+    out: list[Any] = []
+    for fi in funcs:
+        key = _content_key(fi)
+        while fi.cname in listed:
+            if key is not None and listed[fi.cname] == key:
+                break
+            if key is None:  # nothing to compare: keep the old behaviour of listing it
+                listed.pop(fi.cname)
+                continue
+            fi.cname = f"{fi.cname}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+        else:
+            listed[fi.cname] = key
+            out.append(fi)
     return out
 
 

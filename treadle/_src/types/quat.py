@@ -34,19 +34,31 @@ from .vector import (
 )
 
 
+# The host forms evaluate the native functions' expressions term by term in the same order (elementwise NumPy
+# operations round each step to the component type, as the C++ does), so a product computed on the host equals the
+# one a kernel or the native library computes, bit for bit.
+def _dot3(a: np.ndarray, b: np.ndarray) -> Any:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], dtype=a.dtype)
+
+
 def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product of two ``(x, y, z, w)`` quaternions."""
-    av, aw = a[:3], a[3]
-    bv, bw = b[:3], b[3]
-    xyz = aw * bv + bw * av + np.cross(av, bv)
-    return np.concatenate([xyz, [aw * bw - np.dot(av, bv)]]).astype(a.dtype)
+    p, q = a, b
+    return np.array([p[3] * q[0] + q[3] * p[0] + p[1] * q[2] - p[2] * q[1],
+                     p[3] * q[1] + q[3] * p[1] + p[2] * q[0] - p[0] * q[2],
+                     p[3] * q[2] + q[3] * p[2] + p[0] * q[1] - p[1] * q[0],
+                     p[3] * q[3] - p[0] * q[0] - p[1] * q[1] - p[2] * q[2]], dtype=a.dtype)
 
 
 def _quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate ``v`` by the unit quaternion ``q``."""
     u, w = q[:3], q[3]
-    two = q.dtype.type(2)
-    return (v * (two * w * w - 1) + np.cross(u, v) * (two * w) + u * (two * np.dot(u, v))).astype(q.dtype)
+    two, one = q.dtype.type(2), q.dtype.type(1)
+    return (v * (two * w * w - one) + _cross3(u, v) * (two * w) + u * (two * _dot3(u, v))).astype(q.dtype)
 
 
 class quat_base(vec_base):
