@@ -1,8 +1,11 @@
-"""Compile every kernel the test suite defines at module level to CUDA (forward and backward) for one architecture.
+"""Compile every kernel the test suite defines at module level to CUDA (forward and backward) for sm_80 and sm_90.
 
-Run by ``test_cuda_compile.py`` in a subprocess per architecture (so sm_80 and sm_90 build in parallel)::
+Run by ``test_cuda_compile.py`` in two subprocesses, each taking every other test module (``--shard``)::
 
-    python tests/cuda/compile_suite.py --arch 90 --out result.json
+    python tests/cuda/compile_suite.py --arch 80,90 --shard 0/2 --out result.json
+
+Each translation unit goes through NVRTC once, to PTX, and nvJitLink assembles it for each architecture
+(``cuda/build.py: compile_cuda_batch_archs``; one NVRTC compile per architecture when nvJitLink is not installed).
 
 Kernels are gathered from the test modules of ``tests/kernels``, ``tests/autodiff``, ``tests/geometry`` and
 ``tests/gpu`` (every module-level ``@wp.kernel``, and the instances generic kernels have after import), plus one
@@ -66,7 +69,8 @@ def _cpu_fails(inst, adjoint: bool) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arch", type=int, required=True)
+    ap.add_argument("--arch", required=True, help="comma-separated architectures, e.g. 80,90")
+    ap.add_argument("--shard", default="0/1", help="i/n: compile the test modules i, i+n, i+2n, ...")
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated module name filter (substring)")
     ap.add_argument("--full-opt", action="store_true", help="compile with the optimizing flags users get")
@@ -82,15 +86,24 @@ def main() -> int:
     from treadle._src.lang.kernel import Kernel
 
     wp.config.kernel_cache_dir = os.environ["TREADLE_CACHE_PATH"]
-    result = {"arch": a.arch, "modules": {}, "failures": [], "cpu_too": [], "lower_errors": [], "kernels": 0,
+    archs = [int(x) for x in a.arch.split(",")]
+    shard, nshards = (int(x) for x in a.shard.split("/"))
+    result = {"archs": archs, "modules": {}, "failures": [], "cpu_too": [], "lower_errors": [], "kernels": 0,
               "passes": 0, "fast_passes": 0,
               "seconds": 0.0, "import_errors": [], "binaries": []}
     t_all = time.perf_counter()
-    fast = [] if a.full_opt else cb.fast_compile_flags(a.arch)
+    fast = {arch: [] if a.full_opt else cb.fast_compile_flags(arch) for arch in archs}
     result["flags"] = fast
     groups: list[tuple[str, list[Kernel]]] = []
-    for name in _modules():
+    names = _modules()
+    names.append("builtin_adjoint_cases")  # generated from test_builtin_adjoints: a shard of its own
+    for name in names[shard::nshards]:
         if a.only and not any(s in name for s in a.only.split(",")):
+            continue
+        if name == "builtin_adjoint_cases":
+            mod = importlib.import_module("tests.autodiff.test_builtin_adjoints")
+            gen = mod._make_module(_TmpFactory(tmp))
+            groups.append((name, [v for v in vars(gen).values() if isinstance(v, Kernel)]))
             continue
         try:
             mod = importlib.import_module(name)
@@ -98,18 +111,14 @@ def main() -> int:
             result["import_errors"].append(f"{name}: {type(e).__name__}: {e}")
             continue
         groups.append((name, [v for v in vars(mod).values() if isinstance(v, Kernel)]))
-        if name.endswith("test_builtin_adjoints") and hasattr(mod, "_make_module"):
-            gen = mod._make_module(_TmpFactory(tmp))
-            groups.append(("builtin_adjoint_cases", [v for v in vars(gen).values() if isinstance(v, Kernel)]))
 
     for name, kernels in groups:
         t0 = time.perf_counter()
-        by_opts: dict[str, tuple[object, list]] = {}
+        # (mode, fast?) -> per architecture: (options, [(kernel, instance, adjoint, built)])
+        by_opts: dict[tuple[str, bool], dict[int, tuple[object, list]]] = {}
         for k in kernels:
             insts = list(k.instances.values()) if k.is_generic else [k.get_instance(None)]
             for inst in insts:
-                opts = cb.CudaCompileOptions(arch=a.arch, mode=inst.options.mode)
-                quick = cb.CudaCompileOptions(arch=a.arch, mode=inst.options.mode, extra=fast)
                 entry = cb.entry_options(k.options, k.module.options)
                 try:
                     inst.ir  # noqa: B018 - lowering is lazy: kernels that tests expect to be rejected stop here
@@ -118,29 +127,35 @@ def main() -> int:
                     continue
                 for adjoint in (False, True) if k.enable_backward else (False,):
                     prep = cb.prepare_cuda_adjoint if adjoint else cb.prepare_cuda
-                    b = prep(inst.ir, inst.deps, opts, k.key, entry=entry, args_type=inst.args_type)
-                    o = opts
-                    if fast and len(b.block) >= LARGE_BLOCK:
-                        o = quick
+                    large = None
+                    for arch in archs:
+                        o = cb.CudaCompileOptions(arch=arch, mode=inst.options.mode)
                         b = prep(inst.ir, inst.deps, o, k.key, entry=entry, args_type=inst.args_type)
-                        result["fast_passes"] += 1
-                    by_opts.setdefault(o.key(), (o, []))[1].append((k, inst, adjoint, b))
+                        if large is None:
+                            large = bool(fast[arch]) and len(b.block) >= LARGE_BLOCK
+                            result["fast_passes"] += int(large)
+                        if large:
+                            o = cb.CudaCompileOptions(arch=arch, mode=inst.options.mode, extra=fast[arch])
+                            b = prep(inst.ir, inst.deps, o, k.key, entry=entry, args_type=inst.args_type)
+                        slot = by_opts.setdefault((inst.options.mode, bool(large)), {})
+                        slot.setdefault(arch, (o, []))[1].append((k, inst, adjoint, b))
                 result["kernels"] += 1
-        for opts, items in by_opts.values():
-            cb.compile_cuda_batch([b for *_, b in items], opts)
-            for k, inst, adjoint, b in items:
-                result["passes"] += 1
-                what = f"{name}.{k.key} ({'backward' if adjoint else 'forward'})"
-                if b.error is not None:
-                    if _cpu_fails(inst, adjoint):
-                        result["cpu_too"].append(what)
-                    else:
-                        result["failures"].append(f"{what}: {str(b.error)[:4000]}")
-                    continue
-                data = b.binary_path.read_bytes()
-                if not data.startswith(b"\x7fELF") or b.entry.encode() not in data:
-                    result["failures"].append(f"{what}: the CUBIN is not an ELF holding {b.entry}")
-                result["binaries"].append({"what": what, "entry": b.entry, "path": str(b.binary_path)})
+        for per_arch in by_opts.values():
+            cb.compile_cuda_batch_archs([([b for *_, b in items], o) for o, items in per_arch.values()])
+            for arch, (opts, items) in per_arch.items():
+                for k, inst, adjoint, b in items:
+                    result["passes"] += 1
+                    what = f"sm_{arch}: {name}.{k.key} ({'backward' if adjoint else 'forward'})"
+                    if b.error is not None:
+                        if _cpu_fails(inst, adjoint):
+                            result["cpu_too"].append(what)
+                        else:
+                            result["failures"].append(f"{what}: {str(b.error)[:4000]}")
+                        continue
+                    data = b.binary_path.read_bytes()
+                    if not data.startswith(b"\x7fELF") or b.entry.encode() not in data:
+                        result["failures"].append(f"{what}: the CUBIN is not an ELF holding {b.entry}")
+                    result["binaries"].append({"what": what, "entry": b.entry, "path": str(b.binary_path)})
         result["modules"][name] = round(time.perf_counter() - t0, 2)
     result["seconds"] = round(time.perf_counter() - t_all, 1)
     Path(a.out).write_text(json.dumps(result, indent=1))

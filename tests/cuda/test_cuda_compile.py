@@ -260,8 +260,10 @@ def test_cpu_build_is_unchanged_by_the_cuda_block():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Every kernel of the test suite, for sm_80 and sm_90 (two subprocesses in parallel)
+# Every kernel of the test suite, for sm_80 and sm_90 (two subprocesses, each compiling half the modules for both)
 # ---------------------------------------------------------------------------------------------------------------
+
+SHARDS = 2
 
 
 @pytest.fixture(scope="module")
@@ -269,27 +271,134 @@ def suite_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("cuda_suite")
     env = dict(os.environ)
     env.pop("TREADLE_CACHE_PATH", None)
-    procs = {}
-    for arch in ARCHS:
-        env_a = dict(env, TREADLE_CACHE_PATH=str(out / f"cache{arch}"))
-        procs[arch] = subprocess.Popen(
-            [sys.executable, str(HERE / "compile_suite.py"), "--arch", str(arch), "--out", str(out / f"{arch}.json")],
-            env=env_a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    results = {}
-    for arch, p in procs.items():
+    procs = []
+    for shard in range(SHARDS):
+        env_s = dict(env, TREADLE_CACHE_PATH=str(out / f"cache{shard}"))
+        cmd = [sys.executable, str(HERE / "compile_suite.py"), "--arch", ",".join(map(str, ARCHS)),
+               "--shard", f"{shard}/{SHARDS}", "--out", str(out / f"{shard}.json")]
+        procs.append((subprocess.Popen(cmd, env=env_s, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+                      out / f"{shard}.json"))
+    merged = {"modules": {}, "failures": [], "cpu_too": [], "import_errors": [], "kernels": 0, "passes": 0,
+              "seconds": 0.0}
+    logs = []
+    for p, path in procs:
         log, _ = p.communicate()
-        results[arch] = (p.returncode, log, out / f"{arch}.json")
-    return results
+        logs.append(log)
+        assert p.returncode == 0, log[-5000:]
+        res = json.loads(path.read_text())
+        assert res["archs"] == list(ARCHS), res["archs"]
+        for key in ("failures", "cpu_too", "import_errors"):
+            merged[key] += res[key]
+        merged["modules"].update(res["modules"])
+        merged["kernels"] += res["kernels"]
+        merged["passes"] += res["passes"]
+        merged["seconds"] = max(merged["seconds"], res["seconds"])
+    return merged
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_suite_kernel_compiles_to_cubin(suite_results, arch):
-    rc, log, path = suite_results[arch]
-    assert rc == 0, log[-5000:]
-    res = json.loads(path.read_text())
+    res = suite_results
     assert not res["import_errors"], res["import_errors"]
-    assert res["kernels"] > 150 and res["passes"] > 250, res
+    assert res["kernels"] > 150 and res["passes"] > 250 * len(ARCHS), res
     assert "builtin_adjoint_cases" in res["modules"]
-    assert not res["failures"], "\n\n".join(res["failures"])
-    print(f"sm_{arch}: {res['kernels']} kernels, {res['passes']} passes in {res['seconds']} s; "
-          f"failing on the CPU too (not CUDA issues): {res['cpu_too']}")
+    mine = [f for f in res["failures"] if f.startswith(f"sm_{arch}:")]
+    assert not mine, "\n\n".join(mine)
+    print(f"sm_{arch}: {res['kernels']} kernels, {res['passes']} passes (both architectures) in {res['seconds']} s; "
+          f"failing on the CPU too (not CUDA issues): {[w for w in res['cpu_too'] if w.startswith(f'sm_{arch}:')]}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Several architectures, one front end (NVRTC -> PTX once, nvJitLink per architecture)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@wp.kernel(module="cuda_compile_archs")
+def archs_kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = wp.exp(x[i]) * wp.cos(x[i]) + 0.5
+
+
+def _elf_sm(data: bytes) -> int:
+    """The SM architecture a CUDA ELF is for (the low byte of ``e_flags``, at offset 48 in an ELF64 header)."""
+    return struct.unpack_from("<I", data, 48)[0] & 0xFF
+
+
+def _arch_batches(k, **opts):
+    batches = []
+    for arch in ARCHS:
+        _, o, fwd = _built(k, arch=arch, **opts)
+        _, _, bwd = _built(k, arch=arch, adjoint=True, **opts)
+        batches.append(([fwd, bwd], o))
+    return batches
+
+
+def test_archs_batch_runs_the_front_end_once(monkeypatch, tmp_path):
+    from treadle._src.backends.cuda import jitlink
+
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path / "cache"))  # a cold build
+    if not jitlink.jitlink_available():
+        pytest.skip("nvJitLink is not installed (nvidia-nvjitlink-cu12)")
+    nv = cb.get_nvrtc()
+    before = nv.compile_count
+    batches = _arch_batches(archs_kernel)
+    cb.compile_cuda_batch_archs(batches)
+    assert nv.compile_count == before + 1
+    for items, o in batches:
+        for b in items:
+            assert b.error is None
+            data = b.binary_path.read_bytes()
+            assert data.startswith(b"\x7fELF") and b.entry.encode() in data and _elf_sm(data) == o.arch
+            assert b.binary_path.name.endswith(f".sm{o.arch}.cubin")
+    # the CUBINs are what a build for one architecture gives: same entry points, same architecture
+    _, o1, alone = _built(archs_kernel, arch=90)
+    cb.compile_cuda_batch([alone], o1)
+    assert _elf_sm(alone.binary_path.read_bytes()) == 90
+
+
+def test_archs_batch_without_nvjitlink_compiles_per_architecture(monkeypatch, tmp_path):
+    from treadle._src.backends.cuda import jitlink
+
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path / "cache"))
+    monkeypatch.setattr(jitlink, "jitlink_available", lambda: False)
+    nv = cb.get_nvrtc()
+    before = nv.compile_count
+    batches = _arch_batches(archs_kernel)
+    cb.compile_cuda_batch_archs(batches)
+    assert nv.compile_count == before + len(ARCHS)
+    for items, o in batches:
+        assert all(b.error is None and _elf_sm(b.binary_path.read_bytes()) == o.arch for b in items)
+
+
+def test_archs_batch_keeps_a_bad_kernel_to_itself(monkeypatch, tmp_path):
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path / "cache"))
+    batches = []
+    for arch in ARCHS:
+        _, o, good = _built(grid2, arch=arch)
+        _, _, bad = _built(saxpy, arch=arch)
+        bad.cblock.block = bad.block = bad.block.replace("TREADLE_THREAD(_flat)", "TREADLE_THREAD(_flat) nope();", 1)
+        bad.key = f"{arch}" * 32
+        batches.append(([good, bad], o))
+    cb.compile_cuda_batch_archs(batches)
+    for (good, bad), o in batches:
+        assert good.error is None and _elf_sm(good.binary_path.read_bytes()) == o.arch
+        assert isinstance(bad.error, CompileError)
+
+
+def test_archs_batch_refuses_lists_that_differ():
+    _, o80, a = _built(archs_kernel, arch=80)
+    _, o90, b = _built(archs_kernel, arch=90)
+    _, _, c = _built(grid2, arch=90)
+    with pytest.raises(ValueError, match="same kernel passes"):
+        cb.compile_cuda_batch_archs([([a], o80), ([b, c], o90)])
+    with pytest.raises(ValueError, match="same kernel passes"):
+        cb.compile_cuda_batch_archs([([a], o80), ([c], o90)])
+
+
+def test_ptx_the_assembler_rejects_is_a_compile_error():
+    from treadle._src.backends.cuda import jitlink
+
+    if not jitlink.jitlink_available():
+        pytest.skip("nvJitLink is not installed (nvidia-nvjitlink-cu12)")
+    with pytest.raises(CompileError, match="sm_90"):
+        jitlink.ptx_to_cubin(b".version 8.0\n.target sm_80\n.address_size 64\nnot ptx at all\n\0", 90, "bad.ptx")

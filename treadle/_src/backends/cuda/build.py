@@ -14,7 +14,8 @@ options and the block text. Binaries are published into the kernel cache (``runt
 ``KernelCache.lookup(key)`` finds them.
 
 The pieces the launcher uses: :func:`prepare_cuda` / :func:`prepare_cuda_adjoint` (emit and hash one kernel),
-:func:`compile_cuda_batch` (find or build binaries for several kernels in one translation unit) and
+:func:`compile_cuda_batch` (find or build binaries for several kernels in one translation unit),
+:func:`compile_cuda_batch_archs` (the same for several architectures, the front end run once) and
 :func:`load_cuda_kernel` (all of it plus loading the module on a device, memoised per device).
 """
 
@@ -403,6 +404,65 @@ def compile_cuda_batch(items: list[CudaBuilt], options: CudaCompileOptions) -> N
     An item whose code fails to compile gets ``error`` set; its siblings still build.
     """
     build_batch(items, lambda missing: _build_isolated(missing, options))
+
+
+def compile_cuda_batch_archs(batches: list[tuple[list[CudaBuilt], CudaCompileOptions]]) -> None:
+    """:func:`compile_cuda_batch` for the same kernels on several architectures, sharing the front end.
+
+    ``batches`` pairs item lists with their options; the lists hold the same kernel passes in the same order
+    (prepared with each architecture's options, so each has its own cache keys). Kernels missing from the cache
+    for the first architecture go through NVRTC once, to PTX for the oldest architecture, and nvJitLink assembles
+    that PTX for every architecture (:mod:`.jitlink`); each architecture's CUBIN is published under its own keys.
+    Whatever is still missing afterwards (nvJitLink absent, PTX rejected, a cache entry present for one
+    architecture only) is built by :func:`compile_cuda_batch`, so the results are those of one build per
+    architecture.
+    """
+    from .jitlink import jitlink_available
+
+    if any(len(items) != len(batches[0][0]) or [it.entry for it in items] != [it.entry for it in batches[0][0]]
+           for items, _ in batches):
+        raise ValueError("compile_cuda_batch_archs: every architecture needs the same kernel passes, in one order")
+    if len(batches) > 1 and jitlink_available() and all(o.target()[0] == "cubin" for _, o in batches):
+        lead_items, _ = batches[0]
+        position = {id(it): i for i, it in enumerate(lead_items)}
+
+        def build(missing: list[CudaBuilt]) -> None:
+            idx = [position[id(it)] for it in missing]
+            try:
+                _build_publish_archs([([items[i] for i in idx], opts) for items, opts in batches])
+            except CompileError:
+                pass  # rebuilt below, one architecture (and if need be one kernel) at a time: errors per item
+
+        build_batch(lead_items, build)
+    for items, opts in batches:
+        compile_cuda_batch(items, opts)
+
+
+def _build_publish_archs(batches: list[tuple[list[CudaBuilt], CudaCompileOptions]]) -> None:
+    import shutil
+
+    from ...compiler.emit_cuda import cuda_source
+    from ...runtime.cache import get_cache
+    from .jitlink import ptx_to_cubin
+
+    lead_items, lead = batches[0]
+    oldest = min(o.arch for _, o in batches)
+    ptx_opts = CudaCompileOptions(arch=oldest, mode=lead.mode, fast_math=lead.fast_math, lineinfo=lead.lineinfo,
+                                  debug=lead.debug, output="ptx", extra=lead.extra)
+    cache = get_cache()
+    tmp = cache.tmp_dir()
+    source = cuda_source([it.cblock for it in lead_items])
+    src_path = tmp / f"b_{batch_key(lead_items)}.cu"
+    src_path.write_text(source)
+    ptx = compile_cuda_source(source, ptx_opts, str(src_path))
+    for items, opts in batches:
+        name = f"b_{batch_key(items)}.{opts.target_name()}"
+        out = tmp / name
+        out.write_bytes(ptx_to_cubin(ptx, opts.arch, src_path.name, lineinfo=opts.lineinfo, debug=opts.debug))
+        final = publish_artifact(cache, out, name, [it.key for it in items])
+        for it in items:
+            it.binary_path = final
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _build_isolated(items: list[CudaBuilt], options: CudaCompileOptions) -> None:
