@@ -473,12 +473,13 @@ extern "C" __global__ void linalg_f64(double* a, double* b, double* c, treadle::
 """
 
 
-@pytest.mark.parametrize("arch", [80, 90])
-def test_kernels_compile_with_nvrtc(arch: int) -> None:
+def test_kernels_compile_with_nvrtc() -> None:
     """The same templates compile as device code (one thread per block) to a cubin for sm_80 and sm_90."""
     from treadle._src.backends.cuda import build as cb
 
     if not cb.nvrtc_available():
         pytest.skip("NVRTC (cuda-bindings) is not installed")
-    binary = cb.compile_cuda_source(CUDA_SOURCE, cb.CudaCompileOptions(arch=arch), "tile_linalg_check.cu")
-    assert binary[:4] == b"\x7fELF"
+    opts = [cb.CudaCompileOptions(arch=arch) for arch in (80, 90)]
+    for binary, arch in zip(cb.compile_cuda_source_archs(CUDA_SOURCE, opts, "tile_linalg_check.cu"), (80, 90)):
+        assert binary[:4] == b"\x7fELF"
+        assert int.from_bytes(binary[48:52], "little") & 0xFF == arch  # e_flags: the SM architecture

@@ -361,6 +361,24 @@ def compile_cuda_source(source: str, options: CudaCompileOptions, name: str = "t
     return binary
 
 
+def compile_cuda_source_archs(source: str, options: list[CudaCompileOptions],
+                              name: str = "treadle_module.cu") -> list[bytes]:
+    """CUBINs of one translation unit for several architectures (no cache), the front end run once.
+
+    ``options`` differ only in ``arch`` (the first one's other settings apply). NVRTC compiles ``source`` to PTX for
+    the oldest architecture and nvJitLink assembles it for each; without nvJitLink, NVRTC compiles per architecture.
+    """
+    from .jitlink import jitlink_available, ptx_to_cubin
+
+    lead = options[0]
+    if len(options) == 1 or not jitlink_available():
+        return [compile_cuda_source(source, o, name) for o in options]
+    ptx_opts = CudaCompileOptions(arch=min(o.arch for o in options), mode=lead.mode, fast_math=lead.fast_math,
+                                  lineinfo=lead.lineinfo, debug=lead.debug, output="ptx", extra=lead.extra)
+    ptx = compile_cuda_source(source, ptx_opts, name)
+    return [ptx_to_cubin(ptx, o.arch, Path(name).name, lineinfo=lead.lineinfo, debug=lead.debug) for o in options]
+
+
 _fast_flags: dict[int, list[str]] = {}
 
 
@@ -443,22 +461,18 @@ def _build_publish_archs(batches: list[tuple[list[CudaBuilt], CudaCompileOptions
 
     from ...compiler.emit_cuda import cuda_source
     from ...runtime.cache import get_cache
-    from .jitlink import ptx_to_cubin
 
-    lead_items, lead = batches[0]
-    oldest = min(o.arch for _, o in batches)
-    ptx_opts = CudaCompileOptions(arch=oldest, mode=lead.mode, fast_math=lead.fast_math, lineinfo=lead.lineinfo,
-                                  debug=lead.debug, output="ptx", extra=lead.extra)
+    lead_items, _ = batches[0]
     cache = get_cache()
     tmp = cache.tmp_dir()
     source = cuda_source([it.cblock for it in lead_items])
     src_path = tmp / f"b_{batch_key(lead_items)}.cu"
     src_path.write_text(source)
-    ptx = compile_cuda_source(source, ptx_opts, str(src_path))
-    for items, opts in batches:
+    cubins = compile_cuda_source_archs(source, [opts for _, opts in batches], str(src_path))
+    for (items, opts), cubin in zip(batches, cubins):
         name = f"b_{batch_key(items)}.{opts.target_name()}"
         out = tmp / name
-        out.write_bytes(ptx_to_cubin(ptx, opts.arch, src_path.name, lineinfo=opts.lineinfo, debug=opts.debug))
+        out.write_bytes(cubin)
         final = publish_artifact(cache, out, name, [it.key for it in items])
         for it in items:
             it.binary_path = final
