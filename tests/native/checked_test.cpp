@@ -41,8 +41,9 @@ int main() {
     CHECK(address(a, 2, 0) == buf);  // past the end of dim 0: reported, element 0 used
     EXPECT_REPORT(0, 2, 2);
     g_reports = 0;
-    CHECK(load(a, 0, -1) == 0.0f);  // negative indices are not wrapped
-    EXPECT_REPORT(1, -1, 3);
+    CHECK(load(a, 0, -1) == 2.0f && g_reports == 0);  // a negative index counts from the end: silent
+    CHECK(load(a, 0, -4) == 0.0f);  // below minus the extent: reported, element 0 used
+    EXPECT_REPORT(1, -4, 3);
     g_reports = 0;
     store(a, 0, 7, 42.0f);
     EXPECT_REPORT(1, 7, 3);

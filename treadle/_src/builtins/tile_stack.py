@@ -13,7 +13,7 @@ from typing import Any
 
 from ..types import scalars
 from ..types.typesys import TileStackT, TupleT, make_tile_stack_type, tile_stack, type_str
-from .registry import REGISTRY, NoMatch, Param, builtin, need
+from .registry import REGISTRY, Interp, NoMatch, Param, builtin, need
 from .tile_common import GROUP, TileSig, dtype_arg, tile_builtin
 
 
@@ -67,7 +67,8 @@ def _one_stack(name: str, ret: Any) -> Any:
 
 
 # replayed in backward passes: a stack is the block's own state, rebuilt by the replay like any local variable
-_COMMON: dict[str, Any] = dict(group=GROUP, differentiable=False, kernel_only=True, side_effects=True, replay=True)
+_COMMON: dict[str, Any] = dict(group=GROUP, differentiable=False, kernel_only=True, side_effects=True, replay=True,
+                               interpret=Interp.NONE)  # like every tile builtin: compiled kernels only
 builtin("tile_stack_push", rule=_push_rule, ref_args=(0,), **_COMMON,
         signature="tile_stack_push(s: tile_stack, value: Any, has_value: bool) -> int",
         doc="Push ``value`` onto the stack when ``has_value`` is true; returns the slot written (``0`` to "
@@ -80,5 +81,5 @@ builtin("tile_stack_pop", rule=_pop_rule, ref_args=(0,), **_COMMON,
 builtin("tile_stack_clear", rule=_one_stack("tile_stack_clear", None), ref_args=(0,), **_COMMON,
         signature="tile_stack_clear(s: tile_stack) -> None", doc="Empty the stack.")
 builtin("tile_stack_count", rule=_one_stack("tile_stack_count", scalars.int32), group=GROUP, differentiable=False,
-        kernel_only=True, signature="tile_stack_count(s: tile_stack) -> int",
+        kernel_only=True, interpret=Interp.NONE, signature="tile_stack_count(s: tile_stack) -> int",
         doc="The number of values on the stack.")
