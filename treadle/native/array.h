@@ -3,7 +3,9 @@
 // A negative index counts from the end of its dimension (-1 is the last element), as in the reference. With
 // TREADLE_CHECKED defined, every index is checked to lie in [-extent, extent); a bad index is reported through
 // treadle_report_oob (defined by the generated code) and element 0 is used instead, so nothing out of bounds is ever
-// touched. Without it the checks compile to nothing.
+// touched, and a negative one is counted from the end. Without it the accessors take indices as they are: generated
+// code passes an index the compiler cannot prove non-negative through wrap_index first, so the common affine
+// accesses (thread indices, loop counters) stay plain `i * stride` arithmetic the C++ compiler can vectorize.
 #pragma once
 #include "atomic.h"
 
@@ -33,10 +35,20 @@ static_assert(sizeof(array_t<float>) == 88, "array_t layout");
     if ((idx) < 0)                                                          \
         (idx) += (a).shape[d];
 #else
-#define TREADLE_CHECK_INDEX(a, d, idx) \
-    if ((idx) < 0)                     \
-        (idx) += (a).shape[d];
+#define TREADLE_CHECK_INDEX(a, d, idx)
 #endif
+
+// An index of dimension d as the release-mode accessors take it: a negative one counted from the end (checked
+// builds do that in the accessors, after the bounds check, so the report shows the index as written).
+template <typename T, typename I> TREADLE_FUNC I wrap_index(const array_t<T>& a, int d, I i) {
+#if defined(TREADLE_CHECKED)
+    (void)a;
+    (void)d;
+    return i;
+#else
+    return i < 0 ? (I)(i + (I)a.shape[d]) : i;
+#endif
+}
 
 namespace detail {
 // Byte offset of an element (0 after reporting a bad index in checked builds).

@@ -185,7 +185,7 @@ def replay_stmt(em: Emitter, s: ir.Stmt, lines: list[str], ind: str) -> bool:
         return True
     if isinstance(s, ir.ArrayAtomic):
         if s.result is not None:
-            idx = ", ".join(em.op(i) for i in s.indices)
+            idx = ", ".join(em.indices(s))
             lines.append(f"{ind}{em.decl(s.result)} = treadle::load({em.op(s.array)}, {idx});")
         return True
     if isinstance(s, ir.Call) and not s.overload.builtin.replay:
@@ -561,13 +561,13 @@ class AdjointEmitter(Emitter):
             lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.ArrayLoad) and is_struct(r.type):
             if differentiable(r.type):
-                where = ", ".join(op(i) for i in s.indices)
+                where = ", ".join(self.indices(s))
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
                              f"if (_g) adj_atomic_accum(_g, adj_v{r.id}); }}")
             lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.ArrayStore) and is_struct(s.value.type):
             tgt = self.adj(s.value)
-            where = ", ".join(op(i) for i in s.indices)
+            where = ", ".join(self.indices(s))
             if tgt is not None and differentiable(s.value.type):
                 # the element's gradient goes to the stored value and is consumed (see take_grad in array.h)
                 lines.append(f"{ind}{{ auto* _g = treadle::grad_address({op(s.array)}, {where}); "
@@ -578,14 +578,14 @@ class AdjointEmitter(Emitter):
         elif isinstance(s, ir.ArrayLoad):
             own = self.own.get(s.array.id) if isinstance(s.array, ir.Value) else None
             if differentiable(r.type) and own is not None:
-                where = ", ".join(op(i) for i in s.indices)
+                where = ", ".join(self.indices(s))
                 lines.append(f"{ind}if (auto* _g = treadle::grad_address({op(s.array)}, {where})) "
                              f"treadle::adj_grad_add(_g, adj_v{r.id}, {own});")
             elif differentiable(r.type):
                 dummies = []
                 didx = [self._int_dummy(i, dummies) for i in s.indices]
                 dummies.append(f"{self.ct(s.array.type)} _da{{}};")
-                args = [op(s.array)] + [op(i) for i in s.indices] + ["_da"] + didx + [f"adj_v{r.id}"]
+                args = [op(s.array), *self.indices(s), "_da"] + didx + [f"adj_v{r.id}"]
                 self.emit_adj(lines, ind, f"treadle::adj_load({', '.join(args)})", dummies)
             lines.append(f"{ind}treadle::adj_reset(adj_v{r.id});")
         elif isinstance(s, ir.ArrayStore):
@@ -594,15 +594,15 @@ class AdjointEmitter(Emitter):
                 dummies = []
                 didx = [self._int_dummy(i, dummies) for i in s.indices]
                 dummies.append(f"{self.ct(s.array.type)} _da{{}};")
-                args = [op(s.array)] + [op(i) for i in s.indices] + [op(s.value), "_da"] + didx + [tgt]
+                args = [op(s.array), *self.indices(s), op(s.value), "_da"] + didx + [tgt]
                 self.emit_adj(lines, ind, f"treadle::adj_store({', '.join(args)})", dummies)
             else:  # nothing to pass on, but the store still replaced the element: its gradient is consumed
-                where = ", ".join(op(i) for i in s.indices)
+                where = ", ".join(self.indices(s))
                 lines.append(f"{ind}treadle::adj_store_overwrite({op(s.array)}, {where});")
         elif isinstance(s, ir.ArrayAtomic):
             tgt = self.adj(s.value)
             if s.op in ("add", "sub", "min", "max") and differentiable(s.value.type):
-                idx_text = ", ".join(op(i) for i in s.indices)
+                idx_text = ", ".join(self.indices(s))
                 dummies = []
                 if tgt is None:
                     tgt = self.adj_or_dummy(s.value, dummies)
@@ -796,6 +796,7 @@ class AdjointEmitter(Emitter):
         self.partner = self.sincos_calls(f, live)
         self.saved = checkpoint_sets(f)
         lines += self.declarations(f, with_locals=True)
+        self.enter(f)
         self.forward(f.body, lines, "    ", ckpt=True)
         retval = f.retval
         if retval is not None and f.return_type is not None:
@@ -827,6 +828,7 @@ class AdjointEmitter(Emitter):
         name = f"adj_{fwd_cname}_split" if split else f"adj_{fwd_cname}"
         lines = [f"static TREADLE_FUNC void {name}({', '.join(primal + adjs + rest)})", "{"]
         lines += em.local_decls(g)
+        em.enter(g)
         em.block(g.body, lines, "    ")
         lines.append("}")
         if split:
@@ -857,6 +859,7 @@ class AdjointEmitter(Emitter):
         lines += emit_entry.tid_lines(f)
         own_found = own_index_arrays(f)
         lines += self.own_flags(f, own_found)
+        self.enter(f)
         self.forward(f.body, lines, "    ", ckpt=True)
         self.live = live
         self.active_of = f

@@ -26,7 +26,7 @@ from ..types.typesys import (
     normalize_annotation,
     scalar_of,
 )
-from . import emit_entry, ir, reductions, streaming, uniform
+from . import emit_entry, index_bounds, ir, reductions, streaming, uniform
 
 _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.Extract, ir.Insert, ir.Call,
                   ir.CallFunc)
@@ -287,6 +287,7 @@ class Emitter:
                            f"var_{p.name}" for p in f.params)
         lines = [f"static TREADLE_FUNC {ret} {cname}({params})", "{"]
         lines += self.local_decls(f)
+        self.enter(f)
         self.block(f.body, lines, "    ")
         if f.return_type is not None:
             lines.append(f"    return {ret}{{}};")
@@ -324,6 +325,7 @@ class Emitter:
         lines += self.local_decls(f)
         lines += emit_entry.tid_lines(f)
         lines.append("    TREADLE_THREAD(_flat)")
+        self.enter(f)
         self.block(f.body, lines, "    ")
         lines.append("}")
         return "\n".join(lines)
@@ -335,6 +337,27 @@ class Emitter:
         if isinstance(x, ir.LocalRef):
             return f"var_{x.local.name}"
         return f"_v{x.id}"
+
+    #: The integer values proven non-negative in the function being emitted (``index_bounds.nonneg_values``).
+    nonneg: frozenset[int] = frozenset()
+
+    def enter(self, f: ir.FuncIR) -> None:
+        """Start emitting the body of ``f``: run the analyses its statements' emission reads."""
+        self.nonneg = index_bounds.nonneg_values(f)
+
+    def indices(self, s: Any) -> list[str]:
+        """The C++ index operands of array access ``s``.
+
+        A negative index counts from the end of its dimension: release builds pass each index of a plain array that
+        ``index_bounds`` cannot prove non-negative through ``treadle::wrap_index``; checked builds' accessors wrap
+        after their bounds check, and indexed arrays wrap in their index map.
+        """
+        t = getattr(s.array, "type", None)
+        if self.checked or not isinstance(t, ArrayT) or t.indexed:
+            return [self.op(i) for i in s.indices]
+        arr = self.op(s.array)
+        return [self.op(i) if index_bounds.is_nonneg(i, self.nonneg) else f"treadle::wrap_index({arr}, {d}, {self.op(i)})"
+                for d, i in enumerate(s.indices)]
 
     #: Adjoint code declares every value once at the top of the function (so the reverse sweep can read it).
     hoist = False
@@ -413,7 +436,7 @@ class Emitter:
                 idx = ", ".join(op(i) for i in s.index)
                 lines.append(f"{ind}{self.decl(s.result)} = treadle::insert({op(s.src)}, {idx}, {op(s.value)});")
         elif isinstance(s, ir.ArrayLoad):
-            idx = ", ".join(op(i) for i in s.indices)
+            idx = ", ".join(self.indices(s))
             lines.append(f"{ind}{self.decl(s.result)} = treadle::load({op(s.array)}, {idx});")
         elif isinstance(s, ir.LocalArray):
             self.local_array(s, lines, ind)
@@ -430,15 +453,15 @@ class Emitter:
             lines.append(f"{ind}{self.decl_mut(s.result)} = [&]() {{ const treadle::slice_spec _sp[] = "
                          f"{{{', '.join(specs)}}}; return treadle::subview({op(s.array)}, _sp, {len(specs)}); }}();")
         elif isinstance(s, ir.ArrayView):
-            idx = ", ".join(op(i) for i in s.indices)
+            idx = ", ".join(self.indices(s))
             lines.append(f"{ind}{self.decl(s.result)} = treadle::view({op(s.array)}, {idx});")
         elif isinstance(s, ir.ArrayStore):
-            idx = ", ".join(op(i) for i in s.indices)
+            idx = ", ".join(self.indices(s))
             lines.append(f"{ind}treadle::store({op(s.array)}, {idx}, {op(s.value)});")
             if self.verify_fp:
                 self.fp_check(s, op(s.value), lines, ind)
         elif isinstance(s, ir.ArrayAtomic):
-            idx = ", ".join(op(i) for i in s.indices)
+            idx = ", ".join(self.indices(s))
             addr = f"treadle::address({op(s.array)}, {idx})"
             operands = [addr] + ([op(s.compare)] if s.compare is not None else []) + [op(s.value)]
             call = f"treadle::atomic_{s.op}({', '.join(operands)})"
@@ -494,7 +517,7 @@ class Emitter:
         name = getattr(s.array, "hint", "") or getattr(getattr(s.array, "local", None), "name", "") or "array"
         idx = ", ".join(f"(long long)({self.op(i)})" for i in s.indices)
         if value is None:
-            value = f"(*treadle::address({self.op(s.array)}, {', '.join(map(self.op, s.indices))}))"
+            value = f"(*treadle::address({self.op(s.array)}, {', '.join(self.indices(s))}))"
         loc = s.loc
         for path, st in _float_leaves(s.array.type.dtype):
             self.locs.append(StoreSite(loc.file, loc.line, loc.col, loc.end_col, loc.func, array=name,
