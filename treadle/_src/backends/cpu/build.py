@@ -20,6 +20,7 @@ from ...core.errors import CompileError
 from ...runtime.cache import get_cache
 from ...runtime.native import CompileOptions, get_native_compiler, header_hash
 from ..batch import BuildItem, build_batch
+from . import schedule
 
 
 class Built(BuildItem):
@@ -139,45 +140,35 @@ def max_parallel_builds() -> int:
     return max(1, min(8, cpu_count()))
 
 
-def _split(items: list[Built], n: int) -> list[list[Built]]:
-    """``items`` in ``n`` groups of similar total source size (largest first, each to the lightest group)."""
-    groups: list[list[Built]] = [[] for _ in range(max(1, min(n, len(items))))]
-    sizes = [0] * len(groups)
-    for it in sorted(items, key=lambda b: -len(b.block)):
-        g = sizes.index(min(sizes))
-        groups[g].append(it)
-        sizes[g] += len(it.block)
-    return [g for g in groups if g]
+def _plan(items: list[Built]) -> list[tuple[list[Built], CompileOptions, float]]:
+    """The compiler processes of a build: ``(passes, options, estimated cost)`` per group.
 
-
-def _plan(items: list[Built]) -> list[tuple[list[Built], CompileOptions]]:
-    """The compiler processes of a build: items by compile options, each set split into groups of similar size.
-
-    The groups of all options share :func:`max_parallel_builds` processes: one each, the rest in proportion to their
-    source sizes, so that a batch with two compilers keeps every core busy for about as long.
+    Passes are grouped by compile options (each compiler, flags); each set is cut into groups of similar estimated
+    cost (``schedule.py``), a few per process, so that a queue of :func:`max_parallel_builds` processes keeps every
+    core busy whatever the mix of compilers.
     """
+    backend = get_native_compiler()
     by_opts: dict[str, list[Built]] = {}
     opts: dict[str, CompileOptions] = {}
     for it in items:
         o = it.options or CompileOptions()
         by_opts.setdefault(o.key(), []).append(it)
         opts.setdefault(o.key(), o)
-    keys = list(by_opts)
-    sizes = [sum(len(it.block) for it in by_opts[k]) or 1 for k in keys]
-    extra = max(0, max_parallel_builds() - len(keys))  # one process each, the rest by source size
-    exact = [extra * sz / sum(sizes) for sz in sizes]
-    counts = [1 + int(e) for e in exact]
-    for i in sorted(range(len(keys)), key=lambda i: int(exact[i]) - exact[i])[: extra - sum(int(e) for e in exact)]:
-        counts[i] += 1  # the processes left over go to the largest remainders
-    plan: list[tuple[list[Built], CompileOptions]] = []
-    for k, n in zip(keys, counts):
-        for g in _split(by_opts[k], n):
-            plan.append((g, opts[k]))
+    costs = {k: [schedule.cost(len(it.block), it.kind, backend.toolchain(opts[k]).is_clang) for it in its]
+             for k, its in by_opts.items()}
+    total = sum(sum(c) for c in costs.values())
+    processes = max_parallel_builds()
+    plan: list[tuple[list[Built], CompileOptions, float]] = []
+    cost_of = {id(it): c for k, its in by_opts.items() for it, c in zip(its, costs[k])}
+    for k, its in by_opts.items():
+        n = schedule.group_count(sum(costs[k]), total, processes)
+        for g in schedule.split(its, costs[k], n):
+            plan.append((g, opts[k], sum(cost_of[id(it)] for it in g)))
     return plan
 
 
 def _build(items: list[Built]) -> None:
-    """Compile ``items`` in independent groups, in parallel, each into its own library.
+    """Compile ``items`` in independent groups, on a queue of parallel compiler processes, each into its own library.
 
     A failing group is retried without the precompiled header, then kernel by kernel, so that one bad kernel never
     takes its siblings down.
@@ -189,22 +180,30 @@ def _build(items: list[Built]) -> None:
     t0 = time.perf_counter()
     prefetch_runtime()  # the thread pool library builds alongside the kernels the first time
     backend = get_native_compiler()
+    plan = _plan(items)
     pch_of: dict[str, list[str] | None] = {}
-    pending = []
-    for g, options in _plan(items):
-        k = options.key()
-        if k not in pch_of:
-            pch_of[k] = backend.pch_flags(PRELUDE, options, header_hash(), start=False)
-        pending.append((g, options, _start(g, options, pch_of[k])))
+    for _, options, _ in plan:
+        if options.key() not in pch_of:
+            pch_of[options.key()] = backend.pch_flags(PRELUDE, options, header_hash(), start=False)
+
+    def compile_group(entry: tuple[list[Built], CompileOptions, float]) -> tuple[Any, Path]:
+        g, options, _ = entry
+        job, tmp = _start(g, options, pch_of[options.key()])
+        job.wait()
+        return job, tmp
+
+    results = schedule.run_queue(plan, [c for _, _, c in plan], compile_group, max_parallel_builds())
     retry: list[tuple[list[Built], CompileOptions]] = []
-    for g, options, (job, tmp) in pending:
-        try:
-            _finish(g, job, tmp)
-        except CompileError as e:
+    for (g, options, _), res in zip(plan, results):
+        if isinstance(res, CompileError):
             if pch_of[options.key()] is not None or len(g) > 1:
                 retry.append((g, options))
             else:
-                g[0].error = e
+                g[0].error = res
+        elif isinstance(res, BaseException):
+            raise res
+        else:
+            _publish(g, *res)
     if retry:
         again = [(g, options, _start(g, options, None)) for g, options in retry]
         for g, options, (job, tmp) in again:
@@ -221,7 +220,7 @@ def _build(items: list[Built]) -> None:
                         _finish([it], *_start([it], options, None))
                     except CompileError as e1:
                         it.error = e1
-    for g, options, _ in pending:
+    for g, options, _ in plan:
         if pch_of[options.key()] is None:  # later builds with these options use a precompiled header, built now
             backend.pch_flags(PRELUDE, options, header_hash())
         for it in g:
@@ -242,6 +241,11 @@ def _start(items: list[Built], options: CompileOptions, pch: list[str] | None) -
 
 def _finish(items: list[Built], job: Any, tmp: Path) -> None:
     job.wait()  # on failure the source stays in ``tmp`` for the error report
+    _publish(items, job, tmp)
+
+
+def _publish(items: list[Built], job: Any, tmp: Path) -> None:
+    """Count a finished compiler run, move its library into the cache and point its passes at it."""
     backend = get_native_compiler()
     backend.compile_count += 1
     backend.last_compile_seconds = job.seconds
