@@ -205,12 +205,7 @@ class Tape:
                     self._arrays[id(x)] = x
         reads: list[tuple[Any, str, int]] = []
         if self._checking() and inst is not None:
-            from ..compiler.access import array_access, array_stores, value_reads
-
-            acc = getattr(inst, "_array_access", None)
-            if acc is None:
-                acc = inst._array_access = (*array_access(inst.ir), value_reads(inst.ir), array_stores(inst.ir))
-            r, w, vr, st = acc
+            r, w, vr, st = inst.access_facts()
             names = kernel.param_names
             rec = _Recorded(kernel, dim, list(inputs), list(outputs), device, reads, inst)
             written = [a for i, a in enumerate(args) if i in w and isinstance(a, array)]

@@ -242,6 +242,8 @@ class _GradBodyEmitter(Emitter):
 
 _warned: set[tuple[str, int, str]] = set()
 _deferred = threading.local()
+#: the texts of the dropped-gradient warnings issued so far (each is issued once per process)
+_issued: set[str] = set()
 
 
 @contextlib.contextmanager
@@ -260,13 +262,25 @@ def deferred_dropped_warnings() -> Iterator[list[str]]:
         _deferred.sink = saved
 
 
+def pass_on_dropped(texts: list[str]) -> None:
+    """Issue collected dropped-gradient warnings now, or hand them to an enclosing :func:`deferred_dropped_warnings`."""
+    sink = getattr(_deferred, "sink", None)
+    if sink is not None:
+        sink.extend(texts)
+        return
+    for text in texts:
+        warn_dropped_text(text, stacklevel=3)
+
+
 def warn_dropped_text(text: str, stacklevel: int = 2) -> None:
     """Issue one dropped-gradient warning (its text as :func:`deferred_dropped_warnings` collected it)."""
     import warnings
 
     from ..core.errors import DroppedGradientWarning
 
-    warnings.warn(text, DroppedGradientWarning, stacklevel=stacklevel + 1)
+    if text not in _issued:  # a backward pass found in the warm-start index and then built again warns once
+        _issued.add(text)
+        warnings.warn(text, DroppedGradientWarning, stacklevel=stacklevel + 1)
 
 
 def _operands(s: ir.Stmt) -> list[Any]:
@@ -335,7 +349,9 @@ def _warn_dropped(s: ir.Call, active: set[int] | None) -> None:
     if sink is not None:
         sink.append(text)
         return
-    warnings.warn(text, DroppedGradientWarning, stacklevel=2)
+    if text not in _issued:
+        _issued.add(text)
+        warnings.warn(text, DroppedGradientWarning, stacklevel=2)
 
 
 class AdjointEmitter(Emitter):

@@ -45,6 +45,7 @@ class KernelInstance:
         self._deps: list[Any] = []
         self._launch_ndim = 1
         self._args_type: type[ctypes.Structure] | None = None
+        self._access: tuple[set[int], set[int], set[int], set[int]] | None = None
 
     # Lowering happens on first use of the IR: a warm start that finds every kernel in the warm-start index never
     # parses, lowers or emits anything.
@@ -97,6 +98,18 @@ class KernelInstance:
         from .determinism import kernel_order_dependent
 
         return kernel_order_dependent(self.ir, self.deps)
+
+    def access_facts(self) -> tuple[set[int], set[int], set[int], set[int]]:
+        """Which array parameters the kernel reads, writes, needs the values of, and assigns to (taken once).
+
+        ``(reads, writes, value reads, stores)``: sets of parameter indices (``access.py``).
+        """
+        if self._access is None:
+            from .access import array_access, array_stores, value_reads
+
+            f = self.ir
+            self._access = (*array_access(f), value_reads(f), array_stores(f))
+        return self._access
 
     # -- stages ------------------------------------------------------------------------------------------------
     def lower(self) -> None:

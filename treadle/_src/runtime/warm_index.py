@@ -93,7 +93,8 @@ def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any
     """Remember the library ``lib`` of kernel key ``key`` under ``fp`` (best effort: a failure costs a warm start).
 
     ``meta`` is what a launch needs without lowering (``launch_ndim``, ``order_dependent``), the kernel's ``name``
-    and the compiler that built it (``cxx``).
+    and the compiler that built it (``cxx``); optionally what a recording tape needs (``access``: lists of parameter
+    indices) and a backward pass's dropped-gradient warnings (``warnings``: their texts).
     """
     if lib is None:
         return
@@ -109,6 +110,10 @@ def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any
                  "stat": [st.st_size, st.st_mtime_ns, st.st_ino], "launch_ndim": int(meta["launch_ndim"]),
                  "order_dependent": bool(meta["order_dependent"]), "name": meta.get("name", ""),
                  "cxx": meta.get("cxx")}
+        if meta.get("access") is not None:
+            entry["access"] = [sorted(int(i) for i in part) for part in meta["access"]]
+        if meta.get("warnings"):
+            entry["warnings"] = [str(t) for t in meta["warnings"]]
         d = cache.root / "warm"
         _make_private_dir(d)
         path = d / f"w_{fp[:40]}.json"

@@ -41,6 +41,11 @@ class CpuKernelInstance(KernelInstance):
         self._bwd_options: Any = None
         #: dropped-gradient warnings of a backward pass built ahead of need, issued when the gradient is asked for
         self._bwd_warnings: list[str] = []
+        #: the backward pass's warm-start key while its build is to be recorded, the texts of its warnings, and
+        #: whether ``_bwd_built`` came from the warm-start index (a library with no source)
+        self._bwd_fp: str | None = None
+        self._bwd_texts: list[str] = []
+        self._bwd_warm = False
         self.backward_entry: Any = None
         #: the CPU launch plan (``launch.py``), made at the first launch
         self.plan: Any = None
@@ -91,6 +96,15 @@ class CpuKernelInstance(KernelInstance):
             return bool(self.warm["order_dependent"])
         return super().order_dependent()
 
+    def access_facts(self) -> tuple[set[int], set[int], set[int], set[int]]:
+        """The array-access facts a recording tape reads (from the warm-start entry while the kernel is not lowered)."""
+        if self._access is None and self._ir is None and self.warm is not None:
+            acc = self.warm.get("access")
+            if (isinstance(acc, list) and len(acc) == 4
+                    and all(isinstance(p, list) and all(type(i) is int for i in p) for p in acc)):
+                self._access = (set(acc[0]), set(acc[1]), set(acc[2]), set(acc[3]))
+        return super().access_facts()
+
     def prepare(self, loop_compiler: bool = True) -> None:
         """Emit C++ and compute the cache key (once); a kernel found in the warm-start index skips both.
 
@@ -138,7 +152,7 @@ class CpuKernelInstance(KernelInstance):
             b = self.built
             warm_index.record(self._warm_fp, b.key, b.lib_path, b.symbol,
                               {"launch_ndim": self.launch_ndim, "order_dependent": self.order_dependent(),
-                               "name": b.name, "cxx": self.options.cxx})
+                               "name": b.name, "cxx": self.options.cxx, "access": self.access_facts()})
             self._warm_fp = None
         if self.options.mode == "debug":
             err = build.load_library(self.built.lib_path).treadle_checked_error
@@ -152,8 +166,50 @@ class CpuKernelInstance(KernelInstance):
             if not self.kernel.enable_backward:
                 raise TreadleError(f"kernel '{self.kernel.key}' was defined with enable_backward=False, so it has "
                                    "no adjoint; remove that option (kernel, module or wp.config) to differentiate it")
-            self._bwd_built = build.prepare_adjoint(self.ir, self.deps, self.backward_options(), self.kernel.key)
+            if self._bwd_fp is None and self._backward_from_warm_index():
+                return self._bwd_built
+            texts: list[str] = []
+            try:  # the warnings are collected to be recorded with the build, then issued (or deferred) as before
+                with emit_adjoint.deferred_dropped_warnings() as texts:
+                    self._bwd_built = build.prepare_adjoint(self.ir, self.deps, self.backward_options(),
+                                                            self.kernel.key)
+            finally:
+                emit_adjoint.pass_on_dropped(texts)
+            self._bwd_texts = list(texts)
         return self._bwd_built
+
+    def _backward_from_warm_index(self) -> bool:
+        """Take the backward pass from the warm-start index (no lowering, no emitting); else remember its key."""
+        fp = warm.warm_key(self, backward=True)
+        if fp is None:
+            return False
+        entry = warm_index.lookup(fp)
+        if entry is None:
+            self._bwd_fp = fp
+            return False
+        texts = entry.get("warnings", [])
+        b = build.Built("", entry["symbol"], entry["key"], name=f"{self.kernel.key} (backward)", kind="backward")
+        b.lib_path = entry["lib_path"]
+        self._bwd_built, self._bwd_warm = b, True
+        self._bwd_options = self.backward_options().with_cxx(entry.get("cxx"))
+        if isinstance(texts, list):
+            self._bwd_warnings.extend(t for t in texts if isinstance(t, str))
+        return True
+
+    def bind_warm_backward(self) -> bool:
+        """Bind a backward pass found in the warm-start index; a damaged library is dropped (emitted again later)."""
+        if not self._bwd_warm or self.backward_entry is not None:
+            return self.backward_entry is not None
+        try:
+            _bind_backward(self, self._bwd_built)
+            return True
+        except (OSError, AttributeError):
+            from ...runtime.cache import get_cache
+
+            cache = get_cache()
+            cache._discard(cache.root / "ref" / f"k_{self._bwd_built.key}.ref")
+            self._bwd_built, self._bwd_warm, self._bwd_options = None, False, None
+            return False
 
     def backward_options(self) -> Any:
         """The compile options of the backward pass (``build.adjoint_options``).
@@ -172,6 +228,10 @@ class CpuKernelInstance(KernelInstance):
     def ensure_backward(self) -> Any:
         """The backward entry point, compiled or fetched from the cache."""
         fn = self.backward_entry
+        if fn is None and self._bwd_warm:
+            with self.kernel.module.lock:
+                self.bind_warm_backward()
+            fn = self.backward_entry
         if fn is None or self._bwd_warnings:
             load_backward([self])
             fn = self.backward_entry
@@ -277,7 +337,8 @@ def _speculative_backward(insts: list[CpuKernelInstance]) -> list[CpuKernelInsta
             continue
         finally:
             inst._bwd_warnings.extend(texts)  # issued if and when the gradient is asked for
-        out.append(inst)
+        if not inst._bwd_warm:  # one found in the warm-start index is bound at its first use
+            out.append(inst)
     return out
 
 
@@ -286,6 +347,11 @@ def _bind_backward(inst: CpuKernelInstance, b: Any) -> None:
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
     inst.backward_entry = fn
+    if inst._bwd_fp is not None and not inst._bwd_warm:  # found by the next process without lowering or emitting
+        warm_index.record(inst._bwd_fp, b.key, b.lib_path, b.symbol,
+                          {"launch_ndim": inst.launch_ndim, "order_dependent": inst.order_dependent(),
+                           "name": b.name, "cxx": inst.backward_options().cxx, "warnings": inst._bwd_texts})
+        inst._bwd_fp = None
 
 
 def gradients_expected(module: Any) -> bool:
@@ -329,6 +395,9 @@ def _load_backward_locked(todo: list[CpuKernelInstance]) -> None:
     for inst in todo:
         inst.ensure_loaded()
     todo = [i for i in todo if i.backward_entry is None]  # loading the module may have built them
+    for inst in todo:
+        inst.backward_built()
+    todo = [i for i in todo if not i.bind_warm_backward()]  # found in the warm-start index
     for inst in todo:
         by_opts.setdefault(inst.backward_options().key(), []).append(inst)
     build.compile_batches([([inst.backward_built() for inst in group], group[0].backward_options())

@@ -59,8 +59,10 @@ def settings(options: Any) -> str:
                          compiler.loop_compiler_signature()))  # kernels with loops may be built by another compiler
 
 
-def warm_key(inst: Any) -> str | None:
-    """The warm-start key of a CPU kernel instance, or ``None`` when it cannot be taken safely.
+def warm_key(inst: Any, backward: bool = False) -> str | None:
+    """The warm-start key of a CPU kernel instance's forward (or backward) pass, or ``None`` when unsafe.
+
+    ``backward``: the key of the backward pass, built with ``inst.backward_options()``.
 
     None in checked mode, with kernel caching off or dumps asked for (those builds always take the normal path), and
     for kernels the compiler cannot fingerprint.
@@ -73,7 +75,7 @@ def warm_key(inst: Any) -> str | None:
         if src is None:
             return None
         memo = fingerprint.batch_memo()
-        o = inst.options
+        o = inst.backward_options() if backward else inst.options
         if memo is None:
             part = settings(o)
         else:  # a module load: the settings cannot change from one kernel to the next
@@ -85,7 +87,8 @@ def warm_key(inst: Any) -> str | None:
         warm_env.remember()
     except Exception:  # noqa: BLE001 - a key problem must never break a launch: take the normal path
         return None
-    return hashlib.sha256(f"{part}\x00{src}".encode()).hexdigest()
+    tail = "\x00backward" if backward else ""
+    return hashlib.sha256(f"{part}\x00{src}{tail}".encode()).hexdigest()
 
 
 __all__ = ["BUILD_PARTS", "build_sources", "forget_signature", "settings", "treadle_signature", "warm_key"]
