@@ -408,8 +408,21 @@ def fingerprint(inst: Any) -> str | None:
 
     The kernel's module, name and decorator options, its module's options, parameter names and types, its function
     (file, free names resolved by value, closure), default values, and the code-generation settings of ``wp.config``.
-    What a backend adds to it (its compiler, flags, headers) is the backend's part of a warm-start key.
+    What a backend adds to it (its compiler, flags, headers) is the backend's part of a warm-start key. Inside a
+    :func:`batch` it is taken once per instance (the forward and backward passes' keys share it).
     """
+    memo = batch_memo()
+    if memo is not None:
+        hit = memo.get(("instance", id(inst)))
+        if hit is not None:
+            return hit[0]  # type: ignore[no-any-return]
+    digest = _fingerprint(inst)
+    if memo is not None:
+        memo[("instance", id(inst))] = (digest, inst)  # the instance is kept, so that its id is not reused
+    return digest
+
+
+def _fingerprint(inst: Any) -> str | None:
     kernel = inst.kernel
     try:
         fp = _Fingerprinter()

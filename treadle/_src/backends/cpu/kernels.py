@@ -438,8 +438,8 @@ def load_module(module: Any) -> None:
                     ready.append(inst)
                 except Exception:  # noqa: BLE001 - reported when that kernel itself is launched
                     continue
-        if ready:
-            load_instances(ready, with_backward=gradients_expected(module))
+            if ready:  # in the batch: the backward passes' warm-start keys reuse the forward's fingerprints
+                load_instances(ready, with_backward=gradients_expected(module))
 
 
 def module_hash(module: Any) -> str:
