@@ -120,6 +120,39 @@ def test_func_native_snippet_calls_c_math(cxx: str, monkeypatch: pytest.MonkeyPa
     np.testing.assert_allclose(a.numpy(), expected, rtol=1e-6)
 
 
+# A radix-sortable key of a float (its bits, the sign flipped, the rest flipped for negatives), as snippets write it
+_C_INTS = """
+uint32_t i = reinterpret_cast<uint32_t&>(f);
+uint32_t mask = (uint32_t)(-(int32_t)(i >> 31)) | 0x80000000u;
+int64_t wide = (int64_t)(i ^ mask);
+return (uint64_t)wide + (uint64_t)(uint8_t)1 + (uint64_t)(int16_t)0;
+"""
+
+
+@wp.func_native(_C_INTS)
+def _float_key(f: float) -> wp.uint64: ...
+
+
+@wp.kernel
+def _apply_float_key(a: wp.array(dtype=float), out: wp.array(dtype=wp.uint64)):
+    i = wp.tid()
+    out[i] = _float_key(a[i])
+
+
+@pytest.mark.parametrize("cxx", ["", "g++"])
+def test_func_native_snippet_uses_c_integer_types(cxx: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if cxx and shutil.which(cxx) is None:
+        pytest.skip(f"{cxx} is not installed")
+    monkeypatch.setattr(wp.config, "cxx", cxx or None)
+    x = np.array([-2.5, -0.0, 0.0, 1e-30, 3.0, -1e30], dtype=np.float32)
+    out = wp.zeros(len(x), dtype=wp.uint64)
+    wp.launch(_apply_float_key, len(x), [wp.array(x), out])
+    bits = x.view(np.uint32).astype(np.uint64)
+    mask = np.where(bits >> 31 == 1, 0xFFFFFFFF, 0x80000000).astype(np.uint64)
+    np.testing.assert_array_equal(out.numpy(), (bits ^ mask) + 1)
+    assert np.all(np.diff(out.numpy()[np.argsort(x, kind="stable")].astype(np.int64)) >= 0)  # orders like floats
+
+
 def test_start_up_leaves_optional_parts_for_first_use() -> None:
     code = ("import sys, treadle\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('ml_dtypes', 'torch', 'jax', 'paddle')\n"

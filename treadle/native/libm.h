@@ -4,6 +4,21 @@
 // included because in C++ it pulls in <cmath>, which is slow to parse. On CUDA the device math API provides them.
 #pragma once
 
+// The C fixed-width integer types (uint32_t, int64_t, ...), which snippets use as well: <stdint.h> on the host
+// (a small C header), the same typedefs on CUDA, where NVRTC has no C library headers.
+#if !defined(TREADLE_CUDA)
+#include <stdint.h>
+#else
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#endif
+
 #if !defined(TREADLE_CUDA)
 #define TREADLE_LIBM_DECL1(name) extern "C" float name##f(float) noexcept; extern "C" double name(double) noexcept;
 #define TREADLE_LIBM_DECL2(name) \
