@@ -73,6 +73,25 @@ class _DomainField(GeometryField):
         return self
 
 
+class FieldValues(dict):
+    """The ``values`` of an implicit field: a dict whose entries also read and write as attributes.
+
+    ``field.values.scale = v`` replaces the value passed to the field's function from the next launch on (the
+    value's type must stay the same: it is part of the kernels' signature).
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"implicit field values have no entry {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self:
+            raise AttributeError(f"implicit field values have no entry {name!r}")
+        self[name] = value
+
+
 class ImplicitField(_DomainField):
     """A field given by a kernel function of position: ``func(x, **values)``.
 
@@ -101,7 +120,7 @@ class ImplicitField(_DomainField):
         self._degree = int(degree)
         params = list(inspect.signature(func.func).parameters)
         self._value_names = params[1:]
-        self.values = dict(values or {})
+        self.values = FieldValues(values or {})
         missing = [n for n in self._value_names if n not in self.values]
         extra = [n for n in self.values if n not in self._value_names]
         if missing or extra:
@@ -283,7 +302,8 @@ class NonconformingField(_DomainField):
     Args:
         domain: where the field is evaluated (any geometry).
         field: a :class:`DiscreteField` (of the other geometry).
-        background: value where the position falls outside ``field``'s geometry.
+        background: value where the position falls outside ``field``'s geometry (where gradients and divergences
+            are zero).
 
     """
 
@@ -365,10 +385,13 @@ class NonconformingField(_DomainField):
                 size = measure(fa.eval_arg.cell_arg, cs)
                 h = wp.pow(type(size)(size), type(size)(1.0 / float(wp.static(dim))))
                 v = fn(fa.eval_arg.cell_arg, fa.eval_arg.eval_arg, cs)
-                if wp.static(zero_val):
-                    # outside: farther than rounding from the closest cell (points on its boundary are inside)
-                    if r[1] > type(r[1])(1.0e-6) * type(r[1])(h * h):
+                # outside: farther than rounding from the closest cell (points on its boundary are inside), where
+                # the field is the constant background (its gradient and divergence vanish)
+                if r[1] > type(r[1])(1.0e-6) * type(r[1])(h * h):
+                    if wp.static(zero_val):
                         v = fa.eval_arg.background
+                    else:
+                        v = v - v
                 return v
 
             return codegen.func(nonconforming, *key, FieldArg.key)

@@ -183,6 +183,10 @@ class Geometry:
         # the kernel functions live in a table shared by all geometries of a kind and precision
         if name in CELL_FUNCS or name in SIDE_FUNCS:
             funcs = self.__dict__.get("_funcs")
+            if name == "side_normal" and funcs is not None and self.cell_dimension != self.dimension:
+                # sides of a surface in space are curves: no hyperplane normal is published (``fem.normal`` on
+                # them still gives the conormal within the surface, through the domain's own table)
+                return None
             if funcs is not None:
                 return getattr(funcs, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

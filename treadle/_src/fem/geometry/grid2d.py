@@ -3,7 +3,9 @@
 Numbering (``res = (nx, ny)``): cell ``(i, j)`` is ``i * ny + j``; vertex ``(i, j)`` is ``i * (ny + 1) + j``. Sides
 are the vertical segments ``x = i`` (``i`` in ``0..nx``, ``j`` in ``0..ny-1``, index ``i * ny + j``) followed by
 the horizontal ones ``y = j`` (index ``(nx + 1) * ny + i * (ny + 1) + j``). A side's inner cell is the one below
-it (left or bottom; the only one on the low boundary), and its normal points out of the inner cell.
+it (left or bottom; the only one on the low boundary), and its normal points out of the inner cell. Each side's
+coordinate runs so that the normal is ``(t_y, -t_x)`` of its tangent ``t`` (``fem.Geometry._element_normal`` of its
+deformation gradient).
 """
 
 import functools
@@ -105,10 +107,23 @@ def grid2d_funcs(S: Any) -> SimpleNamespace:
         return wp.vec3i(1, i, k - i * (ny + 1))
 
     @_f
+    def _side_param(d: wp.vec3i, t: S) -> S:
+        # sides run so that their normal (t_y, -t_x) points out of the inner cell: vertical sides upwards except
+        # on the left boundary, horizontal sides leftwards except on the bottom boundary
+        flip = False
+        if d[0] == 0:
+            flip = d[1] == 0
+        else:
+            flip = d[2] != 0
+        if flip:
+            return S(1.0) - t
+        return t
+
+    @_f
     def side_position(args: SideArg, s: SampleT) -> vec2:
         c = args.cell_arg
         d = _side_decode(c.res, s.element_index)
-        t = s.element_coords[0]
+        t = _side_param(d, s.element_coords[0])
         if d[0] == 0:
             return c.origin + vec2(S(d[1]) * c.cell_size[0], (S(d[2]) + t) * c.cell_size[1])
         return c.origin + vec2((S(d[1]) + t) * c.cell_size[0], S(d[2]) * c.cell_size[1])
@@ -116,9 +131,10 @@ def grid2d_funcs(S: Any) -> SimpleNamespace:
     @_f
     def side_deformation_gradient(args: SideArg, s: SampleT) -> vec2:
         d = _side_decode(args.cell_arg.res, s.element_index)
+        sign = S(1.0) - S(2.0) * _side_param(d, S(0.0))
         if d[0] == 0:
-            return vec2(S(0.0), args.cell_arg.cell_size[1])
-        return vec2(args.cell_arg.cell_size[0], S(0.0))
+            return vec2(S(0.0), sign * args.cell_arg.cell_size[1])
+        return vec2(sign * args.cell_arg.cell_size[0], S(0.0))
 
     @_f
     def side_measure(args: SideArg, s: SampleT) -> S:
@@ -166,7 +182,7 @@ def grid2d_funcs(S: Any) -> SimpleNamespace:
     @_f
     def side_inner_cell_coords(args: SideArg, side: int, side_coords: Coords) -> Coords:
         d = _side_decode(args.cell_arg.res, side)
-        t = side_coords[0]
+        t = _side_param(d, side_coords[0])
         if d[0] == 0:
             return Coords(wp.where(d[1] == 0, S(0.0), S(1.0)), t, S(0.0))
         return Coords(t, wp.where(d[2] == 0, S(0.0), S(1.0)), S(0.0))
@@ -175,7 +191,7 @@ def grid2d_funcs(S: Any) -> SimpleNamespace:
     def side_outer_cell_coords(args: SideArg, side: int, side_coords: Coords) -> Coords:
         res = args.cell_arg.res
         d = _side_decode(res, side)
-        t = side_coords[0]
+        t = _side_param(d, side_coords[0])
         if d[0] == 0:
             return Coords(wp.where(d[1] == res[0], S(1.0), S(0.0)), t, S(0.0))
         return Coords(t, wp.where(d[2] == res[1], S(1.0), S(0.0)), S(0.0))
@@ -192,10 +208,10 @@ def grid2d_funcs(S: Any) -> SimpleNamespace:
         if d[0] == 0:
             if wp.abs(x - S(d[1])) > eps:
                 return Coords(S(OUTSIDE))
-            return Coords(y - S(d[2]), S(0.0), S(0.0))
+            return Coords(_side_param(d, y - S(d[2])), S(0.0), S(0.0))
         if wp.abs(y - S(d[2])) > eps:
             return Coords(S(OUTSIDE))
-        return Coords(x - S(d[1]), S(0.0), S(0.0))
+        return Coords(_side_param(d, x - S(d[1])), S(0.0), S(0.0))
 
     @_f
     def side_to_cell_arg(args: SideArg) -> CellArg:

@@ -3,8 +3,9 @@
 Numbering (``res = (nx, ny, nz)``): cell ``(i, j, k)`` is ``(i * ny + j) * nz + k``; vertex ``(i, j, k)`` is
 ``(i * (ny + 1) + j) * (nz + 1) + k``. Sides are the faces normal to x, then to y, then to z; a face normal to axis
 ``a`` at lattice position ``p`` (``p[a]`` in ``0..res[a]``) is numbered in x-major order of ``p`` within its group.
-Face coordinates ``(u, v)`` run along the axes ``a + 1`` and ``a + 2`` (cyclically), so that ``u x v`` is ``+a``;
-the inner cell is the one below the face (the only one on a low boundary) and the normal points out of it.
+Face coordinates ``(u, v)`` run along the axes ``a + 1`` and ``a + 2`` (cyclically), so that ``u x v`` is ``+a``,
+except on the low boundary where ``u`` runs backwards (``u x v`` is ``-a``): ``u x v`` is always the normal, which
+points out of the inner cell (the one below the face, the only one on a low boundary).
 """
 
 import functools
@@ -119,11 +120,18 @@ def grid3d_funcs(S: Any) -> SimpleNamespace:
         return wp.vec4i(2, ij // ny, ij % ny, k)
 
     @_f
+    def side_u(d: wp.vec4i, u: S) -> S:
+        # faces on a low boundary run their first coordinate backwards, so that u x v is their (outward) normal
+        if d[1 + d[0]] == 0:
+            return S(1.0) - u
+        return u
+
+    @_f
     def side_point(d: wp.vec4i, sc: Coords) -> vec3:
         # lattice point of side coordinates
         a = d[0]
         p = vec3(S(d[1]), S(d[2]), S(d[3]))
-        p[(a + 1) % 3] = p[(a + 1) % 3] + sc[0]
+        p[(a + 1) % 3] = p[(a + 1) % 3] + side_u(d, sc[0])
         p[(a + 2) % 3] = p[(a + 2) % 3] + sc[1]
         return p
 
@@ -139,7 +147,7 @@ def grid3d_funcs(S: Any) -> SimpleNamespace:
         d = side_decode(c.res, s.element_index)
         a = d[0]
         m = mat32()
-        m[(a + 1) % 3, 0] = c.cell_size[(a + 1) % 3]
+        m[(a + 1) % 3, 0] = c.cell_size[(a + 1) % 3] * (S(1.0) - S(2.0) * side_u(d, S(0.0)))
         m[(a + 2) % 3, 1] = c.cell_size[(a + 2) % 3]
         return m
 
@@ -209,7 +217,7 @@ def grid3d_funcs(S: Any) -> SimpleNamespace:
             return Coords(S(OUTSIDE))
         b = (a + 1) % 3
         c = (a + 2) % 3
-        return Coords(q[b] - S(d[1 + b]), q[c] - S(d[1 + c]), S(0.0))
+        return Coords(side_u(d, q[b] - S(d[1 + b])), q[c] - S(d[1 + c]), S(0.0))
 
     @_f
     def side_to_cell_arg(args: SideArg) -> CellArg:

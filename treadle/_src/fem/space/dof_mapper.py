@@ -11,6 +11,8 @@ import math
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 import treadle as wp
 
 from .. import codegen
@@ -171,9 +173,17 @@ def _symmetric_funcs(dtype: Any, mapping: int) -> SimpleNamespace:
             terms = [f"S({b[i][j]!r}) * dof[{k}]" for k, b in enumerate(basis) if b[i][j] != 0.0]
             entries.append(" + ".join(terms) if terms else "S(0.0)")
     dofs = []
+    npS = np.float64 if S == wp.float64 else np.float32
     for b in basis:
-        terms = [f"S({0.5 * b[i][j]!r}) * val[{i}, {j}]" for i in range(n) for j in range(n) if b[i][j] != 0.0]
-        dofs.append(" + ".join(terms))
+        # the product with the basis tensor, divided by that tensor's own product evaluated in the scalar type in
+        # the same order (about 2): a unit dof comes back exactly, whatever the rounding of irrational entries
+        nz = [(i, j) for i in range(n) for j in range(n) if b[i][j] != 0.0]
+        terms = [f"S({b[i][j]!r}) * val[{i}, {j}]" for i, j in nz]
+        norm = npS(0.0)
+        for i, j in nz:
+            c = npS(b[i][j])
+            norm = npS(norm + c * c)
+        dofs.append(f"({' + '.join(terms)}) / S({float(norm)!r})")
     text = (f"def dof_to_value(dof: D) -> M:\n    return M({', '.join(entries)})\n\n"
             f"def value_to_dof(val: M) -> D:\n    return D({', '.join(dofs)})\n")
     ns = codegen.exec_source(text, f"symmetric mapper {codegen.digest(*key)}",

@@ -109,6 +109,23 @@ class WholeSpacePartition(SpacePartition):
         """``0, 1, ...``."""
         return wp.array(np.arange(self.node_count(), dtype=np.int32), dtype=int)
 
+    @property
+    def env_offsets(self) -> Any:
+        """Node ranges of the environments: ``[0, n]`` for the single environment of the whole geometry.
+
+        The environment's nodes are those some cell uses; a node no cell uses belongs to no environment and comes
+        after the last one (the ``environmentless`` tail). Numbering follows the space's, so such nodes must already
+        be the last ones.
+        """
+        table = self.space_topology.element_node_indices().numpy()
+        used = np.zeros(self.node_count(), dtype=bool)
+        used[table.reshape(-1)] = True
+        n = int(used.sum())
+        if not used[:n].all():
+            raise NotImplementedError("env_offsets: nodes no cell uses are interleaved with the others; "
+                                      "environment-first renumbering of a whole space is not available")
+        return wp.array(np.array([0, n], dtype=np.int32), dtype=int)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WholeSpacePartition) and other.space_topology is self.space_topology
 

@@ -55,6 +55,10 @@ def make_element_shape_function(element: Element, degree: int, element_basis: El
         from .monomial import NonconformingPolynomialShape
 
         return NonconformingPolynomialShape(element, degree, S)
+    if basis == ElementBasis.BSPLINE and element in (Element.SQUARE, Element.CUBE):
+        from .bspline import BSplineShape
+
+        return BSplineShape(element, degree, S)
     raise NotImplementedError(f"{basis.name} shape functions on {element.name} are not available")
 
 

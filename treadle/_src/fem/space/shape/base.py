@@ -8,6 +8,7 @@ from which a mesh topology numbers shared nodes once.
 """
 
 import enum
+import itertools
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,21 @@ class NodeEntity(enum.IntEnum):
     EDGE = 1
     FACE = 2
     INTERIOR = 3
+
+
+class ShapeValue(str, enum.Enum):
+    """Kind of values a shape function takes (compares equal to its lower-case string name).
+
+    Attributes:
+        Scalar: scalar weights.
+        CovariantVector: H(curl) vectors, mapped to world space by the covariant Piola map.
+        ContravariantVector: H(div) vectors, mapped to world space by the contravariant Piola map.
+
+    """
+
+    Scalar = "scalar"
+    CovariantVector = "covariant"
+    ContravariantVector = "contravariant"
 
 
 class ElementBasis(enum.Enum):
@@ -136,8 +152,10 @@ class ShapeFunction:
     element: Element
     ORDER: int
     NODES_PER_ELEMENT: int
-    #: kind of values: "scalar", "covariant" (H(curl) vectors) or "contravariant" (H(div) vectors)
-    value: str = "scalar"
+    #: the enumeration of value kinds, reachable from any shape (``shape.value == shape.Value.Scalar``)
+    Value = ShapeValue
+    #: kind of values: scalar, covariant (H(curl) vectors) or contravariant (H(div) vectors)
+    value: ShapeValue = ShapeValue.Scalar
 
     def __init__(self, scalar_type: Any) -> None:
         self.scalar_type = scalar_type
@@ -183,6 +201,25 @@ class ShapeFunction:
     def make_node_quadrature_weight(self) -> Any:
         """The kernel function ``(node) -> nodal quadrature weight``."""
         return self.funcs.node_quadrature_weight
+
+    def make_trace_node_quadrature_weight(self) -> Any:
+        """The kernel function ``(node) -> weight of the node in the nodal quadrature of the sides it lies on``.
+
+        Weights come from :meth:`trace_node_quadrature_weights`; nodes on no side weigh zero.
+        """
+        from .trace import trace_weight_func
+
+        return trace_weight_func(self)
+
+    def trace_monomials(self, side_dim: int) -> list[tuple[int, ...]]:
+        """Exponents of the monomials spanning the basis restricted to a side (complete polynomials by default)."""
+        return [a for a in itertools.product(range(self.ORDER + 1), repeat=side_dim) if sum(a) <= self.ORDER]
+
+    def trace_node_quadrature_weights(self) -> np.ndarray:
+        """Per node: its weight in the nodal quadrature of a side through it (zero for nodes on no side)."""
+        from .trace import trace_node_weights
+
+        return trace_node_weights(self)
 
     def element_node_triangulation(self) -> np.ndarray:
         """Triangles (2D) or tetrahedra (3D) of local node indices covering the element, for plotting."""

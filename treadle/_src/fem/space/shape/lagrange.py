@@ -150,6 +150,10 @@ class TensorLagrangeShape(ShapeFunction):
         """E.g. ``Square_P2_LGL``."""
         return f"{self.element.name.title()}_P{self.ORDER}_{self.family.value}"
 
+    def trace_monomials(self, side_dim: int) -> list[tuple[int, ...]]:
+        """Tensor-product monomials: degree at most ``ORDER`` in each side coordinate."""
+        return list(itertools.product(range(self.ORDER + 1), repeat=side_dim))
+
     def node_coords(self) -> np.ndarray:
         """The lattice points."""
         pts, _ = _points_1d(self.ORDER, self.family)

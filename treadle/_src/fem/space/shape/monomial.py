@@ -25,8 +25,15 @@ def _monomial(exps: tuple[int, ...], var: list[str]) -> str:
     return " * ".join(parts) if parts else "S(1.0)"
 
 
+def _param_index(element: Element) -> list[int]:
+    """Which node coordinates are the polynomial variables (the last two barycentric ones on triangles)."""
+    if element == Element.TRIANGLE:
+        return [1, 2]
+    return list(range(3 if element in (Element.CUBE, Element.TETRAHEDRON) else 2))
+
+
 def _make_funcs(name: str, dim: int, nodes: np.ndarray, monomials: list[tuple[int, ...]], weights: np.ndarray,
-                S: Any) -> Any:
+                S: Any, var_index: tuple[int, ...] | None = None, node_coords: np.ndarray | None = None) -> Any:
     from types import SimpleNamespace
 
     import treadle as wp
@@ -35,7 +42,8 @@ def _make_funcs(name: str, dim: int, nodes: np.ndarray, monomials: list[tuple[in
     vander = np.array([[np.prod([p[d] ** m[d] for d in range(dim)]) for m in monomials] for p in nodes])
     coef = np.linalg.inv(vander)  # column i: coefficients of node i's function
     var = ["x", "y", "z"][:dim]
-    head = [f"    {v} = coords[{d}]" for d, v in enumerate(var)]
+    vi = list(range(dim)) if var_index is None else list(var_index)
+    head = [f"    {v} = coords[{vi[d]}]" for d, v in enumerate(var)]
     Coords = coords_type(S)
     VecC = wp.types.vector(dim, S)
 
@@ -64,7 +72,8 @@ def _make_funcs(name: str, dim: int, nodes: np.ndarray, monomials: list[tuple[in
     codegen.exec_source("\n".join(value_lines + [""] + grad_lines) + "\n", f"shape {name} {codegen.type_key(S)}", ns)
     key = ("monomial_shape", name, codegen.type_key(S))
     NodeM = wp.types.matrix(shape=(n, 3), dtype=S)
-    NODES = NodeM(*[float(v) for v in np.concatenate([nodes, np.zeros((n, 3 - dim))], axis=1).reshape(-1)])
+    full = np.concatenate([nodes, np.zeros((n, 3 - dim))], axis=1) if node_coords is None else node_coords
+    NODES = NodeM(*[float(v) for v in np.asarray(full).reshape(-1)])
     VW = wp.types.vector(n, S)
     W = VW(*[float(w) for w in weights])
 
@@ -85,6 +94,7 @@ def _lumped_weights(element: Element, nodes: np.ndarray, monomials: list[tuple[i
     from ...element import element_quadrature
 
     pts, w = element_quadrature(element, 2 * max(sum(m) for m in monomials))
+    pts = pts[:, _param_index(element)]
     vander = np.array([[np.prod([p[d] ** m[d] for d in range(dim)]) for m in monomials] for p in nodes])
     coef = np.linalg.inv(vander)
     vals = np.array([[np.prod([q[d] ** m[d] for d in range(dim)]) for m in monomials] for q in pts]) @ coef
@@ -140,6 +150,10 @@ class SerendipityShape(ShapeFunction):
         """E.g. ``Square_S2_LGL``."""
         return f"{self.element.name.title()}_S{self.ORDER}_{self.family.value}"
 
+    def trace_monomials(self, side_dim: int) -> list[tuple[int, ...]]:
+        """Serendipity monomials of the side."""
+        return serendipity_monomials(side_dim, self.ORDER)
+
     def node_coords(self) -> np.ndarray:
         """Vertices, then edge nodes."""
         out = np.zeros((self.NODES_PER_ELEMENT, 3))
@@ -161,31 +175,48 @@ class SerendipityShape(ShapeFunction):
         return np.array([[0, 1, 3, 4], [1, 2, 3, 6], [1, 3, 4, 6], [1, 4, 5, 6], [3, 4, 6, 7]], dtype=np.int32)
 
 
-class NonconformingPolynomialShape(ShapeFunction):
-    """Complete polynomials of total degree ``degree`` on squares and cubes (discontinuous spaces).
+#: simplices inscribed in the square and the cube, centred on the element's centre (vertex rows)
+_INSCRIBED_SIMPLEX = {
+    Element.SQUARE: np.array([[0.0, 0.25], [1.0, 0.25], [0.5, 1.0]]),
+    Element.CUBE: np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]),
+}
 
-    Nodes form a principal lattice inside the element: ``((a_1 + 1/2) / (degree + 1), ...)`` for
-    ``a_1 + ... + a_d <= degree``.
+
+class NonconformingPolynomialShape(ShapeFunction):
+    """Complete polynomials of total degree ``degree`` on any element, with interior nodes (discontinuous spaces).
+
+    Nodes are the barycentric lattice of the degree pulled towards the centroid, ``(a_i + 1 / (d + 1)) / (degree + 1)``
+    for ``a_0 + ... + a_d = degree``, of the element itself (triangles, tetrahedra) or of a simplex inscribed in it
+    with its centroid at the element's centre (squares, cubes). Nodal quadrature weights are the lattice's symmetric
+    simplex weights.
     """
 
     def __init__(self, element: Element, degree: int, scalar_type: Any) -> None:
         super().__init__(scalar_type)
-        if element not in (Element.SQUARE, Element.CUBE):
-            from .lagrange import SimplexLagrangeShape
-
-            raise TypeError(f"non-conforming polynomial shapes are for squares and cubes; on {element.name} use "
-                            f"Lagrange ({SimplexLagrangeShape.__name__})")
+        if element not in (Element.SQUARE, Element.CUBE, Element.TRIANGLE, Element.TETRAHEDRON):
+            raise TypeError(f"non-conforming polynomial shapes are not available on {element.name}")
         self.element = element
         self.ORDER = int(degree)
         self.family = Polynomial.EQUISPACED_OPEN
-        dim = 2 if element == Element.SQUARE else 3
-        lattice = [a for a in itertools.product(range(degree + 1), repeat=dim) if sum(a) <= degree]
-        self._nodes = np.array([[(ai + 0.5) / (degree + 1) for ai in a] for a in lattice])
-        self._monomials = [tuple(a) for a in lattice]
+        dim = self.dimension
+        from .lagrange import _simplex_nodal_weights, simplex_lattice
+
+        lattice = simplex_lattice(dim, degree)
+        bary = (np.array(lattice, dtype=np.float64) + 1.0 / (dim + 1)) / (degree + 1)
+        self._monomials = [a for a in itertools.product(range(degree + 1), repeat=dim) if sum(a) <= degree]
+        if element in (Element.SQUARE, Element.CUBE):
+            self._nodes = bary @ _INSCRIBED_SIMPLEX[element]
+            full = np.concatenate([self._nodes, np.zeros((len(lattice), 3 - dim))], axis=1)
+        else:
+            full = bary if dim == 2 else bary[:, 1:]
+            self._nodes = bary[:, 1:]
+        self._full = full
         self.NODES_PER_ELEMENT = len(lattice)
-        self._weights = _lumped_weights(element, self._nodes, self._monomials, dim)
+        # the lattice's symmetric simplex weights: they sum to one and average the nodes to the element's centre
+        self._weights = _simplex_nodal_weights(dim, int(degree))
         self.funcs = _cached_funcs(self.name, dim, tuple(map(tuple, self._nodes)), tuple(self._monomials),
-                                   tuple(self._weights), scalar_type)
+                                   tuple(self._weights), scalar_type, tuple(_param_index(element)),
+                                   tuple(map(tuple, full)))
 
     @property
     def name(self) -> str:
@@ -194,9 +225,7 @@ class NonconformingPolynomialShape(ShapeFunction):
 
     def node_coords(self) -> np.ndarray:
         """The interior lattice."""
-        out = np.zeros((self.NODES_PER_ELEMENT, 3))
-        out[:, :self.dimension] = self._nodes
-        return out
+        return np.array(self._full, dtype=np.float64)
 
     def node_quadrature_weights(self) -> np.ndarray:
         """Integrals of the basis functions (positive)."""
@@ -212,5 +241,7 @@ class NonconformingPolynomialShape(ShapeFunction):
 
 
 @functools.cache
-def _cached_funcs(name: str, dim: int, nodes: tuple, monomials: tuple, weights: tuple, S: Any) -> Any:
-    return _make_funcs(name, dim, np.array(nodes), list(monomials), np.array(weights), S)
+def _cached_funcs(name: str, dim: int, nodes: tuple, monomials: tuple, weights: tuple, S: Any,
+                  var_index: tuple | None = None, node_coords: tuple | None = None) -> Any:
+    return _make_funcs(name, dim, np.array(nodes), list(monomials), np.array(weights), S, var_index,
+                       None if node_coords is None else np.array(node_coords))

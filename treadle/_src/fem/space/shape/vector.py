@@ -21,7 +21,7 @@ import treadle as wp
 from ... import codegen
 from ...element import ELEMENT_DIMENSION, Element
 from ...types import coords_type
-from .base import ELEMENT_EDGES, ELEMENT_FACES, ShapeFunction, reference_vertex_coords
+from .base import ELEMENT_EDGES, ELEMENT_FACES, ShapeFunction, ShapeValue, reference_vertex_coords
 
 
 def _ref_vertices(element: Element) -> np.ndarray:
@@ -114,7 +114,7 @@ class VectorShape(ShapeFunction):
         self.element = element
         self.kind = kind
         self.ORDER = 1
-        self.value = "covariant" if kind == "N1" else "contravariant"
+        self.value = ShapeValue.CovariantVector if kind == "N1" else ShapeValue.ContravariantVector
         self._ents = _entities(element, kind)
         self.NODES_PER_ELEMENT = len(self._ents)
         dim = ELEMENT_DIMENSION[element]
