@@ -66,7 +66,8 @@ class Name:
             the builtin reference) or ``"data"``.
         doc: The docstring or ``#:`` comment ("" when there is none).
         home: The module whose name it was imported from (``"treadle._src.lang.array"``), or ``module``.
-        same_as: For a submodule's name that is the same object as a public ``treadle`` name, that name.
+        same_as: For a submodule's name that is the same object as a public name of an enclosing package, that
+            name (dotted).
         obj: The object itself.
     """
 
@@ -211,7 +212,17 @@ def public_names(module_name: str) -> list[Name]:
     root = module_name.split(".")[0]
     _, imports, bound = _source_facts(module_name)
     explicit = getattr(mod, "__all__", None)
-    top = {id(v): n for n, v in vars(treadle).items() if not n.startswith("_")} if module_name != "treadle" else {}
+    # a name that is the same object as a public name of an enclosing package (treadle, treadle.fem, ...) is
+    # documented there; the outermost package wins
+    top: dict[int, str] = {}
+    parts = module_name.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        outer = ".".join(parts[:depth])
+        pkg = importlib.import_module(outer)
+        names = getattr(pkg, "__all__", None) or [n for n in vars(pkg) if not n.startswith("_")]
+        for n in names:
+            if hasattr(pkg, n) and not isinstance(getattr(pkg, n), types.ModuleType):
+                top[id(getattr(pkg, n))] = f"{outer}.{n}"
     out = []
     for name, obj in vars(mod).items():
         if name.startswith("_") or isinstance(obj, (types.ModuleType, __future__._Feature)):
@@ -230,8 +241,7 @@ def public_names(module_name: str) -> list[Name]:
         else:
             doc = _own_doc(obj)
         same = top.get(id(obj)) if kind != "data" or not isinstance(obj, (int, float, str, bool)) else None
-        out.append(Name(module_name, name, kind, doc, imports.get(name, module_name),
-                        f"treadle.{same}" if same else None, obj))
+        out.append(Name(module_name, name, kind, doc, imports.get(name, module_name), same, obj))
     return sorted(out, key=lambda n: (n.name.lower(), n.name))
 
 

@@ -5,8 +5,8 @@
 #pragma once
 
 // The C fixed-width integer types (uint32_t, int64_t, ...), which snippets use as well: <stdint.h> on the host
-// (a small C header), the same typedefs on CUDA, where NVRTC has no C library headers.
-#if !defined(TREADLE_CUDA)
+// (a small C header, also under nvcc), the same typedefs under NVRTC, which has no C library headers.
+#if !defined(__CUDACC_RTC__)
 #include <stdint.h>
 #else
 typedef signed char int8_t;
