@@ -249,3 +249,75 @@ def test_idle_pool_wakes_up():
     wp.launch(write_tid, N, inputs=[out])
     np.testing.assert_array_equal(out.numpy(), np.arange(N))
     assert rt.parallel is False or rt.workers() >= 1
+
+
+@wp.func_native("volatile int here = 0; (void)here; where[tid] = (treadle::int64)(size_t)&here;")
+def record_stack(where: wp.array(dtype=wp.int64), tid: int):
+    ...
+
+
+@wp.kernel
+def heavy_few(n: int, out: wp.array(dtype=float), where: wp.array(dtype=wp.int64)):
+    i = wp.tid()
+    s = 0.0
+    for k in range(n):
+        s = s + wp.sin(float(k + i))
+    out[i] = s
+    record_stack(where, i)
+
+
+def test_few_heavy_threads_run_in_parallel():
+    """A launch below the serial threshold whose threads each do much work is spread over the pool after a probe."""
+    m, n = 300, 20000
+    out = wp.zeros(m, dtype=float)
+    where = wp.zeros(m, dtype=wp.int64)
+    wp.launch(heavy_few, m, inputs=[n, out, where])
+    want = np.array([np.sin(np.arange(n, dtype=np.float64) + i).sum() for i in range(m)])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-3, atol=1e-2)  # every thread ran once (float32 sums)
+    stacks = {int(a) >> 16 for a in where.numpy()}  # each OS thread has its own stack, megabytes apart
+    assert len(stacks) >= 2, "all threads of the launch ran on one OS thread"
+
+
+def test_few_cheap_threads_stay_on_the_caller():
+    m = 300
+    out = wp.zeros(m, dtype=float)
+    where = wp.zeros(m, dtype=wp.int64)
+    wp.launch(heavy_few, m, inputs=[1, out, where])
+    np.testing.assert_allclose(out.numpy(), np.sin(np.arange(m, dtype=np.float64)), rtol=1e-5, atol=1e-6)
+    assert len({int(a) >> 16 for a in where.numpy()}) == 1
+
+
+@wp.kernel
+def loop_with_float_atomic(n: int, total: wp.array(dtype=float)):
+    for k in range(n):
+        wp.atomic_add(total, 0, 1.0)
+
+
+@wp.kernel
+def tiled_copy(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(1, 8), offset=(i, 0))
+    wp.tile_store(b, t, offset=(i, 0))
+
+
+def _instance(kernel):
+    return next(iter(kernel.instances.values()))
+
+
+def test_only_loop_or_tile_kernels_are_probed():
+    """Small launches are probed for long threads only where threads may be long and their order cannot matter."""
+    out = wp.zeros(4, dtype=float)
+    where = wp.zeros(4, dtype=wp.int64)
+    wp.launch(heavy_few, 4, inputs=[2, out, where])
+    wp.launch(write_tid, 4, inputs=[wp.zeros(4, dtype=int)])
+    total = wp.zeros(1, dtype=float)
+    wp.launch(loop_with_float_atomic, 4, inputs=[3, total])
+    assert total.numpy()[0] == 12.0
+    a = wp.array(np.arange(32, dtype=np.float32).reshape(4, 8))
+    b = wp.zeros((4, 8), dtype=float)
+    wp.launch_tiled(tiled_copy, dim=[4], inputs=[a, b], block_dim=8)
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    assert _instance(heavy_few).heavy_threads()
+    assert _instance(tiled_copy).heavy_threads()
+    assert not _instance(write_tid).heavy_threads()
+    assert not _instance(loop_with_float_atomic).heavy_threads()  # float atomics: small launches stay in order

@@ -30,8 +30,10 @@ struct treadle_cmd_t {
     const void* bounds;  // treadle::launch_bounds_t (its `size` field, at byte 40, is the thread count)
     const void* args;
     int32_t nthreads;    // upper bound on threads for this launch (1: serial on the calling thread)
-    int32_t flags;
+    int32_t flags;       // TREADLE_CMD_* bits
 };
+
+#define TREADLE_CMD_HEAVY 1  // the kernel's threads may each do much work (loops, tiles): probed below the threshold
 
 #if defined(TREADLE_RT_IMPLEMENTATION)
 
@@ -81,6 +83,7 @@ struct Pool {
     int64_t min_chunk = 256;          // smallest chunk of threads handed out at once
     int64_t wake_after_ns = 20000;    // sleeping workers are woken once a launch has run this long on the caller
     int64_t wake_now_size = 262144;   // ... or at once for launches of at least this many threads
+    int64_t probe_ns = 50000;         // a launch below the threshold goes parallel once its rest looks this long
 
     pthread_t threads[kMaxWorkers];
     int nthreads = 0;                                    // workers 1..nthreads (the caller is worker 0)
@@ -93,6 +96,7 @@ struct Pool {
     treadle_range_fn fn = nullptr;
     const void* bounds = nullptr;
     const void* args = nullptr;
+    int64_t first = 0;  // the job runs threads [first, n)
     int64_t n = 0;
     int64_t chunk = 0;
     uint32_t epoch = 0;
@@ -114,7 +118,7 @@ struct Pool {
                 break;
         }
         const int64_t index = (int64_t)(t & kCountMask) - 1;  // chunks are handed out from the last one down
-        begin = index * chunk;
+        begin = first + index * chunk;
         end = begin + chunk < n ? begin + chunk : n;
         return true;
     }
@@ -209,24 +213,28 @@ struct Pool {
 #endif
     }
 
-    // Runs one launch with up to `nt` threads. Call with `submit` held.
-    void run_locked(treadle_range_fn f, const void* bnd, const void* a, int64_t size, int nt) {
+    // Runs threads [begin, end) of one launch with up to `nt` threads, in chunks of at least `min_ch` threads (all
+    // workers woken at once with `wake_now`). Call with `submit` held.
+    void run_locked(treadle_range_fn f, const void* bnd, const void* a, int64_t begin, int64_t end, int nt,
+                    int64_t min_ch, bool wake_now) {
         grow(nt - 1);
         if (nt > nthreads + 1)
             nt = nthreads + 1;
-        int64_t chunks = (size + min_chunk - 1) / min_chunk;
+        const int64_t size = end - begin;
+        int64_t chunks = (size + min_ch - 1) / min_ch;
         if (chunks > (int64_t)nt * 16)  // enough chunks to even out threads that start late or run slower
             chunks = (int64_t)nt * 16;
         if (nt > chunks)
             nt = (int)chunks;
         if (nt <= 1) {
-            f(bnd, a, 0, size);
+            f(bnd, a, begin, end);
             return;
         }
         fn = f;
         bounds = bnd;
         args = a;
-        n = size;
+        first = begin;
+        n = end;
         chunk = (size + chunks - 1) / chunks;
         chunks = (size + chunk - 1) / chunk;
         epoch = (epoch + 1) & 0xffffff;
@@ -236,7 +244,7 @@ struct Pool {
         // wake-up latency: for a big launch at once, otherwise once the caller has worked on it for a while (a
         // short launch after an idle period then costs nothing extra).
         bool need_wake = load_seq(&sleepers) > 0;
-        if (need_wake && size >= wake_now_size) {
+        if (need_wake && (wake_now || size >= wake_now_size)) {
             wake_all();
             need_wake = false;
         }
@@ -261,19 +269,67 @@ struct Pool {
         }
     }
 
-    void run(treadle_range_fn f, const void* bnd, const void* a, int nt) {
-        run_sized(f, bnd, a, launch_size(bnd), nt, serial_threshold);
+    // One launch; `flags` is its command's (TREADLE_CMD_HEAVY: its threads may each do much work).
+    void run(treadle_range_fn f, const void* bnd, const void* a, int nt, int32_t flags = 0) {
+        run_sized(f, bnd, a, launch_size(bnd), nt, serial_threshold, (flags & TREADLE_CMD_HEAVY) != 0);
     }
 
-    // `size` threads of `f` on up to `nt` threads; serially below `threshold`, or when another thread is launching.
-    void run_sized(treadle_range_fn f, const void* bnd, const void* a, int64_t size, int nt, int64_t threshold) {
+    // Runs a growing prefix of threads [0, size) on the caller and returns where it stopped: at `size`, or earlier
+    // once the rest looks at least `probe_ns` long. The first thread only warms up (its time includes cold code and
+    // data) unless it alone took that long; then steps of 1, 4, 16... threads are timed, and a step of at least 2 us
+    // gives the rate the rest is judged by.
+    int64_t probe(treadle_range_fn f, const void* bnd, const void* a, int64_t size) {
+        if (size <= 1) {
+            f(bnd, a, 0, size);
+            return size;
+        }
+        const int64_t t0 = now_ns();
+        f(bnd, a, 0, 1);
+        int64_t t = now_ns();
+        if (t - t0 >= probe_ns)
+            return 1;
+        int64_t done = 1;
+        for (int64_t step = 1; done < size; step *= 4) {
+            const int64_t e = size - done < step ? size : done + step;
+            f(bnd, a, done, e);
+            const int64_t n_step = e - done;
+            done = e;
+            if (done >= size)
+                break;
+            const int64_t now = now_ns(), el = now - t;
+            t = now;
+            if (el >= 2000 && (double)el * (double)(size - done) >= (double)probe_ns * (double)n_step)
+                break;
+        }
+        return done;
+    }
+
+    // `size` threads of `f` on up to `nt` threads; serially when another thread is launching, and below `threshold`
+    // unless `heavy` (the kernel's threads may each do much: a tiled kernel's blocks, loops) and `probe` finds the
+    // rest long: then the rest is handed out thread by thread.
+    void run_sized(treadle_range_fn f, const void* bnd, const void* a, int64_t size, int nt, int64_t threshold,
+                   bool heavy = false) {
         if (size <= 0)
             return;
-        if (nt <= 1 || size < threshold || pthread_mutex_trylock(&submit) != 0) {
+        if (nt <= 1) {
             f(bnd, a, 0, size);
             return;
         }
-        run_locked(f, bnd, a, size, nt);
+        int64_t begin = 0;
+        if (size < threshold) {
+            if (!heavy) {
+                f(bnd, a, 0, size);
+                return;
+            }
+            begin = probe(f, bnd, a, size);
+            if (begin >= size)
+                return;
+        }
+        if (pthread_mutex_trylock(&submit) != 0) {
+            f(bnd, a, begin, size);
+            return;
+        }
+        run_locked(f, bnd, a, begin, size, nt, begin > 0 ? 1 : min_chunk, begin > 0);
         pthread_mutex_unlock(&submit);
     }
 
@@ -328,11 +384,11 @@ TREADLE_RT_EXPORT void treadle_rt_parallel_for(treadle_range_fn fn, const void* 
 TREADLE_RT_EXPORT void treadle_rt_run(const treadle_cmd_t* cmds, int64_t count) {
     treadle_rt::Pool& p = treadle_rt::pool();
     for (int64_t i = 0; i < count; ++i)
-        p.run(cmds[i].fn, cmds[i].bounds, cmds[i].args, cmds[i].nthreads);
+        p.run(cmds[i].fn, cmds[i].bounds, cmds[i].args, cmds[i].nthreads, cmds[i].flags);
 }
 
 TREADLE_RT_EXPORT void treadle_rt_run1(const treadle_cmd_t* cmd) {
-    treadle_rt::pool().run(cmd->fn, cmd->bounds, cmd->args, cmd->nthreads);
+    treadle_rt::pool().run(cmd->fn, cmd->bounds, cmd->args, cmd->nthreads, cmd->flags);
 }
 
 // Settings; a negative value keeps the current one. `workers` > 0 starts that many worker threads now.

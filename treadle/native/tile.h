@@ -40,6 +40,10 @@ template <typename T, int M, int N> struct tile_t {
         for (int k = 0; k < M * N; ++k)
             data[k] = T{};
     }
+    // Elements left uninitialized, for a result whose every element is written next (a tile_load of a window inside
+    // its array, a product with beta == 0): zeroing a 64x64 tile first costs as much as copying it.
+    struct uninit_t {};
+    TREADLE_FUNC explicit tile_t(uninit_t) {}
     // Every element set to `fill` (adj_zero builds its -0.0 starting value this way).
     template <typename S> TREADLE_FUNC explicit tile_t(S fill) {
         for (int k = 0; k < M * N; ++k)
@@ -160,8 +164,15 @@ template <int ND, typename A> TREADLE_FUNC tile_window window(const A& a, int64 
     }
     return w;
 }
-// Calls f(tile element index, byte offset in the array) for every tile element inside the array.
-template <int D0, int D1, int D2, int D3, typename F> TREADLE_FUNC void for_window(const tile_window& w, F f) {
+// Calls f(tile element index k, byte offset off, count) for the part of every tile row inside the array: the row's
+// elements k .. k + count - 1 lie at byte offsets off, off + stride[3], ... of the array.
+template <int D0, int D1, int D2, int D3, typename F> TREADLE_FUNC void for_window_rows(const tile_window& w, F f) {
+    // the rows' part inside the array, [lo, hi), is the same for every row
+    const int lo = w.origin[3] < 0 ? (w.origin[3] <= -D3 ? D3 : int(-w.origin[3])) : 0;
+    const int64 hi64 = w.shape[3] - w.origin[3];
+    const int hi = hi64 < D3 ? int(hi64 < 0 ? 0 : hi64) : D3;
+    if (lo >= hi)
+        return;
     for (int i0 = 0; i0 < D0; ++i0) {
         const int64 a0 = w.origin[0] + i0;
         if (a0 < 0 || a0 >= w.shape[0])
@@ -175,15 +186,42 @@ template <int D0, int D1, int D2, int D3, typename F> TREADLE_FUNC void for_wind
                 if (a2 < 0 || a2 >= w.shape[2])
                     continue;
                 const int64 base = a0 * w.stride[0] + a1 * w.stride[1] + a2 * w.stride[2];
-                const int row = tile_offset<D1, D2, D3>(i0, i1, i2, 0);
-                // the row's part inside the array: [lo, hi)
-                int lo = w.origin[3] < 0 ? int(-w.origin[3]) : 0;
-                int64 hi64 = w.shape[3] - w.origin[3];
-                int hi = hi64 < D3 ? int(hi64 < 0 ? 0 : hi64) : D3;
-                for (int i3 = lo; i3 < hi; ++i3)
-                    f(row + i3, base + (w.origin[3] + i3) * w.stride[3]);
+                f(tile_offset<D1, D2, D3>(i0, i1, i2, 0) + lo, base + (w.origin[3] + lo) * w.stride[3], hi - lo);
             }
         }
+    }
+}
+// Calls f(tile element index, byte offset in the array) for every tile element inside the array.
+template <int D0, int D1, int D2, int D3, typename F> TREADLE_FUNC void for_window(const tile_window& w, F f) {
+    const int64 s3 = w.stride[3];
+    for_window_rows<D0, D1, D2, D3>(w, [&](int k, int64 off, int n) {
+        for (int t = 0; t < n; ++t)
+            f(k + t, off + t * s3);
+    });
+}
+// Whether the whole D0 x D1 x D2 x D3 window lies inside the array.
+template <int D0, int D1, int D2, int D3> TREADLE_FUNC bool window_inside(const tile_window& w) {
+    const int64 d[4] = {D0, D1, D2, D3};
+    bool in = true;
+    for (int k = 0; k < 4; ++k)
+        in = in && w.origin[k] >= 0 && w.origin[k] + d[k] <= w.shape[k];
+    return in;
+}
+// Calls f(tile element pointer, array element pointer, count) on each row part inside the array whose elements are
+// contiguous in the array (its last stride is the element size: a dense last axis), otherwise f_strided(k, off) on
+// each element. `p` is the array's data or grad pointer.
+template <int D0, int D1, int D2, int D3, typename T, typename FR, typename FE>
+TREADLE_FUNC void for_window_fast(const tile_window& w, T* p, FR f_rows, FE f_strided) {
+    const int64 s3 = w.stride[3];
+    if (s3 == int64(sizeof(T))) {
+        for_window_rows<D0, D1, D2, D3>(w, [&](int k, int64 off, int n) {
+            f_rows(k, reinterpret_cast<T*>(reinterpret_cast<char*>(p) + off), n);
+        });
+    } else {
+        for_window_rows<D0, D1, D2, D3>(w, [&](int k, int64 off, int n) {
+            for (int t = 0; t < n; ++t)
+                f_strided(k + t, off + t * s3);
+        });
     }
 }
 template <typename T> TREADLE_FUNC T& at_bytes(T* base, int64 bytes) {
@@ -196,10 +234,22 @@ template <typename T> TREADLE_FUNC T& at_bytes(T* base, int64 bytes) {
 template <typename T, int ND, int D0, int D1, int D2, int D3>
 TREADLE_FUNC tile_t<T, D0 * D1 * D2, D3> tile_load(const array_t<T>& a, int64 o0 = 0, int64 o1 = 0, int64 o2 = 0,
                                                     int64 o3 = 0) {
-    tile_t<T, D0 * D1 * D2, D3> r;
+    typedef tile_t<T, D0 * D1 * D2, D3> tile_type;
+    tile_type r{typename tile_type::uninit_t{}};
     const detail::tile_window w = detail::window<ND>(a, o0, o1, o2, o3);
+    if (!detail::window_inside<D0, D1, D2, D3>(w)) {
+        for (int k = 0; k < tile_type::size; ++k)
+            r.data[k] = T{};
+    }
     T* data = a.data;
-    detail::for_window<D0, D1, D2, D3>(w, [&](int k, int64 off) { r.data[k] = detail::at_bytes(data, off); });
+    detail::for_window_fast<D0, D1, D2, D3>(
+        w, data,
+        [&](int k, const T* src, int n) {
+            T* dst = r.data + k;
+            for (int t = 0; t < n; ++t)
+                dst[t] = src[t];
+        },
+        [&](int k, int64 off) { r.data[k] = detail::at_bytes(data, off); });
     return r;
 }
 // Adjoint: the tile's adjoint added into the array's gradient (atomically: blocks may load overlapping windows).
@@ -242,7 +292,14 @@ TREADLE_FUNC void tile_store_impl(const array_t<T>& a, const tile_t<T, D0 * D1 *
                                   int64 o2, int64 o3) {
     const detail::tile_window w = detail::window<ND>(a, o0, o1, o2, o3);
     T* data = a.data;
-    detail::for_window<D0, D1, D2, D3>(w, [&](int k, int64 off) { detail::at_bytes(data, off) = t.data[k]; });
+    detail::for_window_fast<D0, D1, D2, D3>(
+        w, data,
+        [&](int k, T* dst, int n) {
+            const T* src = t.data + k;
+            for (int e = 0; e < n; ++e)
+                dst[e] = src[e];
+        },
+        [&](int k, int64 off) { detail::at_bytes(data, off) = t.data[k]; });
 }
 // Adjoint: the gradient of the stored elements read back into the tile's adjoint.
 template <typename T, int ND, int D0, int D1, int D2, int D3>
@@ -252,8 +309,14 @@ TREADLE_FUNC void adj_tile_store_impl(const array_t<T>& a, tile_t<T, D0 * D1 * D
         return;
     const detail::tile_window w = detail::window<ND>(a, o0, o1, o2, o3);
     T* g = a.grad;
-    detail::for_window<D0, D1, D2, D3>(
-        w, [&](int k, int64 off) { adj_t.data[k] = treadle::add(adj_t.data[k], detail::at_bytes(g, off)); });
+    detail::for_window_fast<D0, D1, D2, D3>(
+        w, g,
+        [&](int k, const T* src, int n) {
+            T* dst = adj_t.data + k;
+            for (int e = 0; e < n; ++e)
+                dst[e] = treadle::add(dst[e], src[e]);
+        },
+        [&](int k, int64 off) { adj_t.data[k] = treadle::add(adj_t.data[k], detail::at_bytes(g, off)); });
 }
 #define TREADLE_TILE_T tile_t<T, D0 * D1 * D2, D3>
 #define TREADLE_TILE_TP typename T, int ND, int D0, int D1, int D2, int D3

@@ -38,7 +38,7 @@ TREADLE_FUNC void move_or_add(tile_t<T, M, N>& adj_dst, const void* adj_ret, con
 template <typename TA, typename TB, int M, int K, int N, typename S1, typename S2>
 TREADLE_FUNC tile_t<TA, M, N> tile_matmul(const tile_t<TA, M, K>& a, const tile_t<TB, K, N>& b, S1 alpha, S2) {
     typedef typename tile_la::compute<TA>::type S;
-    tile_t<TA, M, N> r;
+    tile_t<TA, M, N> r{typename tile_t<TA, M, N>::uninit_t{}};  // beta == 0: gemm writes every element, reads none
     tile_la::gemm<TA, TB, TA, M, N, K>(a.data, K, b.data, N, r.data, N, S(alpha), S(0));
     return r;
 }

@@ -32,6 +32,53 @@ _CHECKED_STMTS = (ir.ArrayLoad, ir.ArrayStore, ir.ArrayAtomic, ir.ArrayView, ir.
                   ir.CallFunc)
 
 
+def _writes_local(s: ir.Stmt, local: ir.Local) -> bool:
+    """Whether ``s`` or a statement nested in it may change ``local``."""
+    for t in (s, *_nested(s)):
+        if isinstance(t, (ir.StoreLocal, ir.DeclLocal)) and t.local is local:
+            return True
+        if isinstance(t, ir.ForRange) and t.var is local:
+            return True
+        if any(isinstance(o, ir.LocalRef) and o.local is local for o in ir.operands(t)):
+            return True
+    return False
+
+
+def _nested(s: ir.Stmt) -> list[ir.Stmt]:
+    if isinstance(s, ir.If):
+        return [*ir.walk(s.then), *ir.walk(s.orelse)]
+    if isinstance(s, ir.ForRange):
+        return list(ir.walk(s.body))
+    if isinstance(s, ir.While):
+        return [*ir.walk(s.cond_block), *ir.walk(s.body)]
+    return []
+
+
+def _reads(s: ir.Stmt, v: ir.Value) -> bool:
+    return any(o is v for t in (s, *_nested(s)) for o in ir.operands(t))
+
+
+def tile_reference_loads(b: ir.Block) -> set[int]:
+    """The tile-typed ``LoadLocal`` results of ``b`` (not of nested blocks) that may be references to their local.
+
+    Such a result binds a const reference instead of copying the local: no statement from the load to the value's last
+    use in ``b`` may change the local. A tile is a value of up to many kilobytes; the copies a load per use made cost a 64x64 product's kernel about as
+    much as its loads from memory.
+    """
+    out: set[int] = set()
+    stmts = b.stmts
+    for i, s in enumerate(stmts):
+        if not (isinstance(s, ir.LoadLocal) and isinstance(s.result.type, TileT)):
+            continue
+        last = i
+        for j in range(i + 1, len(stmts)):
+            if _reads(stmts[j], s.result):
+                last = j
+        if not any(_writes_local(stmts[j], s.local) for j in range(i + 1, last + 1)):
+            out.add(s.result.id)
+    return out
+
+
 class EmitError(Exception):
     """An IR construct the emitter cannot express (an internal error: the frontend should have refused it)."""
 
@@ -344,6 +391,7 @@ class Emitter:
     def enter(self, f: ir.FuncIR) -> None:
         """Start emitting the body of ``f``: run the analyses its statements' emission reads."""
         self.nonneg = index_bounds.nonneg_values(f)
+        self.tile_refs = set()
 
     def indices(self, s: Any) -> list[str]:
         """The C++ index operands of array access ``s``.
@@ -361,6 +409,8 @@ class Emitter:
 
     #: Adjoint code declares every value once at the top of the function (so the reverse sweep can read it).
     hoist = False
+    #: LoadLocal results of tile type emitted as references to their local (see :func:`tile_reference_loads`).
+    tile_refs: set[int] = set()  # noqa: RUF012 - replaced in enter(), never mutated here
     #: Which variant of a per-element function (``Overload.callee``) forward code calls: 0 the function, 2 its
     #: replay variant (backward passes and replay functions, where only that variant is emitted).
     callee_slot = 0
@@ -396,6 +446,8 @@ class Emitter:
 
     def block(self, b: ir.Block, lines: list[str], ind: str) -> None:
         self._marked = None  # entered from a branch or a loop's back edge
+        if not self.hoist:
+            self.tile_refs |= tile_reference_loads(b)
         for s in b.stmts:
             self.stmt(s, lines, ind)
         self._marked = None  # what follows may be reached from elsewhere (another branch, break, the loop exit)
@@ -471,7 +523,12 @@ class Emitter:
         elif isinstance(s, ir.DeclLocal):
             pass
         elif isinstance(s, ir.LoadLocal):
-            lines.append(f"{ind}{self.decl(s.result)} = var_{s.local.name};")
+            if not self.hoist and s.result.id in self.tile_refs:
+                # a reference, not a copy of the whole tile (the local keeps its value while this one is used)
+                ct = cpp_type(s.result.type, self.tuple_names)
+                lines.append(f"{ind}const {ct}& _v{s.result.id} = var_{s.local.name};")
+            else:
+                lines.append(f"{ind}{self.decl(s.result)} = var_{s.local.name};")
         elif isinstance(s, ir.StoreLocal):
             lines.append(f"{ind}var_{s.local.name} = {op(s.value)};")
         elif isinstance(s, ir.Tid):

@@ -99,6 +99,14 @@ class KernelInstance:
 
         return kernel_order_dependent(self.ir, self.deps)
 
+    def heavy_threads(self) -> bool:
+        """Whether the thread pool should look for few long threads in a small launch of it (``threads.h``).
+
+        True for kernels with loops or tiles whose results do not depend on the order threads run in (an
+        order-dependent kernel's small launches stay on one thread, so they give the same result every time).
+        """
+        return pipeline.has_heavy_threads(self.ir, self.deps) and not self.order_dependent()
+
     def access_facts(self) -> tuple[set[int], set[int], set[int], set[int]]:
         """Which array parameters the kernel reads, writes, needs the values of, and assigns to (taken once).
 

@@ -232,6 +232,29 @@ def has_runtime_loops(kernel_ir: ir.FuncIR, deps: list[Any]) -> bool:
     return any(isinstance(s, ir.ForRange) for b in bodies for s in ir.walk(b))
 
 
+def has_heavy_threads(kernel_ir: ir.FuncIR, deps: list[Any]) -> bool:
+    """Whether a thread of the kernel may do much work.
+
+    It may where the kernel or a function it calls loops (a ``for`` over a run-time range, a ``while``) or has tile
+    values (a tiled launch runs one block per thread on the CPU).
+    """
+    from ..types.typesys import TileStackT, TileT
+
+    def tiled(x: Any) -> bool:
+        return isinstance(getattr(x, "type", None), (TileT, TileStackT))
+
+    funcs = [kernel_ir] + [fi.ir for fi in ordered_deps(deps) if getattr(fi, "ir", None) is not None]
+    for f in funcs:
+        if any(tiled(v) for v in (*f.params, *f.locals)):
+            return True
+        for s in ir.walk(f.body):
+            if isinstance(s, (ir.ForRange, ir.While)):
+                return True
+            if isinstance(s, ir.Call) and (tiled(s.result) or any(tiled(a) for a in s.args)):
+                return True
+    return False
+
+
 def emit_forward(kernel_ir: ir.FuncIR, deps: list[Any], name: str, checked: bool = False,
                  verify_fp: bool = False) -> tuple[str, str, list[Any]]:
     """The emit stage of a kernel's forward pass: ``(block, symbol, locations)`` (dumps ``ir`` and ``cpp``)."""
@@ -250,4 +273,4 @@ def emit_backward(kernel_ir: ir.FuncIR, deps: list[Any], name: str) -> tuple[str
 
 
 __all__ = ["PRELUDE", "KernelBlock", "adjoint_block", "dump", "emit_adjoint_block", "emit_backward", "emit_forward", "emit_kernel_block",
-           "has_runtime_loops", "kernel_block", "ordered_deps"]
+           "has_heavy_threads", "has_runtime_loops", "kernel_block", "ordered_deps"]

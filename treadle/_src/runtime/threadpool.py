@@ -50,6 +50,10 @@ class Cmd(ctypes.Structure):
 
 assert ctypes.sizeof(Cmd) == 32
 
+#: ``Cmd.flags`` bit (``TREADLE_CMD_HEAVY``): the kernel's threads may each do much work, so a launch under the serial
+#: threshold is probed and goes parallel when its threads turn out long
+CMD_HEAVY = 1
+
 
 def cpu_count() -> int:
     """CPU cores this process may run on."""

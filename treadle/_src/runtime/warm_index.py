@@ -92,7 +92,8 @@ def lookup(fp: str) -> dict[str, Any] | None:
 def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any]) -> None:
     """Remember the library ``lib`` of kernel key ``key`` under ``fp`` (best effort: a failure costs a warm start).
 
-    ``meta`` is what a launch needs without lowering (``launch_ndim``, ``order_dependent``), the kernel's ``name``
+    ``meta`` is what a launch needs without lowering (``launch_ndim``, ``order_dependent``,
+    ``heavy_threads``), the kernel's ``name``
     and the compiler that built it (``cxx``); optionally what a recording tape needs (``access``: lists of parameter
     indices) and a backward pass's dropped-gradient warnings (``warnings``: their texts).
     """
@@ -108,7 +109,8 @@ def record(fp: str, key: str, lib: Path | None, symbol: str, meta: dict[str, Any
         ref = (cache.root / "ref" / f"k_{key}.ref").read_text()
         entry = {"format": FORMAT, "fp": fp, "key": key, "symbol": symbol, "lib": lib.name, "ref": ref,
                  "stat": [st.st_size, st.st_mtime_ns, st.st_ino], "launch_ndim": int(meta["launch_ndim"]),
-                 "order_dependent": bool(meta["order_dependent"]), "name": meta.get("name", ""),
+                 "order_dependent": bool(meta["order_dependent"]),
+                 "heavy_threads": bool(meta.get("heavy_threads", False)), "name": meta.get("name", ""),
                  "cxx": meta.get("cxx")}
         if meta.get("access") is not None:
             entry["access"] = [sorted(int(i) for i in part) for part in meta["access"]]

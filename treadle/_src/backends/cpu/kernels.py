@@ -96,6 +96,12 @@ class CpuKernelInstance(KernelInstance):
             return bool(self.warm["order_dependent"])
         return super().order_dependent()
 
+    def heavy_threads(self) -> bool:
+        """Whether small launches are probed for long threads (recorded in the warm-start index)."""
+        if self._ir is None and self.warm is not None:
+            return bool(self.warm.get("heavy_threads", False))
+        return super().heavy_threads()
+
     def access_facts(self) -> tuple[set[int], set[int], set[int], set[int]]:
         """The array-access facts a recording tape reads (from the warm-start entry while the kernel is not lowered)."""
         if self._access is None and self._ir is None and self.warm is not None:
@@ -152,7 +158,7 @@ class CpuKernelInstance(KernelInstance):
             b = self.built
             warm_index.record(self._warm_fp, b.key, b.lib_path, b.symbol,
                               {"launch_ndim": self.launch_ndim, "order_dependent": self.order_dependent(),
-                               "name": b.name, "cxx": self.options.cxx, "access": self.access_facts()})
+                               "heavy_threads": self.heavy_threads(), "name": b.name, "cxx": self.options.cxx, "access": self.access_facts()})
             self._warm_fp = None
         if self.options.mode == "debug":
             err = build.load_library(self.built.lib_path).treadle_checked_error

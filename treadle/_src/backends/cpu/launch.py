@@ -101,7 +101,7 @@ class _Frame:
 
     __slots__ = ("buf", "addr", "start", "_args", "cmd", "bounds_addr", "layout")
 
-    def __init__(self, layout: _FrameLayout, fn: int) -> None:
+    def __init__(self, layout: _FrameLayout, fn: int, flags: int = 0) -> None:
         # A zeroed ``bytearray`` rather than a ``c_char`` array: an array type of each new size is a class made on
         # first use (~25 us, once per kernel at a warm start). The frame starts at the first suitably aligned byte.
         buf = bytearray(layout.size + layout.align - 1)
@@ -120,6 +120,7 @@ class _Frame:
         self.cmd.fn = fn
         self.cmd.bounds = self.bounds_addr
         self.cmd.args = addr + layout.args_off
+        self.cmd.flags = flags
 
     @property
     def args(self) -> Any:
@@ -135,7 +136,7 @@ class _Frame:
     def clone(self) -> _Frame:
         """A copy with its own memory (same entry, bounds, arguments and thread count)."""
         layout = self.layout
-        fr = _Frame(layout, int(self.cmd.fn or 0))
+        fr = _Frame(layout, int(self.cmd.fn or 0), self.cmd.flags)
         off = layout.bounds_off
         ctypes.memmove(fr.addr + off, self.addr + off, layout.size - off)
         fr.cmd.nthreads = self.cmd.nthreads
@@ -147,7 +148,7 @@ class LaunchPlan:
 
     __slots__ = ("inst", "names", "packers", "debug", "order_dependent", "frame_layout", "fwd", "nargs",
                  "cfg_mode", "owner", "frame", "last", "last_desc", "last_bounds", "device", "kernel", "addr", "run1",
-                 "cur_nt", "cfg_fp", "fast", "bwd_entry", "bwd_addr", "bwd_frame", "bwd_owner")
+                 "cur_nt", "cfg_fp", "cmd_flags", "fast", "bwd_entry", "bwd_addr", "bwd_frame", "bwd_owner")
 
     #: the backend running the plan (``backend.py`` sets it)
     backend: Any = None
@@ -160,6 +161,8 @@ class LaunchPlan:
         self.packers = [make_packer(n, t, inst.kernel) for n, t in zip(self.names, inst.types)]
         self.debug = inst.options.mode == "debug"
         self.order_dependent = inst.order_dependent()
+        #: the forward frames' command flags: ``CMD_HEAVY`` for kernels whose threads may each do much work
+        self.cmd_flags = _tp.CMD_HEAVY if inst.heavy_threads() else 0
         self.frame_layout = _FrameLayout(inst)
         self.fwd = _range_entry(inst, "forward")
         self.cfg_mode = config.mode
@@ -209,7 +212,7 @@ class LaunchPlan:
 
     def new_frame(self, args: Sequence[Any], device: Any, bounds: LaunchBounds) -> _Frame:
         """A frame of its own holding ``args`` and ``bounds`` (for recorded launches and other threads)."""
-        fr = _Frame(self.frame_layout, self.fwd)
+        fr = _Frame(self.frame_layout, self.fwd, self.cmd_flags)
         fargs = fr.args
         for name, packer, v in zip(self.names, self.packers, args):
             setattr(fargs, name, packer(v, device))
@@ -228,7 +231,7 @@ class LaunchPlan:
             with _CLAIM:
                 mine = self.frame is None
                 if mine:  # the first launching thread owns the plan's frame from now on
-                    self.frame = _Frame(self.frame_layout, self.fwd)
+                    self.frame = _Frame(self.frame_layout, self.fwd, self.cmd_flags)
                     self.addr = self.frame.addr
                     self.run1 = _runtime().run1
                     self.owner = _get_ident()
