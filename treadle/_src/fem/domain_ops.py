@@ -62,6 +62,44 @@ def _lookup_func(geo_funcs: SimpleNamespace, S: Any) -> Any:
     return f
 
 
+class MissingOverload(FieldError):
+    """No overload of a domain operator accepts the call's arguments (reported as a code generation error)."""
+
+
+_ENV_LOOKUP: dict[int, Any] = {}
+
+
+def _env_lookup_func(geo_funcs: SimpleNamespace, S: Any) -> Any:
+    """``lookup`` on several environments.
+
+    Overloads ``(cell_arg, x, env)``, ``(cell_arg, x, guess)`` (in the guess's environment) and
+    ``(cell_arg, x, max_dist, env)``.
+    """
+    f = _ENV_LOOKUP.get(id(geo_funcs))
+    if f is not None:
+        return f
+    lookup_env = geo_funcs.cell_lookup_env
+    environment = geo_funcs.cell_environment
+    CellArg = geo_funcs.CellArg
+    SampleT = sample_type(S)
+
+    def lookup(args: CellArg, x: Any, env: int):
+        return lookup_env(args, x, env)
+
+    f = codegen.func(lookup, "env_lookup", CellArg.key)
+
+    def lookup_guess(args: CellArg, x: Any, guess: SampleT):
+        return lookup_env(args, x, environment(args, guess))
+
+    def lookup_dist(args: CellArg, x: Any, max_dist: float, env: int):
+        return lookup_env(args, x, env)
+
+    f.add_overload(_renamed(lookup_guess, "lookup"))
+    f.add_overload(_renamed(lookup_dist, "lookup"))
+    _ENV_LOOKUP[id(geo_funcs)] = f
+    return f
+
+
 def _renamed(fn: Any, name: str) -> Any:
     fn.__name__ = name
     return fn
@@ -85,6 +123,12 @@ def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
             raise FieldError(f"fem.{op} needs a cell domain: use fem.{op}(fem.cells(domain), x)")
         if not geo.supports_cell_lookup():
             raise FieldError(f"fem.{op}: {geo.name} was built without lookup support (build_bvh=True)")
+        if getattr(g, "multi_environment", False):
+            if nargs <= 2:
+                raise MissingOverload(f"Couldn't find function overload for 'cell_lookup' taking a position alone: "
+                                      f"{geo.name} has {geo.environment_count()} overlapping environments; pass "
+                                      f"the environment index (fem.{op}(domain, x, env)) or a guess sample")
+            return Resolved(_env_lookup_func(g, geo.scalar_type))
         return Resolved(_lookup_func(g, geo.scalar_type))
     if op == "element_coordinates":
         if not on_cells:
@@ -99,6 +143,8 @@ def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
             return Resolved(None)
         return Resolved(g.side_to_cell_arg)
     if op == "environment_index":
+        if getattr(g, "multi_environment", False):
+            return Resolved(g.cell_environment if on_cells else g.side_environment)
         return Resolved(_zero_env())
     if op in ("_to_inner_cell", "_to_outer_cell", "_to_cell_side"):
         if on_cells:

@@ -294,8 +294,9 @@ def symmetric_eigenvalues_qr(A: _Mat, tol: Any):
 
 @wp.func
 def tridiagonal_symmetric_eigenvalues_qr(D: _Vec, L: _Vec, Q: _Mat, tol: Any):
-    """Eigen-decomposition of ``Q^T T Q``, ``T`` the symmetric tridiagonal matrix of diagonal ``D`` and sub-diagonal
-    ``L`` (``T[i + 1, i] = L[i]``; the last entry of ``L`` is unused).
+    """Eigen-decomposition of ``Q^T T Q``, ``T`` a symmetric tridiagonal matrix.
+
+    ``T`` has diagonal ``D`` and sub-diagonal ``L`` (``T[i + 1, i] = L[i]``; the last entry of ``L`` is unused).
 
     Returns ``(values, P)`` with ``transpose(P) * diag(values) * P == transpose(Q) * T * Q`` (pass the identity as
     ``Q`` to get the eigenvectors of ``T`` as the rows of ``P``).

@@ -195,6 +195,9 @@ class CellBasedGeometryPartition(GeometryPartition):
         frontier = np.nonzero(in_part != out_part)[0]
         dev = self._device
         self._cell_indices_np = cells.astype(np.int32)
+        # cells outside the partition across its frontier sides (their nodes are the spaces' halo)
+        across = np.concatenate([inner[frontier], outer[frontier]])
+        self._halo_cells_np = np.unique(across[part[across] < 0]).astype(np.int32)
         self.cell_indices = wp.array(cells.astype(np.int32), dtype=int, device=dev)
         self.partition_cell_indices = wp.array(part.astype(np.int32), dtype=int, device=dev)
         self.side_indices = wp.array(sides.astype(np.int32), dtype=int, device=dev)
