@@ -15,7 +15,6 @@ import numpy as np
 from .. import codegen
 from ..types import NULL_ELEMENT_INDEX, sample_type
 
-
 _CACHE: dict[int, SimpleNamespace] = {}
 
 
@@ -274,3 +273,172 @@ class ReplicatedEnvironments:
 
 
 __all__ = ["ReplicatedEnvironments", "replicated_funcs"]
+
+
+_TAGGED: dict[int, SimpleNamespace] = {}
+
+
+def tagged_funcs(base: SimpleNamespace, S: Any) -> SimpleNamespace:
+    """The kernel functions of a geometry whose cells carry an environment index (``cell_env``).
+
+    Cells and sides keep their numbers; ``lookup`` in an environment considers that environment's cells only (the
+    base's BVH, when its cell argument has one, gives the candidates).
+    """
+    f = _TAGGED.get(id(base))
+    if f is None:
+        f = _TAGGED[id(base)] = _make_tagged_funcs(base, S)
+    return f
+
+
+def _make_tagged_funcs(base: SimpleNamespace, S: Any) -> SimpleNamespace:
+    import treadle as wp
+
+    SampleT = sample_type(S)
+    key = ("tagged_envs", base.CellArg.key)
+    CellArg = codegen.struct("TaggedEnvCellArg", {"base": base.CellArg, "cell_env": wp.array(dtype=int),
+                                                  "env_count": int}, *key)
+    SideArg = codegen.struct("TaggedEnvSideArg", {"base": base.SideArg, "cell_arg": CellArg}, *key)
+    HAS_BVH = hasattr(base.CellArg(), "bvh_id")
+
+    def _f(fn: Any) -> Any:
+        return codegen.func(fn, *key)
+
+    def _cell_fn(name: str) -> Any:
+        fn = getattr(base, name)
+
+        def wrapped(args: CellArg, s: SampleT):
+            return fn(args.base, s)
+
+        wrapped.__name__ = f"tagged_{name}"
+        return _f(wrapped)
+
+    def _side_fn(name: str) -> Any:
+        fn = getattr(base, name)
+
+        def wrapped(args: SideArg, s: SampleT):
+            return fn(args.base, s)
+
+        wrapped.__name__ = f"tagged_{name}"
+        return _f(wrapped)
+
+    def _side_index_fn(name: str) -> Any:
+        fn = getattr(base, name)
+
+        def wrapped(args: SideArg, side: int):
+            return fn(args.base, side)
+
+        wrapped.__name__ = f"tagged_{name}"
+        return _f(wrapped)
+
+    def _side_coords_fn(name: str) -> Any:
+        fn = getattr(base, name)
+
+        def wrapped(args: SideArg, side: int, side_coords: Any):
+            return fn(args.base, side, side_coords)
+
+        wrapped.__name__ = f"tagged_{name}"
+        return _f(wrapped)
+
+    out: dict[str, Any] = {"CellArg": CellArg, "SideArg": SideArg, "SideIndexArg": base.SideIndexArg,
+                           "multi_environment": True, "cell_lookup": None,
+                           "boundary_side_index": base.boundary_side_index}
+    for name in ("cell_position", "cell_deformation_gradient", "cell_inverse_deformation_gradient", "cell_measure",
+                 "cell_normal"):
+        out[name] = _cell_fn(name)
+    for name in ("side_position", "side_deformation_gradient", "side_measure", "side_measure_ratio", "side_normal",
+                 "side_inner_inverse_deformation_gradient", "side_outer_inverse_deformation_gradient"):
+        out[name] = _side_fn(name)
+    for name in ("side_inner_cell_index", "side_outer_cell_index"):
+        out[name] = _side_index_fn(name)
+    for name in ("side_inner_cell_coords", "side_outer_cell_coords"):
+        out[name] = _side_coords_fn(name)
+
+    b_coordinates = base.cell_coordinates
+    b_closest = base.cell_closest_point
+    b_inner = base.side_inner_cell_index
+    b_from_cell = base.side_from_cell_coords
+
+    @_f
+    def cell_coordinates(args: CellArg, cell_index: int, pos: Any):
+        return b_coordinates(args.base, cell_index, pos)
+
+    @_f
+    def cell_closest_point(args: CellArg, cell_index: int, pos: Any):
+        return b_closest(args.base, cell_index, pos)
+
+    @_f
+    def cell_lookup_env(args: CellArg, pos: Any, env: int) -> SampleT:
+        best = S(1.0e30)
+        best_cell = NULL_ELEMENT_INDEX
+        s = SampleT()
+        if wp.static(HAS_BVH):
+            if args.base.bvh_id != wp.uint64(0):
+                lo = wp.vec3()
+                for d in range(len(pos)):
+                    lo[d] = float(pos[d])
+                query = wp.bvh_query_aabb(args.base.bvh_id, lo, lo)
+                cand = 0
+                while wp.bvh_query_next(query, cand):
+                    if args.cell_env[cand] == env:
+                        r = b_closest(args.base, cand, pos)
+                        if r[1] < best:
+                            best = r[1]
+                            best_cell = cand
+                            s.element_coords = r[0]
+        if best_cell == NULL_ELEMENT_INDEX:
+            for c in range(args.cell_env.shape[0]):
+                if args.cell_env[c] == env:
+                    r = b_closest(args.base, c, pos)
+                    if r[1] < best:
+                        best = r[1]
+                        best_cell = c
+                        s.element_coords = r[0]
+        s.element_index = best_cell
+        s.qp_index = -1
+        s.test_dof = -1
+        s.trial_dof = -1
+        return s
+
+    @_f
+    def cell_environment(args: CellArg, s: SampleT) -> int:
+        return args.cell_env[s.element_index]
+
+    @_f
+    def side_environment(args: SideArg, s: SampleT) -> int:
+        return args.cell_arg.cell_env[b_inner(args.base, s.element_index)]
+
+    @_f
+    def side_from_cell_coords(args: SideArg, side: int, cell_index: int, cell_coords: Any):
+        return b_from_cell(args.base, side, cell_index, cell_coords)
+
+    @_f
+    def side_to_cell_arg(args: SideArg) -> CellArg:
+        return args.cell_arg
+
+    out.update(cell_coordinates=cell_coordinates, cell_closest_point=cell_closest_point,
+               cell_lookup_env=cell_lookup_env, cell_environment=cell_environment,
+               side_environment=side_environment, side_from_cell_coords=side_from_cell_coords,
+               side_to_cell_arg=side_to_cell_arg)
+    return SimpleNamespace(**out)
+
+
+def check_cell_env(owner: str, cell_env: Any, env_count: Any, cell_count: int) -> int:
+    """Validate a geometry's ``cell_env`` / ``env_count`` arguments; returns the environment count."""
+    import treadle as wp
+
+    if cell_env is None:
+        if env_count is not None and int(env_count) != 1:
+            raise ValueError(f"{owner}: env_count={env_count} needs cell_env, the environment of each cell")
+        return 1
+    if env_count is None:
+        raise ValueError(f"{owner}: Environment count must be provided (env_count) along with cell_env")
+    if cell_env.dtype != wp.int32:
+        raise ValueError(f"{owner}: cell_env must be an array of dtype wp.int32, got {cell_env.dtype.__name__}")
+    if cell_env.ndim != 1 or cell_env.shape[0] != cell_count:
+        raise ValueError(f"{owner}: cell_env must have one entry per cell ({cell_count}), got shape "
+                         f"{tuple(cell_env.shape)}")
+    env_count = int(env_count)
+    envs = cell_env.numpy()
+    if env_count < 1 or (envs.size and (envs.min() < 0 or envs.max() >= env_count)):
+        raise ValueError(f"{owner}: cell_env values must lie in [0, env_count={env_count})")
+    return env_count
