@@ -330,7 +330,7 @@ class _Rewriter:
                                                "converted with fem.cells() cannot be passed to other integrands")
                     specs[name] = ParamSpec("field", k[1], k[1].field_arg_type(k[2]))
                 else:
-                    specs[name] = ParamSpec("domain", k[1], k[1].ElementArg)
+                    specs[name] = ParamSpec("domain", k[1], k[1].IntegrandArg)
             elif kind == "sample":
                 specs[name] = ParamSpec("sample", None, self.domain.geometry.sample_type)
             else:
@@ -442,7 +442,7 @@ def param_spec(itg: Integrand, name: str, kind: str, arg: Any, domain: Any) -> P
     if kind == "sample":
         return ParamSpec("sample", None, domain.geometry.sample_type)
     if kind == "domain":
-        return ParamSpec("domain", domain, domain.ElementArg)
+        return ParamSpec("domain", domain, domain.IntegrandArg)
     if kind == "field":
         if not isinstance(arg, FieldLike):
             raise IntegrandError(f"integrand '{itg.func.__qualname__}': parameter '{name}' is annotated fem.Field "

@@ -155,6 +155,9 @@ def _cell_based_funcs() -> SimpleNamespace:
     def cell_index(arg: CellArg, i: int) -> int:
         return arg.cell_indices[i]
 
+    def cell_count(arg: CellArg) -> int:
+        return arg.cell_indices.shape[0]
+
     def partition_cell_index(arg: CellArg, cell: int) -> int:
         return arg.partition_cell_indices[cell]
 
@@ -168,7 +171,7 @@ def _cell_based_funcs() -> SimpleNamespace:
         return arg.frontier_side_indices[i]
 
     return SimpleNamespace(CellArg=CellArg, **{fn.__name__: codegen.func(fn, *key) for fn in (
-        cell_index, partition_cell_index, side_index, boundary_side_index, frontier_side_index)})
+        cell_index, cell_count, partition_cell_index, side_index, boundary_side_index, frontier_side_index)})
 
 
 class CellBasedGeometryPartition(GeometryPartition):

@@ -2,8 +2,8 @@
 
 Field values (``dof_values``) are stored per *partition node*. Over the whole geometry every space node is a
 partition node with the same number (:class:`WholeSpacePartition`). Over a cell-based geometry partition, the
-partition's nodes are those of its cells (owned nodes first, then, ``with_halo``, the nodes of the cells across its
-frontier sides),
+partition's nodes are those of its cells (owned nodes first, then the shared nodes another partition owns, then,
+``with_halo``, the nodes of the cells across its frontier sides),
 and ``partition_node_index(arg, node)`` gives a node's partition number or ``NULL_NODE_INDEX``.
 """
 
@@ -170,15 +170,16 @@ class NodePartition(SpacePartition):
         first_cell = np.full(topo.node_count(), np.iinfo(np.int64).max)
         np.minimum.at(first_cell, table.reshape(-1), np.repeat(np.arange(table.shape[0]), table.shape[1]))
         owned = nodes_in[inside[first_cell[nodes_in]]]
+        # the nodes of the partition's cells always belong to it (shared ones owned by another partition after the
+        # owned ones); the halo adds the nodes of the cells across the frontier sides
+        shared_elsewhere = np.setdiff1d(nodes_in, owned)
         halo = np.zeros(0, dtype=nodes_in.dtype)
         if self.with_halo:
-            # shared nodes owned elsewhere, then the other nodes of the cells across the frontier sides
             halo_cells = getattr(self.geo_partition, "_halo_cells_np", np.zeros(0, dtype=np.int32))
             around = np.unique(table[halo_cells]) if len(halo_cells) else halo
-            around = around[around >= 0]
-            halo = np.concatenate([np.setdiff1d(nodes_in, owned), np.setdiff1d(around, nodes_in)])
+            halo = np.setdiff1d(around[around >= 0], nodes_in)
         interior = np.setdiff1d(owned, shared)
-        order = np.concatenate([interior, np.setdiff1d(owned, interior), halo])
+        order = np.concatenate([interior, np.setdiff1d(owned, interior), shared_elsewhere, halo])
         mapping = np.full(topo.node_count(), NULL_NODE_INDEX, dtype=np.int64)
         mapping[order] = np.arange(len(order))
         self._node_indices_np = order.astype(np.int32)
