@@ -126,18 +126,8 @@ _FORWARD: dict[tuple[Any, ...], Any] = {}
 
 def _forward(domain: Any, fn: Any, nargs: int) -> Any:
     """``(packed domain arg, *args) -> fn(elt_arg, *args)``."""
-    DArg = domain.IntegrandArg
-    key = (id(fn), DArg.key, nargs)
-    f = _FORWARD.get(key)
-    if f is None:
-        extra = [f"a{i}" for i in range(nargs - 1)]
-        name = f"partitioned_{getattr(fn, '__name__', 'op')}"
-        text = (f"def {name}({', '.join(['d: DArg'] + [f'{a}: Any' for a in extra])}):\n"
-                f"    return _fn({', '.join(['d.elt_arg'] + extra)})\n")
-        ns = codegen.exec_source(text, f"{name} {codegen.digest(DArg.key, nargs)}",
-                                 {"DArg": DArg, "Any": Any, "_fn": fn, "__name__": codegen.GEN_MODULE})
-        f = _FORWARD[key] = codegen.func(ns[name], "partitioned", DArg.key, getattr(fn, "__name__", ""), nargs)
-    return f
+    return codegen.forwarder(fn, domain.IntegrandArg, "elt_arg", nargs - 1,
+                             f"partitioned_{getattr(fn, '__name__', 'op')}")
 
 
 def _cells_forward(domain: Any, to_cell: Any) -> Any:

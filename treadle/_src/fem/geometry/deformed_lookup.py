@@ -15,6 +15,7 @@ import numpy as np
 import treadle as wp
 
 from ..element import Element
+from .environments import closest_cell_lookup
 
 #: reference coordinates sampled to bound a deformed cell (corners, edge midpoints, centre)
 _BOUND_POINTS = {
@@ -73,35 +74,10 @@ def lookup_funcs(ns: dict[str, Any], g: Any, element: Element, S: Any, D: int, k
         return newton_coords(args, cell_index, pos, 1)
 
     @_f
-    def lookup_in(args: CellArg, pos: vecD, env: int, filtered: int) -> SampleT:
-        best = S(1.0e30)
-        s = SampleT()
-        s.element_index = -1
-        if args.bvh_id != wp.uint64(0):
-            lo = wp.vec3()
-            for d in range(wp.static(D)):
-                lo[d] = float(pos[d])
-            query = wp.bvh_query_aabb(args.bvh_id, lo, lo)
-            cand = 0
-            while wp.bvh_query_next(query, cand):
-                if filtered == 0 or args.cell_env[cand] == env:
-                    r = cell_closest_point(args, cand, pos)
-                    if r[1] < best:
-                        best = r[1]
-                        s.element_index = cand
-                        s.element_coords = r[0]
-        if s.element_index < 0:
-            for c in range(args.cell_env.shape[0]):
-                if filtered == 0 or args.cell_env[c] == env:
-                    r = cell_closest_point(args, c, pos)
-                    if r[1] < best:
-                        best = r[1]
-                        s.element_index = c
-                        s.element_coords = r[0]
-        s.qp_index = -1
-        s.test_dof = -1
-        s.trial_dof = -1
-        return s
+    def bvh_of(args: CellArg) -> wp.uint64:
+        return args.bvh_id
+
+    lookup_in = closest_cell_lookup(CellArg, cell_closest_point, bvh_of, S, key)
 
     @_f
     def cell_lookup(args: CellArg, pos: vecD) -> SampleT:

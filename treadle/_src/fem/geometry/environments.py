@@ -303,101 +303,40 @@ def _make_tagged_funcs(base: SimpleNamespace, S: Any) -> SimpleNamespace:
     def _f(fn: Any) -> Any:
         return codegen.func(fn, *key)
 
-    def _cell_fn(name: str) -> Any:
-        fn = getattr(base, name)
-
-        def wrapped(args: CellArg, s: SampleT):
-            return fn(args.base, s)
-
-        wrapped.__name__ = f"tagged_{name}"
-        return _f(wrapped)
-
-    def _side_fn(name: str) -> Any:
-        fn = getattr(base, name)
-
-        def wrapped(args: SideArg, s: SampleT):
-            return fn(args.base, s)
-
-        wrapped.__name__ = f"tagged_{name}"
-        return _f(wrapped)
-
-    def _side_index_fn(name: str) -> Any:
-        fn = getattr(base, name)
-
-        def wrapped(args: SideArg, side: int):
-            return fn(args.base, side)
-
-        wrapped.__name__ = f"tagged_{name}"
-        return _f(wrapped)
-
-    def _side_coords_fn(name: str) -> Any:
-        fn = getattr(base, name)
-
-        def wrapped(args: SideArg, side: int, side_coords: Any):
-            return fn(args.base, side, side_coords)
-
-        wrapped.__name__ = f"tagged_{name}"
-        return _f(wrapped)
-
     out: dict[str, Any] = {"CellArg": CellArg, "SideArg": SideArg, "SideIndexArg": base.SideIndexArg,
                            "multi_environment": True, "cell_lookup": None,
                            "boundary_side_index": base.boundary_side_index}
+    # cells and sides keep their numbers: the base's functions, called with the base part of the argument
     for name in ("cell_position", "cell_deformation_gradient", "cell_inverse_deformation_gradient", "cell_measure",
                  "cell_normal"):
-        out[name] = _cell_fn(name)
-    for name in ("side_position", "side_deformation_gradient", "side_measure", "side_measure_ratio", "side_normal",
-                 "side_inner_inverse_deformation_gradient", "side_outer_inverse_deformation_gradient"):
-        out[name] = _side_fn(name)
-    for name in ("side_inner_cell_index", "side_outer_cell_index"):
-        out[name] = _side_index_fn(name)
-    for name in ("side_inner_cell_coords", "side_outer_cell_coords"):
-        out[name] = _side_coords_fn(name)
+        out[name] = codegen.forwarder(getattr(base, name), CellArg, "base", 1, f"tagged_{name}")
+    for name, n in (("side_position", 1), ("side_deformation_gradient", 1), ("side_measure", 1),
+                    ("side_measure_ratio", 1), ("side_normal", 1), ("side_inner_inverse_deformation_gradient", 1),
+                    ("side_outer_inverse_deformation_gradient", 1), ("side_inner_cell_index", 1),
+                    ("side_outer_cell_index", 1), ("side_inner_cell_coords", 2), ("side_outer_cell_coords", 2),
+                    ("side_from_cell_coords", 3)):
+        out[name] = codegen.forwarder(getattr(base, name), SideArg, "base", n, f"tagged_{name}")
 
     b_coordinates = base.cell_coordinates
     b_closest = base.cell_closest_point
     b_inner = base.side_inner_cell_index
-    b_from_cell = base.side_from_cell_coords
 
-    @_f
-    def cell_coordinates(args: CellArg, cell_index: int, pos: Any):
-        return b_coordinates(args.base, cell_index, pos)
+    cell_coordinates = codegen.forwarder(b_coordinates, CellArg, "base", 2, "tagged_cell_coordinates")
+    cell_closest_point = codegen.forwarder(b_closest, CellArg, "base", 2, "tagged_cell_closest_point")
 
-    @_f
-    def cell_closest_point(args: CellArg, cell_index: int, pos: Any):
-        return b_closest(args.base, cell_index, pos)
+    if HAS_BVH:
+        @_f
+        def bvh_of(args: CellArg) -> wp.uint64:
+            return args.base.bvh_id
+    else:
+        @_f
+        def bvh_of(args: CellArg) -> wp.uint64:
+            return wp.uint64(0)
+    lookup_in = closest_cell_lookup(CellArg, cell_closest_point, bvh_of, S, key)
 
     @_f
     def cell_lookup_env(args: CellArg, pos: Any, env: int) -> SampleT:
-        best = S(1.0e30)
-        best_cell = NULL_ELEMENT_INDEX
-        s = SampleT()
-        if wp.static(HAS_BVH):
-            if args.base.bvh_id != wp.uint64(0):
-                lo = wp.vec3()
-                for d in range(len(pos)):
-                    lo[d] = float(pos[d])
-                query = wp.bvh_query_aabb(args.base.bvh_id, lo, lo)
-                cand = 0
-                while wp.bvh_query_next(query, cand):
-                    if args.cell_env[cand] == env:
-                        r = b_closest(args.base, cand, pos)
-                        if r[1] < best:
-                            best = r[1]
-                            best_cell = cand
-                            s.element_coords = r[0]
-        if best_cell == NULL_ELEMENT_INDEX:
-            for c in range(args.cell_env.shape[0]):
-                if args.cell_env[c] == env:
-                    r = b_closest(args.base, c, pos)
-                    if r[1] < best:
-                        best = r[1]
-                        best_cell = c
-                        s.element_coords = r[0]
-        s.element_index = best_cell
-        s.qp_index = -1
-        s.test_dof = -1
-        s.trial_dof = -1
-        return s
+        return lookup_in(args, pos, env, 1)
 
     @_f
     def cell_environment(args: CellArg, s: SampleT) -> int:
@@ -408,18 +347,57 @@ def _make_tagged_funcs(base: SimpleNamespace, S: Any) -> SimpleNamespace:
         return args.cell_arg.cell_env[b_inner(args.base, s.element_index)]
 
     @_f
-    def side_from_cell_coords(args: SideArg, side: int, cell_index: int, cell_coords: Any):
-        return b_from_cell(args.base, side, cell_index, cell_coords)
-
-    @_f
     def side_to_cell_arg(args: SideArg) -> CellArg:
         return args.cell_arg
 
     out.update(cell_coordinates=cell_coordinates, cell_closest_point=cell_closest_point,
                cell_lookup_env=cell_lookup_env, cell_environment=cell_environment,
-               side_environment=side_environment, side_from_cell_coords=side_from_cell_coords,
-               side_to_cell_arg=side_to_cell_arg)
+               side_environment=side_environment, side_to_cell_arg=side_to_cell_arg)
     return SimpleNamespace(**out)
+
+
+def closest_cell_lookup(CellArg: Any, closest: Any, bvh_of: Any, S: Any, key: tuple[Any, ...]) -> Any:  # noqa: N803
+    """``(args, pos, env, filtered) -> sample``: the cell whose closest point to ``pos`` is nearest.
+
+    Candidates are the cells whose BVH boxes (``bvh_of(args)``, 0 for none) hold ``pos``, else every cell; with
+    ``filtered``, only the cells of environment ``env`` (``args.cell_env``).
+    """
+    import treadle as wp
+
+    SampleT = sample_type(S)
+
+    def lookup_in(args: CellArg, pos: Any, env: int, filtered: int) -> SampleT:
+        best = S(1.0e30)
+        s = SampleT()
+        s.element_index = NULL_ELEMENT_INDEX
+        bvh = bvh_of(args)
+        if bvh != wp.uint64(0):
+            lo = wp.vec3()
+            for d in range(len(pos)):
+                lo[d] = float(pos[d])
+            query = wp.bvh_query_aabb(bvh, lo, lo)
+            cand = 0
+            while wp.bvh_query_next(query, cand):
+                if filtered == 0 or args.cell_env[cand] == env:
+                    r = closest(args, cand, pos)
+                    if r[1] < best:
+                        best = r[1]
+                        s.element_index = cand
+                        s.element_coords = r[0]
+        if s.element_index == NULL_ELEMENT_INDEX:
+            for c in range(args.cell_env.shape[0]):
+                if filtered == 0 or args.cell_env[c] == env:
+                    r = closest(args, c, pos)
+                    if r[1] < best:
+                        best = r[1]
+                        s.element_index = c
+                        s.element_coords = r[0]
+        s.qp_index = -1
+        s.test_dof = -1
+        s.trial_dof = -1
+        return s
+
+    return codegen.func(lookup_in, "closest_cell_lookup", *key)
 
 
 def check_cell_env(owner: str, cell_env: Any, env_count: Any, cell_count: int) -> int:
