@@ -4,6 +4,9 @@ Each particle is located in a cell of the domain (from its world position by ``l
 coordinates); particles are grouped by cell, and each cell integrates over its particles with weight
 ``particle measure / cell measure`` (``1 / particle count`` of the cell when no measures are given), so that a
 constant integrates to the total particle measure. ``point_index`` is the particle's index in the input arrays.
+A particle may also span several cells (GIMP: 2d cell and coordinate arrays, with the fraction of the particle in
+each); its entries are then weighted by those fractions. Coordinates and weights are stored per entry in cell order,
+computed by kernels, so that tapes differentiate them with respect to positions and measures.
 """
 
 from types import SimpleNamespace
