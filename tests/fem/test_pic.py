@@ -66,3 +66,46 @@ def test_side_domain_is_rejected() -> None:
     geo, pts = _setup(4, 0)
     with pytest.raises(TypeError, match="cell domain"):
         fem.PicQuadrature(fem.BoundarySides(geo), wp.array(pts, dtype=wp.vec2))
+
+
+@fem.integrand
+def cell_number(s: fem.Sample):
+    return float(s.element_index)
+
+
+def test_particles_spanning_several_cells() -> None:
+    geo = fem.Grid2D(res=wp.vec2i(2))
+    cells = wp.array([[3, 1], [2, 3], [0, -1]], dtype=int)
+    coords = wp.array(np.full((3, 2, 3), 0.25, dtype=np.float32), dtype=fem.Coords)
+    frac = wp.array([[0.5, 0.5], [0.25, 0.75], [1.0, 0.0]], dtype=float)
+    pic = fem.PicQuadrature(fem.Cells(geo), (cells, coords, frac))
+    assert pic.total_point_count() == 3 and pic.evaluation_point_count() == 6
+    assert pic.max_points_per_element() == 2 and pic.active_cell_count() == 4
+    # entries grouped by cell, in input order; the unused slot (-1) is dropped
+    np.testing.assert_array_equal(pic.cell_particle_offsets.numpy(), [0, 1, 2, 3, 5])
+    np.testing.assert_array_equal(pic.cell_particle_indices.numpy()[:5], [2, 0, 1, 0, 1])
+    # weight: fraction / particles sharing the cell (no measures)
+    np.testing.assert_allclose(pic._cell_particle_fraction.numpy()[:5], [1.0, 0.5, 0.25, 0.25, 0.375])
+    ref = 0.25 * (1.0 * 0 + 0.5 * 1 + 0.25 * 2 + (0.25 + 0.375) * 3)  # cells of area 1/4
+    assert fem.integrate(cell_number, quadrature=pic) == pytest.approx(ref, rel=1e-6)
+    with pytest.raises(ValueError, match="same 1d or 2d shape"):
+        fem.PicQuadrature(fem.Cells(geo), (cells, wp.zeros(3, dtype=fem.Coords)))
+    with pytest.raises(ValueError, match="fractions"):
+        fem.PicQuadrature(fem.Cells(geo), (cells, coords, wp.zeros(3, dtype=float)))
+
+
+def test_particle_coordinates_and_weights_are_differentiable() -> None:
+    geo = fem.Grid2D(res=wp.vec2i(4), bounds_hi=wp.vec2(2.0, 1.0))  # cells of 0.5 x 0.25
+    pts = wp.array([[0.3, 0.3], [1.6, 0.1]], dtype=wp.vec2, requires_grad=True)
+    meas = wp.array([0.2, 0.4], dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        pic = fem.PicQuadrature(fem.Cells(geo), pts, measures=meas, requires_grad=True)
+    arg = pic.arg_value()
+    np.testing.assert_allclose(arg.cell_particle_fraction.numpy()[:2], np.array([0.2, 0.4]) / 0.125, rtol=1e-6)
+    arg.cell_particle_coords.grad.fill_(1.0)
+    arg.cell_particle_fraction.grad.fill_(1.0)
+    tape.backward()
+    # coords = (x - cell origin) / cell size, fraction = measure / cell area
+    np.testing.assert_allclose(pts.grad.numpy(), np.tile([1.0 / 0.5, 1.0 / 0.25], (2, 1)), rtol=1e-6)
+    np.testing.assert_allclose(meas.grad.numpy(), [8.0, 8.0], rtol=1e-6)

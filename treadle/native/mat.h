@@ -479,6 +479,49 @@ TREADLE_FUNC void adj_matrix_from_rows(const vec_t<N, T>&, const vec_t<N, T>&, c
     detail::add_row(g, 3, a3);
 }
 
+// Five or more vectors: one variadic form each way (the fixed-arity forms above stay the common case).
+template <unsigned N, typename T, typename... V>
+TREADLE_FUNC mat_t<N, 5 + sizeof...(V), T> matrix_from_cols(const vec_t<N, T>& c0, const vec_t<N, T>& c1,
+                                                             const vec_t<N, T>& c2, const vec_t<N, T>& c3,
+                                                             const vec_t<N, T>& c4, const V&... cs) {
+    const vec_t<N, T>* const v[] = {&c0, &c1, &c2, &c3, &c4, &cs...};
+    mat_t<N, 5 + sizeof...(V), T> m;
+    for (unsigned k = 0; k < 5 + sizeof...(V); ++k)
+        for (unsigned i = 0; i < N; ++i)
+            m.data[i][k] = v[k]->c[i];
+    return m;
+}
+template <unsigned N, typename T, typename... V>
+TREADLE_FUNC mat_t<5 + sizeof...(V), N, T> matrix_from_rows(const vec_t<N, T>& r0, const vec_t<N, T>& r1,
+                                                             const vec_t<N, T>& r2, const vec_t<N, T>& r3,
+                                                             const vec_t<N, T>& r4, const V&... rs) {
+    const vec_t<N, T>* const v[] = {&r0, &r1, &r2, &r3, &r4, &rs...};
+    mat_t<5 + sizeof...(V), N, T> m;
+    for (unsigned k = 0; k < 5 + sizeof...(V); ++k)
+        for (unsigned j = 0; j < N; ++j)
+            m.data[k][j] = v[k]->c[j];
+    return m;
+}
+// The adjoints take K inputs, K input adjoints and the result's adjoint: 2K + 1 arguments, walked by address (a
+// pack cannot be split in two without a helper per arity). The fixed-arity forms are more specialised, so this one
+// only serves K >= 5.
+template <unsigned N, typename T, typename... A>
+TREADLE_FUNC void adj_matrix_from_cols(const vec_t<N, T>& c0, A&... rest) {
+    constexpr unsigned K = (sizeof...(A) + 1) / 2;
+    const void* const p[] = {&c0, &rest...};
+    const mat_t<N, K, T>& g = *static_cast<const mat_t<N, K, T>*>(p[2 * K]);
+    for (unsigned k = 0; k < K; ++k)
+        detail::add_col(g, k, *static_cast<vec_t<N, T>*>(const_cast<void*>(p[K + k])));
+}
+template <unsigned N, typename T, typename... A>
+TREADLE_FUNC void adj_matrix_from_rows(const vec_t<N, T>& r0, A&... rest) {
+    constexpr unsigned K = (sizeof...(A) + 1) / 2;
+    const void* const p[] = {&r0, &rest...};
+    const mat_t<K, N, T>& g = *static_cast<const mat_t<K, N, T>*>(p[2 * K]);
+    for (unsigned k = 0; k < K; ++k)
+        detail::add_row(g, k, *static_cast<vec_t<N, T>*>(const_cast<void*>(p[K + k])));
+}
+
 // ------------------------------------------------------------------------------------------------ element access
 TREADLE_MAT_T vec_t<C, T> extract(const mat_t<R, C, T>& m, int32 i) {
     TREADLE_CHECK_COMPONENT(i, R)

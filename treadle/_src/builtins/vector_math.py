@@ -152,7 +152,7 @@ def _identity(types: Sequence[Any], consts: Sequence[Any]) -> Any:
 
 
 def _from_vectors(types: Sequence[Any], consts: Sequence[Any]) -> Any:
-    need(1 <= len(types) <= 4, "expected 1 to 4 vectors")
+    need(len(types) >= 1, "expected at least one vector")
     t = same(types)
     need(is_vector(t), f"expected vectors, got {type_str(t)}")
     return t

@@ -87,6 +87,26 @@ def exec_source(text: str, name: str, namespace: dict[str, Any]) -> dict[str, An
     return namespace
 
 
+_FORWARDERS: dict[tuple[Any, ...], Any] = {}
+
+
+def forwarder(fn: Any, arg_type: Any, attr: str, nargs: int, name: str) -> Any:
+    """A ``@wp.func`` ``name(a: arg_type, x0, ..., x{nargs-1}) -> fn(a.<attr>, x0, ...)``.
+
+    Wraps a kernel function whose first argument is a part of a larger argument struct (generic in the others).
+    """
+    key = (id(fn), arg_type.key, attr, nargs, name)
+    f = _FORWARDERS.get(key)
+    if f is None:
+        extra = [f"x{i}" for i in range(nargs)]
+        text = (f"def {name}({', '.join(['a: ArgT'] + [f'{x}: Any' for x in extra])}):\n"
+                f"    return _fn({', '.join([f'a.{attr}'] + extra)})\n")
+        ns = exec_source(text, f"{name} {digest(arg_type.key, attr, nargs)}",
+                         {"ArgT": arg_type, "Any": Any, "_fn": fn, "__name__": GEN_MODULE})
+        f = _FORWARDERS[key] = func(ns[name], "forward", arg_type.key, attr, nargs)
+    return f
+
+
 def kernel(fn: Callable[..., Any], key: str, module: str | None = None, enable_backward: bool | None = None) -> Any:
     """A :class:`treadle.Kernel` for a generated function, in its own module (compiled on its own)."""
     return wp.Kernel(fn, key=key, module=module or f"{GEN_MODULE}.{key}", enable_backward=enable_backward)

@@ -94,6 +94,34 @@ class GeometryDomain:
         return self.geometry_partition.cell_arg_value(device)
 
     @property
+    def partitioned(self) -> bool:
+        """Whether the domain covers a geometry partition (not the whole geometry).
+
+        Integrands then receive the partition's argument with the element argument (:attr:`IntegrandArg`), for
+        ``element_partition_index`` and ``partition_lookup``.
+        """
+        return not isinstance(self.geometry_partition, WholeGeometryPartition)
+
+    @property
+    def IntegrandArg(self) -> Any:  # noqa: N802
+        """Struct type a ``fem.Domain`` integrand parameter receives.
+
+        The element argument, with the partition's argument on partitioned domains (``{elt_arg, part_arg}``).
+        """
+        if not self.partitioned:
+            return self.ElementArg
+        return _packed_arg(self.ElementArg, self.geometry_partition.CellArg)
+
+    def integrand_arg_value(self, device: Any = None) -> Any:
+        """The :attr:`IntegrandArg` value on ``device``."""
+        if not self.partitioned:
+            return self.element_arg_value(device)
+        v = self.IntegrandArg()
+        v.elt_arg = self.element_arg_value(device)
+        v.part_arg = self.geometry_partition.cell_arg_value(device)
+        return v
+
+    @property
     def funcs(self) -> SimpleNamespace:
         """The domain's kernel functions (``element_index``, ``element_position``, ...)."""
         f = self.__dict__.get("_funcs")
@@ -139,6 +167,18 @@ class GeometryDomain:
 
     def _identity(self) -> Any:
         return None
+
+
+_PACKED: dict[tuple[Any, Any], Any] = {}
+
+
+def _packed_arg(element_arg: Any, partition_arg: Any) -> Any:
+    key = (element_arg.key, partition_arg.key)
+    t = _PACKED.get(key)
+    if t is None:
+        t = _PACKED[key] = codegen.struct("PartitionedDomainArg", {"elt_arg": element_arg, "part_arg": partition_arg},
+                                          *key)
+    return t
 
 
 _RATIO: dict[int, Any] = {}

@@ -62,13 +62,161 @@ def _lookup_func(geo_funcs: SimpleNamespace, S: Any) -> Any:
     return f
 
 
+class MissingOverload(FieldError):
+    """No overload of a domain operator accepts the call's arguments (reported as a code generation error)."""
+
+
+_ENV_LOOKUP: dict[int, Any] = {}
+
+
+def _env_lookup_func(geo_funcs: SimpleNamespace, S: Any) -> Any:
+    """``lookup`` on several environments.
+
+    Overloads ``(cell_arg, x, env)``, ``(cell_arg, x, guess)`` (in the guess's environment) and
+    ``(cell_arg, x, max_dist, env)``.
+    """
+    f = _ENV_LOOKUP.get(id(geo_funcs))
+    if f is not None:
+        return f
+    lookup_env = geo_funcs.cell_lookup_env
+    environment = geo_funcs.cell_environment
+    CellArg = geo_funcs.CellArg
+    SampleT = sample_type(S)
+
+    def lookup(args: CellArg, x: Any, env: int):
+        return lookup_env(args, x, env)
+
+    f = codegen.func(lookup, "env_lookup", CellArg.key)
+
+    def lookup_guess(args: CellArg, x: Any, guess: SampleT):
+        return lookup_env(args, x, environment(args, guess))
+
+    def lookup_dist(args: CellArg, x: Any, max_dist: float, env: int):
+        return lookup_env(args, x, env)
+
+    f.add_overload(_renamed(lookup_guess, "lookup"))
+    f.add_overload(_renamed(lookup_dist, "lookup"))
+    _ENV_LOOKUP[id(geo_funcs)] = f
+    return f
+
+
 def _renamed(fn: Any, name: str) -> Any:
     fn.__name__ = name
     return fn
 
 
 def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
-    """The implementation of operator ``op`` on ``domain`` (called with ``nargs`` arguments, the domain included)."""
+    """The implementation of operator ``op`` on ``domain`` (called with ``nargs`` arguments, the domain included).
+
+    On a partitioned domain the integrand's domain argument also holds the partition's: the element functions are
+    called through forwarders that pass its element part.
+    """
+    if op in ("element_partition_index", "partition_lookup"):
+        return _partition_op(domain, op, nargs)
+    res = _resolve(domain, op, nargs)
+    if not getattr(domain, "partitioned", False) or res.static or res.value is None:
+        return res
+    if op == "cells":
+        return Resolved(_cells_forward(domain, res.value), result=res.result)
+    return Resolved(_forward(domain, res.value, nargs), result=res.result)
+
+
+_FORWARD: dict[tuple[Any, ...], Any] = {}
+
+
+def _forward(domain: Any, fn: Any, nargs: int) -> Any:
+    """``(packed domain arg, *args) -> fn(elt_arg, *args)``."""
+    return codegen.forwarder(fn, domain.IntegrandArg, "elt_arg", nargs - 1,
+                             f"partitioned_{getattr(fn, '__name__', 'op')}")
+
+
+def _cells_forward(domain: Any, to_cell: Any) -> Any:
+    """``cells(domain)`` of a partitioned side domain: the cell argument, with the same partition argument."""
+    from .domain import Cells
+
+    SideD = domain.IntegrandArg
+    CellD = Cells(domain.geometry_partition).IntegrandArg
+    key = (id(to_cell), SideD.key, "cells")
+    f = _FORWARD.get(key)
+    if f is None:
+        def partitioned_cells(d: SideD) -> CellD:
+            out = CellD()
+            out.elt_arg = to_cell(d.elt_arg)
+            out.part_arg = d.part_arg
+            return out
+
+        f = _FORWARD[key] = codegen.func(partitioned_cells, "partitioned_cells", SideD.key)
+    return f
+
+
+def _partition_op(domain: Any, op: str, nargs: int) -> Resolved:
+    """``element_partition_index`` and ``partition_lookup`` (plain ``lookup`` over the whole geometry)."""
+    if not getattr(domain, "partitioned", False):
+        if op == "element_partition_index":
+            return Resolved(_identity_index())
+        return _resolve(domain, "lookup", nargs)
+    if domain.element_kind != ElementKind.CELL and op == "partition_lookup":
+        raise FieldError("fem.partition_lookup needs a cell domain: use fem.partition_lookup(fem.cells(domain), x)")
+    part = domain.geometry_partition.funcs
+    DArg = domain.IntegrandArg
+    key = (op, DArg.key, nargs)
+    f = _FORWARD.get(key)
+    if f is not None:
+        return Resolved(f)
+    if op == "element_partition_index":
+        partition_cell_index = part.partition_cell_index
+
+        def element_partition_index(d: DArg, cell_index: int) -> int:
+            return partition_cell_index(d.part_arg, cell_index)
+
+        f = codegen.func(element_partition_index, "partition_index", DArg.key)
+    else:
+        geo = domain.geometry
+        closest = geo._funcs.cell_closest_point
+        cell_count = part.cell_count
+        cell_index = part.cell_index
+        SampleT = sample_type(geo.scalar_type)
+        S = geo.scalar_type
+        extra = "".join(f", a{i}: Any" for i in range(nargs - 2))
+
+        text = (f"def partition_lookup(d: DArg, x: Any{extra}):\n"
+                "    # the closest of the partition's cells (a position on a shared boundary stays in the partition)\n"
+                "    best = S(1.0e30)\n"
+                "    s = SampleT()\n"
+                "    s.element_index = -1\n"
+                "    for i in range(cell_count(d.part_arg)):\n"
+                "        c = cell_index(d.part_arg, i)\n"
+                "        r = closest(d.elt_arg, c, x)\n"
+                "        if r[1] < best:\n"
+                "            best = r[1]\n"
+                "            s.element_index = c\n"
+                "            s.element_coords = r[0]\n"
+                "    s.qp_index = -1\n"
+                "    s.test_dof = -1\n"
+                "    s.trial_dof = -1\n"
+                "    return s\n")
+        ns = codegen.exec_source(text, f"partition_lookup {codegen.digest(DArg.key, nargs)}",
+                                 {"DArg": DArg, "Any": Any, "S": S, "SampleT": SampleT, "closest": closest,
+                                  "cell_count": cell_count, "cell_index": cell_index,
+                                  "__name__": codegen.GEN_MODULE})
+        f = codegen.func(ns["partition_lookup"], "partition_lookup", DArg.key, nargs)
+    _FORWARD[key] = f
+    return Resolved(f)
+
+
+_IDENTITY: list[Any] = []
+
+
+def _identity_index() -> Any:
+    if not _IDENTITY:
+        def element_partition_index(domain_arg: Any, cell_index: int) -> int:
+            return cell_index
+
+        _IDENTITY.append(codegen.func(element_partition_index, "whole_partition_index"))
+    return _IDENTITY[0]
+
+
+def _resolve(domain: Any, op: str, nargs: int) -> Resolved:
     geo = domain.geometry
     g = geo._funcs
     funcs = domain.funcs
@@ -85,6 +233,12 @@ def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
             raise FieldError(f"fem.{op} needs a cell domain: use fem.{op}(fem.cells(domain), x)")
         if not geo.supports_cell_lookup():
             raise FieldError(f"fem.{op}: {geo.name} was built without lookup support (build_bvh=True)")
+        if getattr(g, "multi_environment", False):
+            if nargs <= 2:
+                raise MissingOverload(f"Couldn't find function overload for 'cell_lookup' taking a position alone: "
+                                      f"{geo.name} has {geo.environment_count()} overlapping environments; pass "
+                                      f"the environment index (fem.{op}(domain, x, env)) or a guess sample")
+            return Resolved(_env_lookup_func(g, geo.scalar_type))
         return Resolved(_lookup_func(g, geo.scalar_type))
     if op == "element_coordinates":
         if not on_cells:
@@ -99,6 +253,8 @@ def resolve_domain_op(domain: Any, op: str, nargs: int) -> Resolved:
             return Resolved(None)
         return Resolved(g.side_to_cell_arg)
     if op == "environment_index":
+        if getattr(g, "multi_environment", False):
+            return Resolved(g.cell_environment if on_cells else g.side_environment)
         return Resolved(_zero_env())
     if op in ("_to_inner_cell", "_to_outer_cell", "_to_cell_side"):
         if on_cells:

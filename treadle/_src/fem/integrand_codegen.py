@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import pyast
+from ..core.errors import CodegenError
 from . import codegen
 from .field.field import FieldError, FieldLike
 from .operator import Integrand, Operator
@@ -29,6 +30,10 @@ from .types import Domain, Field, Sample, Sample_f64
 
 class IntegrandError(TypeError):
     """An integrand uses a field, domain or operator in a way its arguments do not allow."""
+
+
+class IntegrandOverloadError(CodegenError, IntegrandError):
+    """No overload of a field or domain operator accepts the arguments of a call in an integrand."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +291,7 @@ class _Rewriter:
 
     def resolve(self, call: ast.Call, op: str, target: tuple[str, Any, Any], nargs: int) -> Any:
         kind, obj, domain = target
-        from .domain_ops import resolve_domain_op, resolve_field_cells
+        from .domain_ops import MissingOverload, resolve_domain_op, resolve_field_cells
 
         try:
             if kind == "field":
@@ -294,6 +299,8 @@ class _Rewriter:
                     return resolve_field_cells(obj, domain)
                 return obj.resolve(op, domain, nargs)
             return resolve_domain_op(obj, op, nargs)
+        except MissingOverload as e:
+            raise IntegrandOverloadError(str(self.error(call, str(e)))) from None
         except (FieldError, TypeError, ValueError, NotImplementedError) as e:
             raise self.error(call, str(e)) from None
 
@@ -323,7 +330,7 @@ class _Rewriter:
                                                "converted with fem.cells() cannot be passed to other integrands")
                     specs[name] = ParamSpec("field", k[1], k[1].field_arg_type(k[2]))
                 else:
-                    specs[name] = ParamSpec("domain", k[1], k[1].ElementArg)
+                    specs[name] = ParamSpec("domain", k[1], k[1].IntegrandArg)
             elif kind == "sample":
                 specs[name] = ParamSpec("sample", None, self.domain.geometry.sample_type)
             else:
@@ -435,7 +442,7 @@ def param_spec(itg: Integrand, name: str, kind: str, arg: Any, domain: Any) -> P
     if kind == "sample":
         return ParamSpec("sample", None, domain.geometry.sample_type)
     if kind == "domain":
-        return ParamSpec("domain", domain, domain.ElementArg)
+        return ParamSpec("domain", domain, domain.IntegrandArg)
     if kind == "field":
         if not isinstance(arg, FieldLike):
             raise IntegrandError(f"integrand '{itg.func.__qualname__}': parameter '{name}' is annotated fem.Field "

@@ -319,8 +319,9 @@ def _launch_args(spec: Any, params: dict[str, ParamSpec], fields: dict[str, Any]
     head = [quadrature.arg_value(device) if not nodal else test.eval_arg_value(device),
             domain.element_arg_value(device), domain.element_index_arg_value(device)]
     # in the integrand's parameter order, as the generated kernel declares them
-    args = [fields[n].field_arg_value(domain, device) if p.kind == "field" else kernel_value(p, values[n])
-            for n, p in spec.params if p.kind in ("field", "value")]
+    args = [fields[n].field_arg_value(domain, device) if p.kind == "field" else
+            p.obj.integrand_arg_value(device) if p.kind == "domain" else kernel_value(p, values[n])
+            for n, p in spec.params if p.kind in ("field", "value") or (p.kind == "domain" and p.obj.partitioned)]
     return head, args, []
 
 

@@ -68,6 +68,11 @@ class _Source:
         for name, p in spec.params:
             if p.kind == "sample":
                 self.call_args.append("s")
+            elif p.kind == "domain" and p.obj.partitioned:
+                # partitioned domains: element and partition arguments, passed as a parameter of their own
+                self.ns[f"D_{name}"] = p.type
+                self.params.append(f"d_{name}: D_{name}")
+                self.call_args.append(f"d_{name}")
             elif p.kind == "domain":
                 self.call_args.append("dom_arg")
             elif p.kind == "field":

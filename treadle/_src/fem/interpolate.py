@@ -141,6 +141,10 @@ def _head(src_ns: dict[str, Any], spec: Any, domain: Any, lines: list[str]) -> t
     for name, p in spec.params:
         if p.kind == "sample":
             call.append("s")
+        elif p.kind == "domain" and p.obj.partitioned:
+            src_ns[f"D_{name}"] = p.type
+            params.append(f"d_{name}: D_{name}")
+            call.append(f"d_{name}")
         elif p.kind == "domain":
             call.append("dom_arg")
         elif p.kind == "field":
@@ -174,6 +178,8 @@ def _inputs(spec: Any, fields: dict[str, Any], values: dict[str, Any], domain: A
             out.append(fields[n].field_arg_value(domain, device))
         elif p.kind == "value":
             out.append(kernel_value(p, values[n]))
+        elif p.kind == "domain" and p.obj.partitioned:
+            out.append(p.obj.integrand_arg_value(device))
     return out
 
 

@@ -239,49 +239,74 @@ def inverse_qr(A: _Mat):
 
 @wp.func
 def symmetric_eigenvalues_qr(A: _Mat, tol: Any):
-    """Eigenvalues and eigenvectors of a symmetric matrix by unshifted QR iterations.
+    """Eigenvalues and eigenvectors of a symmetric matrix.
 
-    Returns ``(values, vectors)``: a vector of eigenvalues and the matrix whose columns are the eigenvectors.
-    Iterates until the off-diagonal entries fall under ``tol`` (relative to the diagonal), at most 128 times.
+    Returns ``(D, P)``: the vector of eigenvalues and the orthogonal matrix whose rows are the eigenvectors, so that
+    ``transpose(P) * diag(D) * P == A``. Cyclic Jacobi rotations (which converge for any symmetric input, clustered
+    eigenvalues included) run until the squared norm of the off-diagonal entries is at most ``tol``, for at most 32
+    sweeps; ``tol = 0`` asks for full precision.
     """
     n = len(A)
     S = type(A[0, 0])
-    V = A - A
+    P = A - A
     for i in range(n):
-        V[i, i] = S(1.0)
+        P[i, i] = S(1.0)
     T = A
-    for _it in range(128):
+    for _sweep in range(32):
         off = S(0.0)
-        diag = S(0.0)
         for i in range(n):
-            diag += T[i, i] * T[i, i]
             for j in range(n):
                 if i != j:
                     off += T[i, j] * T[i, j]
-        if off <= S(tol) * S(tol) * wp.max(diag, S(1.0e-30)):
+        if off <= S(tol):
             break
-        qr = householder_qr_decomposition(T)
-        T = qr[1] * qr[0]
-        V = V * qr[0]
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = T[p, q]
+                if apq != S(0.0):
+                    theta = (T[q, q] - T[p, p]) / (S(2.0) * apq)
+                    sgn = wp.where(theta >= S(0.0), S(1.0), S(-1.0))
+                    t = sgn / (wp.abs(theta) + wp.sqrt(theta * theta + S(1.0)))
+                    c = S(1.0) / wp.sqrt(t * t + S(1.0))
+                    s = t * c
+                    # T <- J^T T J, P <- J^T P with J the rotation of the (p, q) plane
+                    for k in range(n):
+                        tkp = T[k, p]
+                        tkq = T[k, q]
+                        T[k, p] = c * tkp - s * tkq
+                        T[k, q] = s * tkp + c * tkq
+                    for k in range(n):
+                        tpk = T[p, k]
+                        tqk = T[q, k]
+                        T[p, k] = c * tpk - s * tqk
+                        T[q, k] = s * tpk + c * tqk
+                        ppk = P[p, k]
+                        pqk = P[q, k]
+                        P[p, k] = c * ppk - s * pqk
+                        P[q, k] = s * ppk + c * pqk
+                    T[p, q] = S(0.0)
+                    T[q, p] = S(0.0)
     vals = A[0] - A[0]
     for i in range(n):
         vals[i] = T[i, i]
-    return vals, V
+    return vals, P
 
 
 @wp.func
 def tridiagonal_symmetric_eigenvalues_qr(D: _Vec, L: _Vec, Q: _Mat, tol: Any):
-    """Eigen-decomposition of the symmetric tridiagonal matrix with diagonal ``D`` and sub-diagonal ``L[1:]``.
+    """Eigen-decomposition of ``Q^T T Q``, ``T`` a symmetric tridiagonal matrix.
 
-    ``Q`` is multiplied by the eigenvector basis (pass the identity to get the eigenvectors). Returns
-    ``(values, vectors)``.
+    ``T`` has diagonal ``D`` and sub-diagonal ``L`` (``T[i + 1, i] = L[i]``; the last entry of ``L`` is unused).
+
+    Returns ``(values, P)`` with ``transpose(P) * diag(values) * P == transpose(Q) * T * Q`` (pass the identity as
+    ``Q`` to get the eigenvectors of ``T`` as the rows of ``P``).
     """
     n = len(D)
     A = Q - Q
     for i in range(n):
         A[i, i] = D[i]
-        if i > 0:
-            A[i, i - 1] = L[i]
-            A[i - 1, i] = L[i]
+        if i + 1 < n:
+            A[i + 1, i] = L[i]
+            A[i, i + 1] = L[i]
     r = symmetric_eigenvalues_qr(A, tol)
-    return r[0], Q * r[1]
+    return r[0], r[1] * Q

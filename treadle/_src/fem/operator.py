@@ -204,7 +204,7 @@ def element_partition_index(domain: Domain, cell_index: int) -> int:
 
 @_op("domain")
 def environment_index(domain: Domain, s: Sample) -> int:
-    """Environment of the sample (always 0: geometries here have one environment)."""
+    """Environment of the sample (0 on geometries with a single environment)."""
 
 
 @_op("any", field_result=lambda x: x)

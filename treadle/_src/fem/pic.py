@@ -4,6 +4,9 @@ Each particle is located in a cell of the domain (from its world position by ``l
 coordinates); particles are grouped by cell, and each cell integrates over its particles with weight
 ``particle measure / cell measure`` (``1 / particle count`` of the cell when no measures are given), so that a
 constant integrates to the total particle measure. ``point_index`` is the particle's index in the input arrays.
+A particle may also span several cells (GIMP: 2d cell and coordinate arrays, with the fraction of the particle in
+each); its entries are then weighted by those fractions. Coordinates and weights are stored per entry in cell order,
+computed by kernels, so that tapes differentiate them with respect to positions and measures.
 """
 
 from types import SimpleNamespace
@@ -24,14 +27,21 @@ class PicQuadrature(Quadrature):
 
     Args:
         domain: a cell domain.
-        positions: world positions (an array of vectors), or a tuple ``(cell indices, coordinates)``.
+        positions: world positions (an array of vectors, located with ``lookup``); or a tuple ``(cell indices,
+            coordinates)`` or ``(cell indices, coordinates, fractions)``. Tuple arrays are 1d (one cell per
+            particle) or 2d of shape ``(particles, k)``: each particle then spans ``k`` cells (GIMP), a negative
+            cell index marking an unused slot, and ``fractions`` gives the share of the particle in each cell.
         measures: measure (area or volume) of each particle; ``None``: each cell's measure shared equally.
-        env_indices: not supported (must be ``None``).
+        env_indices: environment of each particle (geometries with several environments): positions are looked up
+            among that environment's cells only.
         requires_grad: whether the particles' coordinates and weights get gradients.
         max_dist: unused (positions outside the geometry snap to the closest cell).
-        use_domain_element_indices: cell indices of a ``(cells, coords)`` tuple are domain element numbers.
+        use_domain_element_indices: cell indices of a tuple are domain element numbers.
         temporary_store: unused (accepted for compatibility).
 
+    A particle's weight in a cell is its fraction there times ``measure / cell measure`` (``1 / particle count`` of
+    the cell without measures). ``qp_index`` is the particle's index; ``evaluation_point_count()`` counts the
+    (particle, cell) pairs.
     """
 
     def __init__(self, domain: GeometryDomain, positions: Any, measures: Any = None, env_indices: Any = None,
@@ -40,56 +50,86 @@ class PicQuadrature(Quadrature):
         super().__init__(domain)
         if domain.element_kind.value != 0:
             raise TypeError("PicQuadrature needs a cell domain")
-        if env_indices is not None:
-            raise NotImplementedError("PicQuadrature: environments (env_indices) are not supported")
         geo = domain.geometry
         S = geo.scalar_type
         Coords = coords_type(S)
         self._requires_grad = requires_grad
         device = (positions[0] if isinstance(positions, tuple) else positions).device
+        fractions = None
         if isinstance(positions, tuple):
+            if len(positions) not in (2, 3):
+                raise ValueError("PicQuadrature: a positions tuple is (cell indices, coordinates[, fractions])")
             cells, coords = positions[0], positions[1]
-            if cells.ndim != 1:
-                raise NotImplementedError("PicQuadrature: particles spanning several cells (2d arrays) are not "
-                                          "supported")
-            cell_np = cells.numpy().astype(np.int64)
+            fractions = positions[2] if len(positions) == 3 else None
+            if cells.ndim not in (1, 2) or tuple(coords.shape) != tuple(cells.shape):
+                raise ValueError(f"PicQuadrature: cell indices (shape {tuple(cells.shape)}) and coordinates (shape "
+                                 f"{tuple(coords.shape)}) must have the same 1d or 2d shape")
+            if fractions is not None and tuple(fractions.shape) != tuple(cells.shape):
+                raise ValueError(f"PicQuadrature: fractions (shape {tuple(fractions.shape)}) must have the shape of "
+                                 f"the cell indices {tuple(cells.shape)}")
+            n = int(cells.shape[0])
+            k = 1 if cells.ndim == 1 else int(cells.shape[1])
+            cell_np = cells.numpy().reshape(-1).astype(np.int64)
             if use_domain_element_indices:
                 idx = _domain_elements(domain, device)
-                cell_np = idx[cell_np]
-            coords_arr = coords if coords.dtype == Coords else wp.array(coords.numpy(), dtype=Coords, device=device)
+                cell_np = np.where(cell_np >= 0, idx[np.maximum(cell_np, 0)] if len(idx) else -1, -1)
+            flat_coords = coords.flatten() if coords.ndim == 2 else coords
+            coords_arr = flat_coords if coords.dtype == Coords else wp.array(flat_coords.numpy(), dtype=Coords,
+                                                                             device=device)
+            if fractions is not None:
+                fractions = fractions.flatten() if fractions.ndim == 2 else fractions
         else:
-            n = positions.shape[0]
+            n = int(positions.shape[0])
+            k = 1
+            env = _env_indices(geo, env_indices, n, device)
             cell_arr = wp.zeros(n, dtype=int, device=device)
             coords_arr = wp.zeros(n, dtype=Coords, device=device, requires_grad=requires_grad)
-            wp.launch(_locate_kernel(geo), dim=n, inputs=[geo.cell_arg_value(device), positions, cell_arr, coords_arr],
-                      device=device)
+            if env is None:
+                wp.launch(_locate_kernel(geo), dim=n, inputs=[geo.cell_arg_value(device), positions, cell_arr,
+                                                              coords_arr], device=device)
+            else:
+                wp.launch(_locate_env_kernel(geo), dim=n, inputs=[geo.cell_arg_value(device), positions, env,
+                                                                  cell_arr, coords_arr], device=device)
             cell_np = cell_arr.numpy().astype(np.int64)
-        n = len(cell_np)
-        # particles grouped by domain element (partition cells outside the domain are dropped)
+        if measures is not None and measures.shape[0] != n:
+            raise ValueError(f"PicQuadrature: measures has {measures.shape[0]} entries for {n} particles")
+        m = n * k
+        # (particle, cell) entries grouped by domain element, stably; entries outside the domain go to the tail
         elem_of_cell = _element_of_cell(domain, device)
-        elem = elem_of_cell[cell_np] if n else np.zeros(0, dtype=np.int64)
+        valid = cell_np >= 0
+        elem = np.where(valid, elem_of_cell[np.maximum(cell_np, 0)], -1) if m else np.zeros(0, dtype=np.int64)
         keep = elem >= 0
         order = np.argsort(np.where(keep, elem, domain.element_count()), kind="stable")
-        order = order[keep[order]]
-        counts = np.bincount(elem[order], minlength=domain.element_count())
+        kept = int(np.count_nonzero(keep))
+        counts = np.bincount(elem[order[:kept]], minlength=domain.element_count())
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        particle = np.where(np.arange(m) < kept, order // k, -1).astype(np.int32)
         self._n = n
+        self._m = m
         self._max = int(counts.max()) if len(counts) else 0
         self.cell_particle_offsets = wp.array(offsets, dtype=int, device=device)
-        self.cell_particle_indices = wp.array(order.astype(np.int32), dtype=int, device=device)
-        self.particle_coords = coords_arr
-        self.particle_cells = wp.array(cell_np.astype(np.int32), dtype=int, device=device)
-        # weights: measure / cell measure, or 1 / count
-        weights = wp.zeros(n, dtype=S, device=device, requires_grad=requires_grad)
-        if n:
-            if measures is None:
-                per = (1.0 / np.maximum(counts, 1))[elem].astype(wp.dtype_to_numpy(S))
-                per[~keep] = 0.0
-                weights.assign(per)
-            else:
-                wp.launch(_weight_kernel(geo), dim=n, inputs=[geo.cell_arg_value(device), self.particle_cells,
-                                                              coords_arr, measures, weights], device=device)
-        self.particle_fraction = weights
+        self.cell_particle_indices = wp.array(particle, dtype=int, device=device)
+        inv_count = np.zeros(m, dtype=wp.dtype_to_numpy(S))
+        if kept:
+            inv_count[order[:kept]] = (1.0 / counts[elem[order[:kept]]])
+        self._cell_particle_coords = wp.zeros(max(m, 1), dtype=Coords, device=device, requires_grad=requires_grad)
+        self._cell_particle_fraction = wp.zeros(max(m, 1), dtype=S, device=device, requires_grad=requires_grad)
+        if kept:
+            S_np = wp.dtype_to_numpy(S)
+            one = wp.array(np.ones(1, dtype=S_np), dtype=S, device=device)
+            meas = one if measures is None else measures
+            if meas.dtype != S:
+                meas = wp.array(meas.numpy().astype(S_np), dtype=S, device=device)
+            frac = one if fractions is None else fractions
+            if frac.dtype != S:
+                frac = wp.array(frac.numpy().astype(S_np), dtype=S, device=device)
+            wp.launch(_gather_kernel(geo), dim=kept,
+                      inputs=[geo.cell_arg_value(device), wp.array(order[:kept].astype(np.int32), dtype=int,
+                                                                   device=device),
+                              wp.array(cell_np.astype(np.int32), dtype=int, device=device), coords_arr, frac,
+                              meas, wp.array(inv_count, dtype=S, device=device), k,
+                              int(fractions is not None), int(measures is not None),
+                              self._cell_particle_coords, self._cell_particle_fraction], device=device)
         self.funcs = _pic_funcs(S)
 
     @property
@@ -98,29 +138,53 @@ class PicQuadrature(Quadrature):
         return "Pic"
 
     def max_points_per_element(self) -> int:
-        """The most particles in one cell."""
+        """The most (particle, cell) entries in one cell."""
         return self._max
 
     def total_point_count(self) -> int:
-        """Number of particles."""
+        """Number of particles (the range of ``qp_index``)."""
         return self._n
+
+    def evaluation_point_count(self) -> int:
+        """Number of (particle, cell) entries: particles times cells per particle."""
+        return self._m
 
     def active_cell_count(self) -> int:
         """Cells holding at least one particle."""
         return int(np.count_nonzero(np.diff(self.cell_particle_offsets.numpy())))
 
     def fill_arg(self, arg: Any, device: Any) -> None:
-        """Offsets, particle lists, coordinates and weights."""
-        arg.offsets = self.cell_particle_offsets.to(device)
-        arg.indices = self.cell_particle_indices.to(device)
-        arg.coords = self.particle_coords.to(device)
-        arg.weights = self.particle_fraction.to(device)
+        """Offsets, particle lists, coordinates and weights, in cell order."""
+        arg.cell_particle_offsets = self.cell_particle_offsets.to(device)
+        arg.cell_particle_indices = self.cell_particle_indices.to(device)
+        arg.cell_particle_coords = self._cell_particle_coords.to(device)
+        arg.cell_particle_fraction = self._cell_particle_fraction.to(device)
 
     def arg_value(self, device: Any = None) -> Any:
         """Rebuilt at each call (the particle arrays may be differentiated)."""
         arg = self.Arg()
         self.fill_arg(arg, wp.get_device(device))
         return arg
+
+
+def _env_indices(geo: Any, env_indices: Any, n: int, device: Any) -> Any:
+    """The particles' environments as an int32 array (``None`` for single-environment geometries)."""
+    env_count = geo.environment_count() if hasattr(geo, "environment_count") else 1
+    if env_indices is None:
+        if env_count > 1:
+            raise ValueError(f"PicQuadrature: {geo.name} has {env_count} environments: pass the particles' "
+                             "environment indices (env_indices)")
+        return None
+    if env_indices.ndim != 1 or env_indices.shape[0] != n:
+        raise ValueError(f"PicQuadrature: env_indices must have one entry per particle position ({n}), got shape "
+                         f"{tuple(env_indices.shape)}")
+    dt = env_indices.dtype
+    kind = "" if hasattr(dt, "_shape_") else np.dtype(wp.dtype_to_numpy(dt)).kind
+    if kind not in ("i", "u"):
+        raise ValueError(f"PicQuadrature: env_indices must have an integer dtype, got {env_indices.dtype.__name__}")
+    if env_count <= 1:
+        return None
+    return wp.array(env_indices.numpy().astype(np.int32), dtype=int, device=device)
 
 
 def _domain_elements(domain: GeometryDomain, device: Any) -> np.ndarray:
@@ -177,9 +241,30 @@ def _locate_kernel(geo: Any) -> Any:
     return k
 
 
-def _weight_kernel(geo: Any) -> Any:
+def _locate_env_kernel(geo: Any) -> Any:
     g = geo._funcs
-    key = ("weight", id(g))
+    key = ("locate_env", id(g))
+    k = _K.get(key)
+    if k is None:
+        CellArg = g.CellArg
+        Coords = geo.coords_type
+        vec = wp.types.vector(geo.dimension, geo.scalar_type)
+        lookup = g.cell_lookup_env
+
+        def locate_particles_env(arg: CellArg, pos: wp.array(dtype=vec), env: wp.array(dtype=int),
+                                 cells: wp.array(dtype=int), coords: wp.array(dtype=Coords)):
+            i = wp.tid()
+            s = lookup(arg, pos[i], env[i])
+            cells[i] = s.element_index
+            coords[i] = s.element_coords
+
+        k = _K[key] = codegen.kernel(locate_particles_env, key=f"pic_locate_env_{codegen.digest(CellArg.key)}")
+    return k
+
+
+def _gather_kernel(geo: Any) -> Any:
+    g = geo._funcs
+    key = ("gather", id(g))
     k = _K.get(key)
     if k is None:
         CellArg = g.CellArg
@@ -188,16 +273,25 @@ def _weight_kernel(geo: Any) -> Any:
         SampleT = geo.sample_type
         measure = g.cell_measure
 
-        def particle_weights(arg: CellArg, cells: wp.array(dtype=int), coords: wp.array(dtype=Coords),
-                             measures: wp.array(dtype=Any), out: wp.array(dtype=S)):
-            i = wp.tid()
-            s = SampleT()
-            s.element_index = cells[i]
-            s.element_coords = coords[i]
-            if cells[i] >= 0:
-                out[i] = S(measures[i]) / measure(arg, s)
+        def pic_gather(arg: CellArg, order: wp.array(dtype=int), cells: wp.array(dtype=int),
+                       coords: wp.array(dtype=Coords), fractions: wp.array(dtype=S), measures: wp.array(dtype=S),
+                       inv_count: wp.array(dtype=S), per_particle: int, with_fractions: int, with_measures: int,
+                       out_coords: wp.array(dtype=Coords), out_fraction: wp.array(dtype=S)):
+            j = wp.tid()
+            e = order[j]
+            c = coords[e]
+            out_coords[j] = c
+            w = inv_count[e]
+            if with_measures != 0:
+                s = SampleT()
+                s.element_index = cells[e]
+                s.element_coords = c
+                w = measures[e // per_particle] / measure(arg, s)
+            if with_fractions != 0:
+                w = w * fractions[e]
+            out_fraction[j] = w
 
-        k = _K[key] = codegen.kernel(particle_weights, key=f"pic_weights_{codegen.digest(CellArg.key)}")
+        k = _K[key] = codegen.kernel(pic_gather, key=f"pic_gather_{codegen.digest(CellArg.key)}")
     return k
 
 
@@ -209,24 +303,29 @@ def _pic_funcs(S: Any) -> SimpleNamespace:
     if f is not None:
         return f
     Coords = coords_type(S)
-    Arg = codegen.struct("PicQuadratureArg", {"offsets": wp.array(dtype=int), "indices": wp.array(dtype=int),
-                                              "coords": wp.array(dtype=Coords), "weights": wp.array(dtype=S)},
+    Arg = codegen.struct("PicQuadratureArg", {"cell_particle_offsets": wp.array(dtype=int),
+                                              "cell_particle_indices": wp.array(dtype=int),
+                                              "cell_particle_coords": wp.array(dtype=Coords),
+                                              "cell_particle_fraction": wp.array(dtype=S)},
                          codegen.type_key(S))
     key = ("pic", codegen.type_key(S))
 
     def point_count(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int) -> int:
-        return qp_arg.offsets[domain_element + 1] - qp_arg.offsets[domain_element]
+        return qp_arg.cell_particle_offsets[domain_element + 1] - qp_arg.cell_particle_offsets[domain_element]
 
     def point_coords(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> Coords:
-        return qp_arg.coords[qp_arg.indices[qp_arg.offsets[domain_element] + q]]
+        return qp_arg.cell_particle_coords[qp_arg.cell_particle_offsets[domain_element] + q]
 
     def point_weight(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> S:
-        return qp_arg.weights[qp_arg.indices[qp_arg.offsets[domain_element] + q]]
+        return qp_arg.cell_particle_fraction[qp_arg.cell_particle_offsets[domain_element] + q]
 
     def point_index(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> int:
-        return qp_arg.indices[qp_arg.offsets[domain_element] + q]
+        return qp_arg.cell_particle_indices[qp_arg.cell_particle_offsets[domain_element] + q]
+
+    def point_evaluation_index(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> int:
+        return qp_arg.cell_particle_offsets[domain_element] + q
 
     f = SimpleNamespace(Arg=Arg, **{fn.__name__: codegen.func(fn, *key) for fn in (
-        point_count, point_coords, point_weight, point_index)})
+        point_count, point_coords, point_weight, point_index, point_evaluation_index)})
     _FUNCS[S] = f
     return f

@@ -236,7 +236,8 @@ class NodalQuadrature(Quadrature):
         domain: the domain.
         space: a function space (its basis is used).
         basis_space: a basis space, instead of ``space``.
-        space_partition: the partition whose node numbers are the point indices (the whole space by default).
+        space_partition: the partition whose nodes are visited (that of the domain's geometry partition by default);
+            point indices are space node numbers.
 
     """
 
@@ -269,8 +270,8 @@ class NodalQuadrature(Quadrature):
         return self.space.topology.MAX_NODES_PER_ELEMENT * (2 if self.domain.element_kind.value else 1)
 
     def total_point_count(self) -> int:
-        """Nodes of the partition."""
-        return self.space_partition.node_count()
+        """Nodes of the space (point indices are space node numbers)."""
+        return self.space.node_count()
 
     def fill_arg(self, arg: Any, device: Any) -> None:
         """The space's topology and partition."""
@@ -295,7 +296,7 @@ def _nodal_quadrature_funcs(test: Any, domain: GeometryDomain) -> SimpleNamespac
     FieldArg = dom.FieldArg
     Arg = test._cell.EvalArg
     count = dom.element_node_count
-    pnode = dom.element_partition_node
+    snode = dom.element_space_node
     ncoords = nf.node_coords
     nweight = nf.node_weight
     S = domain.geometry.scalar_type
@@ -333,7 +334,8 @@ def _nodal_quadrature_funcs(test: Any, domain: GeometryDomain) -> SimpleNamespac
 
     @_f
     def point_index(elt_arg: Any, qp_arg: Arg, domain_element: int, element: int, q: int) -> int:
-        return pnode(field_arg(elt_arg, qp_arg), element, q)
+        # the node's space number (fem.node_partition_index gives its number in a field's partition)
+        return snode(field_arg(elt_arg, qp_arg), element, q)
 
     f = SimpleNamespace(Arg=Arg, point_count=point_count, point_coords=point_coords, point_weight=point_weight,
                         point_index=point_index)

@@ -313,6 +313,10 @@ class NonconformingField(_DomainField):
 
         if not isinstance(field, DiscreteField):
             raise TypeError(f"NonconformingField: field must be a DiscreteField, got {type(field).__name__}")
+        envs = [getattr(g, "environment_count", lambda: 1)() for g in (self.domain.geometry, field.geometry)]
+        if envs[0] != envs[1]:
+            raise ValueError(f"NonconformingField: the domain's and the field's geometries need matching environment "
+                             f"counts (a sample is looked up in its own environment), got {envs[0]} and {envs[1]}")
         self.field = field
         self.dtype = field.dtype
         self.background = field.dtype(background) if not isinstance(background, field.dtype) else background
@@ -371,7 +375,7 @@ class NonconformingField(_DomainField):
         def make() -> Any:
             FieldArg = field_arg_struct(domain, self._eval_struct)
             position = domain.funcs.element_position
-            lookup = self.field.geometry._funcs.cell_lookup
+            lookup = _sample_lookup(domain, self.field.geometry._funcs)
             closest = self.field.geometry._funcs.cell_closest_point
             measure = self.field.geometry._funcs.cell_measure
             fn = getattr(self.field._cell, cell_fn)
@@ -380,7 +384,7 @@ class NonconformingField(_DomainField):
 
             def nonconforming(fa: FieldArg, s: Any):
                 x = position(fa.elt_arg, s)
-                cs = lookup(fa.eval_arg.cell_arg, x)
+                cs = lookup(fa.elt_arg, fa.eval_arg.cell_arg, s, x)
                 r = closest(fa.eval_arg.cell_arg, cs.element_index, x)
                 size = measure(fa.eval_arg.cell_arg, cs)
                 h = wp.pow(type(size)(size), type(size)(1.0 / float(wp.static(dim))))
@@ -397,6 +401,33 @@ class NonconformingField(_DomainField):
             return codegen.func(nonconforming, *key, FieldArg.key)
 
         return Resolved(_memo(key, make))
+
+
+def _sample_lookup(domain: Any, src: Any) -> Any:
+    """``(elt_arg, cell_arg, s, x) -> sample``: ``x`` looked up in the source geometry.
+
+    With several environments, the lookup stays in the environment of ``s``.
+    """
+    dom = domain.geometry._funcs
+    multi = getattr(src, "multi_environment", False)
+    key = ("nonconforming_lookup", id(dom), id(src), domain.element_kind, multi)
+
+    def make() -> Any:
+        if multi:
+            env_of = dom.cell_environment if domain.element_kind == ElementKind.CELL else dom.side_environment
+            lookup_env = src.cell_lookup_env
+
+            def sample_lookup(elt_arg: Any, cell_arg: Any, s: Any, x: Any):
+                return lookup_env(cell_arg, x, env_of(elt_arg, s))
+        else:
+            lookup = src.cell_lookup
+
+            def sample_lookup(elt_arg: Any, cell_arg: Any, s: Any, x: Any):
+                return lookup(cell_arg, x)
+        return codegen.func(sample_lookup, "nonconforming_lookup", dom.CellArg.key, src.CellArg.key,
+                            int(domain.element_kind.value), multi)
+
+    return _memo(key, make)
 
 
 __all__ = ["ImplicitField", "NonconformingField", "SimpleNamespace", "UniformField"]

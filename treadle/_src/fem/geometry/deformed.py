@@ -9,10 +9,13 @@ side normals follow ``G^{-T} n`` and side measures ``|det G| |G^{-T} n|`` (Nanso
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 import treadle as wp
 
 from .. import codegen
 from ..types import coords_type, sample_type
+from .deformed_lookup import cell_bounds, lookup_funcs
 from .geometry import Geometry, mat_type, vec_type
 from .sides import side_sample_funcs
 
@@ -74,8 +77,9 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
     SampleT = sample_type(S)
     Coords = coords_type(S)
     ckey = ("deformed", g.CellArg.key, EvalArg.key, relative)
-    CellArg = codegen.struct("DeformedCellArg", {"base": g.CellArg, "field": EvalArg}, *ckey)
-    SideArg = codegen.struct("DeformedSideArg", {"base": g.SideArg, "field": EvalArg}, *ckey)
+    lookup_fields = {"bvh_id": wp.uint64, "cell_env": wp.array(dtype=int)}
+    CellArg = codegen.struct("DeformedCellArg", {"base": g.CellArg, "field": EvalArg, **lookup_fields}, *ckey)
+    SideArg = codegen.struct("DeformedSideArg", {"base": g.SideArg, "field": EvalArg, **lookup_fields}, *ckey)
     SideIndexArg = g.SideIndexArg
     sides = side_sample_funcs(g)
     REL = relative
@@ -142,17 +146,14 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
         else:
             return vecD()
 
-    @_f
-    def cell_coordinates(args: CellArg, cell_index: int, pos: vecD):
-        return g.cell_coordinates(args.base, cell_index, pos)
-
-    @_f
-    def cell_closest_point(args: CellArg, cell_index: int, pos: vecD):
-        return g.cell_closest_point(args.base, cell_index, pos)
-
-    @_f
-    def cell_lookup(args: CellArg, pos: vecD) -> SampleT:
-        return g.cell_lookup(args.base, pos)
+    found = lookup_funcs(dict(locals()), g, base.reference_cell(), S, D, ckey)
+    cell_coordinates = found["cell_coordinates"]
+    cell_closest_point = found["cell_closest_point"]
+    cell_lookup = None if getattr(g, "multi_environment", False) else found["cell_lookup"]
+    cell_lookup_env = found["cell_lookup_env"]
+    cell_environment = found["cell_environment"]
+    side_environment = found["side_environment"]
+    multi_environment = getattr(g, "multi_environment", False)
 
     # sides: the side-to-cell reference map is affine; its columns come from two or three evaluations
     VecC = vec_type(C, S)
@@ -274,6 +275,8 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
         c = CellArg()
         c.base = g.side_to_cell_arg(args.base)
         c.field = args.field
+        c.bvh_id = args.bvh_id
+        c.cell_env = args.cell_env
         return c
 
     @_f
@@ -286,7 +289,8 @@ def deformed_funcs(base: Any, field: Any, relative: bool) -> SimpleNamespace:
 
     boundary_side_index = g.boundary_side_index
     del _f
-    f = SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("f", "base", "field", "g", "key")})
+    f = SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("f", "base", "field", "g", "key", "found",
+                                                                        "lookup_fields")})
     _CACHE[key] = f
     return f
 
@@ -298,7 +302,7 @@ class DeformedGeometry(Geometry):
         field: a vector :class:`DiscreteField` or :class:`ImplicitField` (with ``grad_func``) on the base geometry,
             of the geometry's dimension.
         relative: whether the field is a displacement (``x + u(x)``) or the new position (``u(x)``).
-        build_bvh: unused (lookups use the base geometry's cells).
+        build_bvh: build the BVH of the deformed cells right away (see :meth:`build_bvh`).
 
     """
 
@@ -313,6 +317,10 @@ class DeformedGeometry(Geometry):
         self.relative = bool(relative)
         self.dimension = base.dimension
         self._funcs = deformed_funcs(base, field, self.relative)
+        self._groups: dict[str, Any] = {}
+        self._bvh = None
+        if build_bvh:
+            self.build_bvh(field.dof_values.device if hasattr(field, "dof_values") else None)
 
     @property
     def name(self) -> str:
@@ -348,18 +356,56 @@ class DeformedGeometry(Geometry):
         return self.base.cell_vertex_table()
 
     def supports_cell_lookup(self, device: Any = None) -> bool:
-        """Lookups by deformed position are not available."""
-        return False
+        """Lookups by deformed position work (faster once :meth:`build_bvh` was called)."""
+        return True
+
+    def environment_count(self) -> int:
+        """The base geometry's environment count."""
+        return getattr(self.base, "environment_count", lambda: 1)()
+
+    def cell_environments(self) -> np.ndarray:
+        """The base geometry's cell environments."""
+        envs = getattr(self.base, "cell_environments", None)
+        return envs() if envs is not None else np.zeros(self.cell_count(), dtype=np.int64)
+
+    def cell_bvh_groups(self, device: Any = None) -> Any:
+        """The BVH group (environment) of each cell."""
+        key = str(wp.get_device(device))
+        groups = self._groups.get(key)
+        if groups is None:
+            groups = self._groups[key] = wp.array(self.cell_environments().astype(np.int32), dtype=int,
+                                                  device=device)
+        return groups
+
+    def build_bvh(self, device: Any = None) -> None:
+        """Build the BVH of the deformed cells' bounds that speeds up ``fem.lookup`` (again after the field moves)."""
+        dev = wp.get_device(device)
+        self._bvh = None
+        lo, hi = cell_bounds(self, dev)
+        self._bvh_lo = wp.array(lo.astype(np.float32), dtype=wp.vec3, device=dev)
+        self._bvh_hi = wp.array(hi.astype(np.float32), dtype=wp.vec3, device=dev)
+        self._bvh = wp.Bvh(self._bvh_lo, self._bvh_hi)
+
+    def update_bvh(self, device: Any = None) -> None:
+        """Rebuild the BVH after the deformation changed."""
+        self.build_bvh(device)
+
+    def _fill_lookup(self, arg: Any, device: Any) -> None:
+        bvh = getattr(self, "_bvh", None)
+        arg.bvh_id = wp.uint64(0 if bvh is None else int(bvh.id))
+        arg.cell_env = self.cell_bvh_groups(device)
 
     def fill_cell_arg(self, arg: Any, device: Any) -> None:
-        """The base cell argument and the field's argument."""
+        """The base cell argument, the field's argument and the lookup data."""
         arg.base = self.base.cell_arg_value(device)
         arg.field = self.field.eval_arg_value(device)
+        self._fill_lookup(arg, device)
 
     def fill_side_arg(self, arg: Any, device: Any) -> None:
-        """The base side argument and the field's argument."""
+        """The base side argument, the field's argument and the lookup data."""
         arg.base = self.base.side_arg_value(device)
         arg.field = self.field.eval_arg_value(device)
+        self._fill_lookup(arg, device)
 
     def fill_side_index_arg(self, arg: Any, device: Any) -> None:
         """The base geometry's boundary enumeration."""

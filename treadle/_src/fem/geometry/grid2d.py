@@ -19,6 +19,7 @@ import treadle as wp
 from .. import codegen
 from ..element import Element
 from ..types import NULL_ELEMENT_INDEX, OUTSIDE, coords_type, sample_type
+from .environments import ReplicatedEnvironments
 from .geometry import Geometry, mat_type, vec_type
 
 
@@ -244,7 +245,7 @@ def grid2d_funcs(S: Any) -> SimpleNamespace:
     return SimpleNamespace(**{k: v for k, v in locals().items() if not k.startswith("_") or k == "_side_decode"})
 
 
-class Grid2D(Geometry):
+class Grid2D(ReplicatedEnvironments, Geometry):
     """A regular 2D grid of ``res[0] x res[1]`` rectangular cells between ``bounds_lo`` and ``bounds_hi``.
 
     Args:
@@ -252,7 +253,8 @@ class Grid2D(Geometry):
         bounds_lo: lower corner (default ``(0, 0)``).
         bounds_hi: upper corner (default ``(1, 1)``).
         scalar_type: precision of positions (``wp.float32`` or ``wp.float64``).
-        env_count: number of environments (only 1 is supported).
+        env_count: number of environments: copies of the grid, overlapping in space, numbered one after
+            the other (see :mod:`.environments`).
 
     """
 
@@ -261,8 +263,6 @@ class Grid2D(Geometry):
     def __init__(self, res: Any, bounds_lo: Any = None, bounds_hi: Any = None, scalar_type: Any = wp.float32,
                  env_count: int = 1) -> None:
         super().__init__(scalar_type)
-        if env_count != 1:
-            raise NotImplementedError("Grid2D: only env_count=1 is supported")
         r = tuple(int(v) for v in res)
         if len(r) != 2 or min(r) < 1:
             raise ValueError(f"Grid2D: res must be two positive integers, got {res!r}")
@@ -271,13 +271,18 @@ class Grid2D(Geometry):
         hi = np.ones(2) if bounds_hi is None else np.array([float(v) for v in bounds_hi])
         if np.any(hi <= lo):
             raise ValueError(f"Grid2D: bounds_hi {tuple(hi)} must exceed bounds_lo {tuple(lo)}")
-        self._funcs = grid2d_funcs(scalar_type)
+        self._set_environments(env_count, grid2d_funcs(scalar_type))
         vec2 = vec_type(2, scalar_type)
         self.bounds_lo = vec2(*lo)
         self.bounds_hi = vec2(*hi)
         self.cell_size = vec2(*((hi - lo) / np.array(r)))
         self.origin = self.bounds_lo
         self.extents = vec2(*(hi - lo))
+
+    @property
+    def name(self) -> str:
+        """``Grid2D`` (``_f64``, ``_env<n>``)."""
+        return self._env_name(super().name)
 
     def reference_cell(self) -> Element:
         """Squares."""
@@ -287,38 +292,40 @@ class Grid2D(Geometry):
         """Segments."""
         return Element.LINE_SEGMENT
 
-    def cell_count(self) -> int:
+    def _base_cell_count(self) -> int:
         """``res[0] * res[1]``."""
         return int(self.res[0]) * int(self.res[1])
 
-    def vertex_count(self) -> int:
+    def _base_vertex_count(self) -> int:
         """``(res[0] + 1) * (res[1] + 1)``."""
         return (int(self.res[0]) + 1) * (int(self.res[1]) + 1)
 
-    def side_count(self) -> int:
+    def _base_side_count(self) -> int:
         """Vertical plus horizontal sides."""
         nx, ny = int(self.res[0]), int(self.res[1])
         return (nx + 1) * ny + nx * (ny + 1)
 
-    def boundary_side_count(self) -> int:
+    def _base_boundary_side_count(self) -> int:
         """``2 * (res[0] + res[1])``."""
         return 2 * (int(self.res[0]) + int(self.res[1]))
 
-    def fill_cell_arg(self, arg: Any, device: Any) -> None:
+    def _fill_base_cell_arg(self, arg: Any, device: Any) -> None:
         """Resolution, cell size and origin."""
         arg.res = self.res
         arg.cell_size = self.cell_size
         arg.origin = self.origin
 
-    def fill_side_arg(self, arg: Any, device: Any) -> None:
-        """The cell argument."""
-        arg.cell_arg = self.cell_arg_value(device)
+    def _fill_base_side_arg(self, arg: Any, device: Any) -> None:
+        """The cell argument (of one environment)."""
+        cell_arg = self._base_funcs.CellArg()
+        self._fill_base_cell_arg(cell_arg, device)
+        arg.cell_arg = cell_arg
 
-    def fill_side_index_arg(self, arg: Any, device: Any) -> None:
+    def _fill_base_side_index_arg(self, arg: Any, device: Any) -> None:
         """The resolution."""
         arg.res = self.res
 
-    def cell_vertex_table(self) -> np.ndarray:
+    def _base_cell_vertex_table(self) -> np.ndarray:
         """Vertices of each cell, ``(cell_count, 4)``, counter-clockwise from the lower-left corner."""
         nx, ny = int(self.res[0]), int(self.res[1])
         i, j = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
@@ -329,7 +336,7 @@ class Grid2D(Geometry):
 
         return np.stack([v(i, j), v(i + 1, j), v(i + 1, j + 1), v(i, j + 1)], axis=1)
 
-    def vertex_positions(self) -> np.ndarray:
+    def _base_vertex_positions(self) -> np.ndarray:
         """Positions of the vertices, ``(vertex_count, 2)``, in vertex order."""
         nx, ny = int(self.res[0]), int(self.res[1])
         i, j = np.meshgrid(np.arange(nx + 1), np.arange(ny + 1), indexing="ij")

@@ -19,6 +19,7 @@ import treadle as wp
 from .. import codegen
 from ..element import Element
 from ..types import OUTSIDE, coords_type, sample_type
+from .environments import ReplicatedEnvironments
 from .geometry import Geometry, mat_type, vec_type
 
 
@@ -259,7 +260,7 @@ def grid3d_funcs(S: Any) -> SimpleNamespace:
     return SimpleNamespace(**locals())
 
 
-class Grid3D(Geometry):
+class Grid3D(ReplicatedEnvironments, Geometry):
     """A regular 3D grid of ``res[0] x res[1] x res[2]`` box cells between ``bounds_lo`` and ``bounds_hi``.
 
     Args:
@@ -267,7 +268,8 @@ class Grid3D(Geometry):
         bounds_lo: lower corner (default ``(0, 0, 0)``).
         bounds_hi: upper corner (default ``(1, 1, 1)``).
         scalar_type: precision of positions (``wp.float32`` or ``wp.float64``).
-        env_count: number of environments (only 1 is supported).
+        env_count: number of environments: copies of the grid, overlapping in space, numbered one after
+            the other (see :mod:`.environments`).
 
     """
 
@@ -276,8 +278,6 @@ class Grid3D(Geometry):
     def __init__(self, res: Any, bounds_lo: Any = None, bounds_hi: Any = None, scalar_type: Any = wp.float32,
                  env_count: int = 1) -> None:
         super().__init__(scalar_type)
-        if env_count != 1:
-            raise NotImplementedError("Grid3D: only env_count=1 is supported")
         r = tuple(int(v) for v in res)
         if len(r) != 3 or min(r) < 1:
             raise ValueError(f"Grid3D: res must be three positive integers, got {res!r}")
@@ -286,13 +286,18 @@ class Grid3D(Geometry):
         hi = np.ones(3) if bounds_hi is None else np.array([float(v) for v in bounds_hi])
         if np.any(hi <= lo):
             raise ValueError(f"Grid3D: bounds_hi {tuple(hi)} must exceed bounds_lo {tuple(lo)}")
-        self._funcs = grid3d_funcs(scalar_type)
+        self._set_environments(env_count, grid3d_funcs(scalar_type))
         vec3 = vec_type(3, scalar_type)
         self.bounds_lo = vec3(*lo)
         self.bounds_hi = vec3(*hi)
         self.cell_size = vec3(*((hi - lo) / np.array(r)))
         self.origin = self.bounds_lo
         self.extents = vec3(*(hi - lo))
+
+    @property
+    def name(self) -> str:
+        """``Grid3D`` (``_f64``, ``_env<n>``)."""
+        return self._env_name(super().name)
 
     def reference_cell(self) -> Element:
         """Cubes."""
@@ -302,44 +307,46 @@ class Grid3D(Geometry):
         """Squares."""
         return Element.SQUARE
 
-    def cell_count(self) -> int:
+    def _base_cell_count(self) -> int:
         """``nx * ny * nz``."""
         return int(self.res[0]) * int(self.res[1]) * int(self.res[2])
 
-    def vertex_count(self) -> int:
+    def _base_vertex_count(self) -> int:
         """``(nx + 1) (ny + 1) (nz + 1)``."""
         return (int(self.res[0]) + 1) * (int(self.res[1]) + 1) * (int(self.res[2]) + 1)
 
     def edge_count(self) -> int:
-        """Edges along x, y and z."""
+        """Edges along x, y and z (of all environments)."""
         nx, ny, nz = (int(r) for r in self.res)
-        return nx * (ny + 1) * (nz + 1) + (nx + 1) * ny * (nz + 1) + (nx + 1) * (ny + 1) * nz
+        return self._env_count * (nx * (ny + 1) * (nz + 1) + (nx + 1) * ny * (nz + 1) + (nx + 1) * (ny + 1) * nz)
 
-    def side_count(self) -> int:
+    def _base_side_count(self) -> int:
         """Faces normal to x, y and z."""
         nx, ny, nz = (int(v) for v in self.res)
         return (nx + 1) * ny * nz + nx * (ny + 1) * nz + nx * ny * (nz + 1)
 
-    def boundary_side_count(self) -> int:
+    def _base_boundary_side_count(self) -> int:
         """``2 (ny nz + nx nz + nx ny)``."""
         nx, ny, nz = (int(v) for v in self.res)
         return 2 * (ny * nz + nx * nz + nx * ny)
 
-    def fill_cell_arg(self, arg: Any, device: Any) -> None:
+    def _fill_base_cell_arg(self, arg: Any, device: Any) -> None:
         """Resolution, cell size and origin."""
         arg.res = self.res
         arg.cell_size = self.cell_size
         arg.origin = self.origin
 
-    def fill_side_arg(self, arg: Any, device: Any) -> None:
-        """The cell argument."""
-        arg.cell_arg = self.cell_arg_value(device)
+    def _fill_base_side_arg(self, arg: Any, device: Any) -> None:
+        """The cell argument (of one environment)."""
+        cell_arg = self._base_funcs.CellArg()
+        self._fill_base_cell_arg(cell_arg, device)
+        arg.cell_arg = cell_arg
 
-    def fill_side_index_arg(self, arg: Any, device: Any) -> None:
+    def _fill_base_side_index_arg(self, arg: Any, device: Any) -> None:
         """The resolution."""
         arg.res = self.res
 
-    def cell_vertex_table(self) -> np.ndarray:
+    def _base_cell_vertex_table(self) -> np.ndarray:
         """Vertices of each cell, ``(cell_count, 8)``: the bottom face counter-clockwise, then the top face."""
         nx, ny, nz = (int(v) for v in self.res)
         i, j, k = (a.reshape(-1) for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), indexing="ij"))
@@ -350,7 +357,7 @@ class Grid3D(Geometry):
         return np.stack([v(i, j, k), v(i + 1, j, k), v(i + 1, j + 1, k), v(i, j + 1, k),
                          v(i, j, k + 1), v(i + 1, j, k + 1), v(i + 1, j + 1, k + 1), v(i, j + 1, k + 1)], axis=1)
 
-    def vertex_positions(self) -> np.ndarray:
+    def _base_vertex_positions(self) -> np.ndarray:
         """Positions of the vertices, ``(vertex_count, 3)``, in vertex order."""
         nx, ny, nz = (int(v) for v in self.res)
         g = np.meshgrid(np.arange(nx + 1), np.arange(ny + 1), np.arange(nz + 1), indexing="ij")

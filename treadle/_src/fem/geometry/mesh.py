@@ -19,6 +19,7 @@ from ..element import ELEMENT_DIMENSION, Element
 from ..space.shape.base import reference_vertex_coords
 from ..types import OUTSIDE, coords_type, sample_type
 from .closest_point import project_on_tet_at_origin, project_on_tri_at_origin
+from .environments import check_cell_env, tagged_funcs
 from .geometry import Geometry, mat_type, vec_type
 from .mesh_topology import CELL_FACETS, build_sides
 
@@ -520,8 +521,6 @@ class _Mesh(Geometry):
 
     def __init__(self, cell_vertex_indices: Any, positions: Any, build_bvh: bool = False,
                  temporary_store: Any = None, cell_env: Any = None, env_count: Any = None) -> None:
-        if cell_env is not None or (env_count is not None and env_count != 1):
-            raise NotImplementedError(f"{type(self).__name__}: environments (cell_env, env_count) are not supported")
         if not isinstance(positions, wp.array) or not isinstance(cell_vertex_indices, wp.array):
             raise TypeError(f"{type(self).__name__}: positions and vertex indices must be Treadle arrays")
         dt = positions.dtype
@@ -541,7 +540,10 @@ class _Mesh(Geometry):
         pos_np = positions.numpy().astype(np.float64)
         if self._cells_np.size and (self._cells_np.min() < 0 or self._cells_np.max() >= len(pos_np)):
             raise ValueError(f"{type(self).__name__}: vertex indices out of range [0, {len(pos_np)})")
-        self._funcs = mesh_funcs(self._element, self.dimension, scalar)
+        self._env_count = check_cell_env(type(self).__name__, cell_env, env_count, len(self._cells_np))
+        self.cell_env = cell_env
+        self._base_funcs = mesh_funcs(self._element, self.dimension, scalar)
+        self._funcs = self._base_funcs if self._env_count == 1 else tagged_funcs(self._base_funcs, scalar)
         self._sides = build_sides(self._cells_np, self._element, pos_np)
         dev = positions.device
         self._side_vertices = wp.array(self._sides.vertices.astype(np.int32), dtype=int, device=dev)
@@ -622,15 +624,52 @@ class _Mesh(Geometry):
         """Id of the cells' BVH (0 without one)."""
         return 0 if self._bvh is None else int(self._bvh.id)
 
+    @property
+    def name(self) -> str:
+        """The mesh kind (``_env<n>`` with several environments)."""
+        base = super().name
+        return base if self._env_count == 1 else f"{base}_env{self._env_count}"
+
+    def environment_count(self) -> int:
+        """Number of environments (``cell_env`` gives each cell's)."""
+        return self._env_count
+
+    def cell_environments(self) -> np.ndarray:
+        """Environment of each cell (host copy)."""
+        if self.cell_env is None:
+            return np.zeros(self.cell_count(), dtype=np.int64)
+        return self.cell_env.numpy().astype(np.int64)
+
     def fill_cell_arg(self, arg: Any, device: Any) -> None:
-        """Vertex indices, positions and BVH."""
+        """Vertex indices, positions and BVH (and the cells' environments)."""
+        if self._env_count > 1:
+            arg.base = self._base_funcs.CellArg()
+            self._fill_base_cell_arg(arg.base, device)
+            arg.cell_env = self.cell_env.to(device)
+            arg.env_count = self._env_count
+            return
+        self._fill_base_cell_arg(arg, device)
+
+    def _fill_base_cell_arg(self, arg: Any, device: Any) -> None:
         arg.vertex_indices = self.cell_vertex_indices.to(device)
         arg.positions = self.positions.to(device)
         arg.bvh_id = wp.uint64(self.bvh_id)
 
     def fill_side_arg(self, arg: Any, device: Any) -> None:
         """Side vertices and neighbouring cells."""
-        arg.cell_arg = self.cell_arg_value(device)
+        if self._env_count > 1:
+            arg.base = self._base_funcs.SideArg()
+            self._fill_base_side_arg(arg.base, device)
+            arg.cell_arg = self.cell_arg_value(device)
+            return
+        self._fill_base_side_arg(arg, device)
+
+    def _fill_base_side_arg(self, arg: Any, device: Any) -> None:
+        if self._env_count > 1:
+            arg.cell_arg = self._base_funcs.CellArg()
+            self._fill_base_cell_arg(arg.cell_arg, device)
+        else:
+            arg.cell_arg = self.cell_arg_value(device)
         arg.side_vertices = self._side_vertices.to(device)
         arg.inner = self._side_inner.to(device)
         arg.outer = self._side_outer.to(device)
@@ -654,8 +693,8 @@ class Trimesh2D(_Mesh):
         positions: array of ``vec2`` vertex positions (float32 or float64).
         build_bvh: build the BVH that speeds up ``fem.lookup``.
         temporary_store: unused (accepted for compatibility).
-        cell_env: not supported (must be ``None``).
-        env_count: not supported (must be ``None`` or 1).
+        cell_env: environment of each cell (int32 array), for meshes holding several independent environments.
+        env_count: number of environments (required with ``cell_env``).
 
     """
 
@@ -676,8 +715,8 @@ class Trimesh3D(_Mesh):
         positions: array of ``vec3`` vertex positions.
         build_bvh: build the BVH that speeds up ``fem.lookup``.
         temporary_store: unused (accepted for compatibility).
-        cell_env: not supported (must be ``None``).
-        env_count: not supported (must be ``None`` or 1).
+        cell_env: environment of each cell (int32 array), for meshes holding several independent environments.
+        env_count: number of environments (required with ``cell_env``).
 
     """
 
@@ -698,8 +737,8 @@ class Quadmesh2D(_Mesh):
         positions: array of ``vec2`` vertex positions.
         build_bvh: build the BVH that speeds up ``fem.lookup``.
         temporary_store: unused (accepted for compatibility).
-        cell_env: not supported (must be ``None``).
-        env_count: not supported (must be ``None`` or 1).
+        cell_env: environment of each cell (int32 array), for meshes holding several independent environments.
+        env_count: number of environments (required with ``cell_env``).
 
     """
 
@@ -720,8 +759,8 @@ class Quadmesh3D(_Mesh):
         positions: array of ``vec3`` vertex positions.
         build_bvh: build the BVH that speeds up ``fem.lookup``.
         temporary_store: unused (accepted for compatibility).
-        cell_env: not supported (must be ``None``).
-        env_count: not supported (must be ``None`` or 1).
+        cell_env: environment of each cell (int32 array), for meshes holding several independent environments.
+        env_count: number of environments (required with ``cell_env``).
 
     """
 
@@ -743,8 +782,8 @@ class Tetmesh(_Mesh):
         positions: array of ``vec3`` vertex positions.
         build_bvh: build the BVH that speeds up ``fem.lookup``.
         temporary_store: unused (accepted for compatibility).
-        cell_env: not supported (must be ``None``).
-        env_count: not supported (must be ``None`` or 1).
+        cell_env: environment of each cell (int32 array), for meshes holding several independent environments.
+        env_count: number of environments (required with ``cell_env``).
 
     """
 
@@ -766,8 +805,8 @@ class Hexmesh(_Mesh):
         assume_parallelepiped_cells: accepted for compatibility (positions are always trilinear).
         build_bvh: build the BVH that speeds up ``fem.lookup``.
         temporary_store: unused (accepted for compatibility).
-        cell_env: not supported (must be ``None``).
-        env_count: not supported (must be ``None`` or 1).
+        cell_env: environment of each cell (int32 array), for meshes holding several independent environments.
+        env_count: number of environments (required with ``cell_env``).
 
     """
 

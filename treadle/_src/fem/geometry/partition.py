@@ -155,6 +155,9 @@ def _cell_based_funcs() -> SimpleNamespace:
     def cell_index(arg: CellArg, i: int) -> int:
         return arg.cell_indices[i]
 
+    def cell_count(arg: CellArg) -> int:
+        return arg.cell_indices.shape[0]
+
     def partition_cell_index(arg: CellArg, cell: int) -> int:
         return arg.partition_cell_indices[cell]
 
@@ -168,7 +171,7 @@ def _cell_based_funcs() -> SimpleNamespace:
         return arg.frontier_side_indices[i]
 
     return SimpleNamespace(CellArg=CellArg, **{fn.__name__: codegen.func(fn, *key) for fn in (
-        cell_index, partition_cell_index, side_index, boundary_side_index, frontier_side_index)})
+        cell_index, cell_count, partition_cell_index, side_index, boundary_side_index, frontier_side_index)})
 
 
 class CellBasedGeometryPartition(GeometryPartition):
@@ -195,6 +198,9 @@ class CellBasedGeometryPartition(GeometryPartition):
         frontier = np.nonzero(in_part != out_part)[0]
         dev = self._device
         self._cell_indices_np = cells.astype(np.int32)
+        # cells outside the partition across its frontier sides (their nodes are the spaces' halo)
+        across = np.concatenate([inner[frontier], outer[frontier]])
+        self._halo_cells_np = np.unique(across[part[across] < 0]).astype(np.int32)
         self.cell_indices = wp.array(cells.astype(np.int32), dtype=int, device=dev)
         self.partition_cell_indices = wp.array(part.astype(np.int32), dtype=int, device=dev)
         self.side_indices = wp.array(sides.astype(np.int32), dtype=int, device=dev)

@@ -156,8 +156,8 @@ def make_polynomial_basis_space(geo: Any, degree: int = 1, element_basis: Elemen
     if degree == 0 or element_basis == ElementBasis.NONCONFORMING_POLYNOMIAL:
         discontinuous = True
     if not discontinuous and not shape.is_continuous_capable():
-        raise ValueError(f"{shape.name} has no nodes on the cell boundary: use discontinuous=True, or a closed "
-                         "point family (Polynomial.LOBATTO_GAUSS_LEGENDRE or EQUISPACED_CLOSED)")
+        # no node on the cell boundary (open point families): nothing to share, each cell owns its nodes
+        discontinuous = True
     topo: SpaceTopology
     if discontinuous:
         topo = DiscontinuousSpaceTopology(geo, shape)
@@ -170,7 +170,12 @@ def _continuous_topology(geo: Any, shape: ShapeFunction) -> TableSpaceTopology:
     cache = geo.__dict__.setdefault("_topology_cache", {})
     topo = cache.get(shape.name)
     if topo is None:
-        topo = TableSpaceTopology(geo, shape, _cell_vertex_table(geo), geo.vertex_count())
+        replicas = getattr(geo, "environment_replicas", None)
+        if replicas is not None and replicas()[0] > 1:
+            n, table = replicas()
+            topo = TableSpaceTopology(geo, shape, table, geo.vertex_count() // n, replicas=n)
+        else:
+            topo = TableSpaceTopology(geo, shape, _cell_vertex_table(geo), geo.vertex_count())
         cache[shape.name] = topo
     return topo
 

@@ -206,7 +206,8 @@ class SkewSymmetricTensorMapper(DofMapper):
         S = _scalar_of(dtype)
         n = shape[0]
         self.DOF_SIZE = 1 if n == 2 else 3
-        self.dof_dtype = S if n == 2 else wp.types.vector(3, S)
+        # a single-precision scalar dof is reported as Python ``float``, like the reference
+        self.dof_dtype = (float if S is wp.float32 else S) if n == 2 else wp.types.vector(3, S)
         self.funcs = _skew_funcs(dtype)
 
     @property

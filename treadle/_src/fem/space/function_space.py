@@ -40,8 +40,9 @@ class FunctionSpace:
 
     @property
     def dof_dtype(self) -> Any:
-        """Type of the values stored per node."""
-        return self.dof_mapper.dof_dtype
+        """Type of the values stored per node (a Treadle type: a mapper's Python ``float`` is ``wp.float32``)."""
+        d = self.dof_mapper.dof_dtype
+        return wp.float32 if d is float else d
 
     @property
     def degree(self) -> int:

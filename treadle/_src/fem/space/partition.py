@@ -2,7 +2,8 @@
 
 Field values (``dof_values``) are stored per *partition node*. Over the whole geometry every space node is a
 partition node with the same number (:class:`WholeSpacePartition`). Over a cell-based geometry partition, the
-partition's nodes are those of its cells (owned nodes first, then, ``with_halo``, nodes shared with cells outside),
+partition's nodes are those of its cells (owned nodes first, then the shared nodes another partition owns, then,
+``with_halo``, the nodes of the cells across its frontier sides),
 and ``partition_node_index(arg, node)`` gives a node's partition number or ``NULL_NODE_INDEX``.
 """
 
@@ -169,9 +170,16 @@ class NodePartition(SpacePartition):
         first_cell = np.full(topo.node_count(), np.iinfo(np.int64).max)
         np.minimum.at(first_cell, table.reshape(-1), np.repeat(np.arange(table.shape[0]), table.shape[1]))
         owned = nodes_in[inside[first_cell[nodes_in]]]
-        halo = np.setdiff1d(nodes_in, owned) if self.with_halo else np.zeros(0, dtype=nodes_in.dtype)
+        # the nodes of the partition's cells always belong to it (shared ones owned by another partition after the
+        # owned ones); the halo adds the nodes of the cells across the frontier sides
+        shared_elsewhere = np.setdiff1d(nodes_in, owned)
+        halo = np.zeros(0, dtype=nodes_in.dtype)
+        if self.with_halo:
+            halo_cells = getattr(self.geo_partition, "_halo_cells_np", np.zeros(0, dtype=np.int32))
+            around = np.unique(table[halo_cells]) if len(halo_cells) else halo
+            halo = np.setdiff1d(around[around >= 0], nodes_in)
         interior = np.setdiff1d(owned, shared)
-        order = np.concatenate([interior, np.setdiff1d(owned, interior), halo])
+        order = np.concatenate([interior, np.setdiff1d(owned, interior), shared_elsewhere, halo])
         mapping = np.full(topo.node_count(), NULL_NODE_INDEX, dtype=np.int64)
         mapping[order] = np.arange(len(order))
         self._node_indices_np = order.astype(np.int32)
@@ -201,6 +209,74 @@ class NodePartition(SpacePartition):
         arg.space_to_partition = self._mapping.to(device)
 
 
+class EnvironmentFirstPartition(SpacePartition):
+    """The nodes of a geometry partition's cells numbered environment by environment.
+
+    Each environment's nodes (those its cells use) come in increasing space order, environment after environment;
+    over the whole geometry, the nodes no cell uses follow as an environment-less tail. ``env_offsets`` gives the
+    environments' ranges (``env_count + 1`` entries). With ``max_node_count >= 0`` the partition has exactly that
+    many nodes: the list is cut there, or padded with unused capacity.
+    """
+
+    def __init__(self, space_topology: Any, geo_partition: GeometryPartition, max_node_count: int = -1,
+                 device: Any = None) -> None:
+        super().__init__(space_topology, geo_partition)
+        self.funcs = _node_funcs()
+        self._device = wp.get_device(device)
+        self._max_node_count = int(max_node_count)
+        self.rebuild()
+
+    def rebuild(self, device: Any = None, temporary_store: Any = None) -> None:
+        """Number the nodes of the partition's cells, environment by environment."""
+        topo = self.space_topology
+        geo = topo.geometry
+        n_nodes = topo.node_count()
+        table = topo.element_node_indices().numpy()
+        whole = isinstance(self.geo_partition, WholeGeometryPartition)
+        cells = np.arange(table.shape[0]) if whole else np.asarray(self.geo_partition._cell_indices_np)
+        envs_of = getattr(geo, "cell_environments", None)
+        cell_env = envs_of() if envs_of is not None else np.zeros(table.shape[0], dtype=np.int64)
+        env_count = geo.environment_count() if hasattr(geo, "environment_count") else 1
+        node_env = np.full(n_nodes, -1, dtype=np.int64)
+        rows = table[cells]
+        envs = np.broadcast_to(cell_env[cells][:, None], rows.shape)
+        valid = rows >= 0
+        node_env[rows[valid]] = envs[valid]
+        groups = [np.nonzero(node_env == e)[0] for e in range(env_count)]
+        offsets = np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64)
+        parts = groups + ([np.nonzero(node_env < 0)[0]] if whole else [])
+        order = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        count = len(order)
+        if self._max_node_count >= 0:
+            order = order[:self._max_node_count]
+            offsets = np.minimum(offsets, self._max_node_count)
+            count = self._max_node_count
+        mapping = np.full(n_nodes, NULL_NODE_INDEX, dtype=np.int64)
+        mapping[order] = np.arange(len(order))
+        self._count = count
+        self._node_indices_np = np.concatenate([order, np.full(count - len(order), NULL_NODE_INDEX)]).astype(np.int32)
+        self._env_offsets = wp.array(offsets.astype(np.int32), dtype=int, device=self._device)
+        self._space_to_partition = wp.array(mapping.astype(np.int32), dtype=int, device=self._device)
+        self._args.clear()
+
+    def node_count(self) -> int:
+        """Nodes of the partition (``max_node_count`` when given)."""
+        return self._count
+
+    def space_node_indices(self) -> Any:
+        """Space node number of each partition node (``NULL_NODE_INDEX`` in unused capacity)."""
+        return wp.array(self._node_indices_np, dtype=int, device=self._device)
+
+    @property
+    def env_offsets(self) -> Any:
+        """Start of each environment's nodes, and the end of the last one."""
+        return self._env_offsets
+
+    def fill_partition_arg(self, arg: Any, device: Any) -> None:
+        """The space-to-partition map."""
+        arg.space_to_partition = self._space_to_partition.to(device)
+
+
 def make_space_partition(space_topology: Any, geometry_partition: GeometryPartition | None = None,
                          with_halo: bool = True, max_node_count: int = -1, environment_first: bool = False, *,
                          device: Any = None, temporary_store: Any = None) -> SpacePartition:
@@ -210,8 +286,10 @@ def make_space_partition(space_topology: Any, geometry_partition: GeometryPartit
         space_topology: the space's topology (a function space is accepted too).
         geometry_partition: the geometry partition (the whole geometry when ``None``).
         with_halo: include the nodes the partition's cells share with cells outside it.
-        max_node_count: unused (accepted for compatibility).
-        environment_first: unused (accepted for compatibility).
+        max_node_count: with ``environment_first``, the exact number of partition nodes (a cut or a capacity);
+            otherwise unused.
+        environment_first: number the nodes environment by environment (see :class:`EnvironmentFirstPartition`;
+            over a geometry partition it needs ``with_halo=False``).
         device: device of the partition's arrays.
         temporary_store: unused (accepted for compatibility).
 
@@ -220,6 +298,18 @@ def make_space_partition(space_topology: Any, geometry_partition: GeometryPartit
     if topo is None:
         raise TypeError("make_space_partition needs a space topology")
     topo = getattr(topo, "topology", topo)
+    if environment_first:
+        if geometry_partition is None:
+            from ..domain import _partition_of
+
+            geometry_partition = _partition_of(topo.geometry)[1]
+        elif geometry_partition.geometry is not topo.geometry:
+            raise ValueError("make_space_partition: the geometry partition is not of the space's geometry")
+        if with_halo and not isinstance(geometry_partition, WholeGeometryPartition):
+            raise ValueError("make_space_partition: environment_first partitions of a geometry partition do not "
+                             "support with_halo=True (halo nodes would mix environments' ranges); pass "
+                             "with_halo=False")
+        return EnvironmentFirstPartition(topo, geometry_partition, max_node_count, device=device)
     if geometry_partition is None or isinstance(geometry_partition, WholeGeometryPartition):
         part = topo.__dict__.get("_whole_partition")
         if part is None:

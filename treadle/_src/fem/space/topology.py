@@ -86,10 +86,17 @@ class SpaceTopology:
 class TableSpaceTopology(SpaceTopology):
     """A continuous topology stored as a node table built from the geometry's cell vertices."""
 
-    def __init__(self, geometry: Any, shape: ShapeFunction, cell_vertices: np.ndarray, vertex_count: int) -> None:
+    def __init__(self, geometry: Any, shape: ShapeFunction, cell_vertices: np.ndarray, vertex_count: int,
+                 replicas: int = 1) -> None:
         super().__init__(geometry, shape.NODES_PER_ELEMENT)
         self.shape = shape
+        # ``replicas`` copies of a geometry (environments): ``cell_vertices`` and ``vertex_count`` describe one, and
+        # each copy's nodes follow the previous copy's, so that environments own disjoint node ranges
         table, count = build_node_table(np.asarray(cell_vertices, dtype=np.int64), shape, vertex_count)
+        if replicas > 1:
+            table = np.concatenate([table + e * count for e in range(replicas)], axis=0)
+            cell_vertices = np.concatenate([np.asarray(cell_vertices) + e * vertex_count for e in range(replicas)])
+            count *= replicas
         self._table_np = table.astype(np.int32)
         self._node_count = int(count)
         self._tables: dict[str, Any] = {}
