@@ -43,6 +43,7 @@ from .._src.fem.geometry.mesh import Quadmesh3D as Quadmesh3D
 from .._src.fem.geometry.mesh import Tetmesh as Tetmesh
 from .._src.fem.geometry.mesh import Trimesh2D as Trimesh2D
 from .._src.fem.geometry.mesh import Trimesh3D as Trimesh3D
+from .._src.fem.geometry.nanogrid import Nanogrid as Nanogrid
 from .._src.fem.geometry.partition import CellBasedGeometryPartition as CellBasedGeometryPartition
 from .._src.fem.geometry.partition import ExplicitGeometryPartition as ExplicitGeometryPartition
 from .._src.fem.geometry.partition import GeometryPartition as GeometryPartition

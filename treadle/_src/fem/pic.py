@@ -64,8 +64,21 @@ class PicQuadrature(Quadrature):
             wp.launch(_locate_kernel(geo), dim=n, inputs=[geo.cell_arg_value(device), positions, cell_arr, coords_arr],
                       device=device)
             cell_np = cell_arr.numpy().astype(np.int64)
-        n = len(cell_np)
-        # particles grouped by domain element (partition cells outside the domain are dropped)
+        self._n = len(cell_np)
+        self._cell_np = cell_np
+        self.particle_coords = coords_arr
+        self.particle_cells = wp.array(cell_np.astype(np.int32), dtype=int, device=device)
+        self._measures = measures
+        self._bin()
+        self.funcs = _pic_funcs(S)
+
+    def _bin(self) -> None:
+        """Group the particles by element of the domain, and weigh them (cells outside the domain are dropped)."""
+        domain = self.domain
+        geo = domain.geometry
+        S = geo.scalar_type
+        device = self.particle_cells.device
+        cell_np, n = self._cell_np, self._n
         elem_of_cell = _element_of_cell(domain, device)
         elem = elem_of_cell[cell_np] if n else np.zeros(0, dtype=np.int64)
         keep = elem >= 0
@@ -73,24 +86,49 @@ class PicQuadrature(Quadrature):
         order = order[keep[order]]
         counts = np.bincount(elem[order], minlength=domain.element_count())
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        self._n = n
         self._max = int(counts.max()) if len(counts) else 0
         self.cell_particle_offsets = wp.array(offsets, dtype=int, device=device)
         self.cell_particle_indices = wp.array(order.astype(np.int32), dtype=int, device=device)
-        self.particle_coords = coords_arr
-        self.particle_cells = wp.array(cell_np.astype(np.int32), dtype=int, device=device)
         # weights: measure / cell measure, or 1 / count
-        weights = wp.zeros(n, dtype=S, device=device, requires_grad=requires_grad)
+        weights = wp.zeros(n, dtype=S, device=device, requires_grad=self._requires_grad)
         if n:
-            if measures is None:
-                per = (1.0 / np.maximum(counts, 1))[elem].astype(wp.dtype_to_numpy(S))
+            if self._measures is None:
+                per = (1.0 / np.maximum(counts, 1))[np.maximum(elem, 0)].astype(wp.dtype_to_numpy(S))
                 per[~keep] = 0.0
                 weights.assign(per)
             else:
                 wp.launch(_weight_kernel(geo), dim=n, inputs=[geo.cell_arg_value(device), self.particle_cells,
-                                                              coords_arr, measures, weights], device=device)
+                                                              self.particle_coords, self._measures, weights],
+                          device=device)
         self.particle_fraction = weights
-        self.funcs = _pic_funcs(S)
+
+    @property
+    def domain(self) -> GeometryDomain:
+        """The cell domain.
+
+        Setting another domain of the same geometry (the cells of a partition) groups the particles again, by
+        element of the new domain.
+        """
+        return self.__dict__["domain"]
+
+    @domain.setter
+    def domain(self, value: GeometryDomain) -> None:
+        old = self.__dict__.get("domain")
+        if old is not None and value.geometry is not old.geometry:
+            raise ValueError("PicQuadrature.domain: the new domain must be on the same geometry")
+        self.__dict__["domain"] = value
+        if old is not None:
+            self._bin()
+
+    def fill_element_mask(self, mask: Any) -> None:
+        """Set ``mask[e]`` to 1 for the domain elements holding at least one particle, 0 for the others."""
+        counts = np.diff(self.cell_particle_offsets.numpy())
+        m = (counts > 0).astype(np.int32)
+        if mask.shape[0] < m.shape[0]:
+            raise ValueError(f"fill_element_mask: the mask has {mask.shape[0]} entries for {m.shape[0]} elements")
+        full = np.zeros(mask.shape[0], dtype=np.int32)
+        full[:m.shape[0]] = m
+        mask.assign(full)
 
     @property
     def name(self) -> str:

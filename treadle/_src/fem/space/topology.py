@@ -89,16 +89,24 @@ class TableSpaceTopology(SpaceTopology):
     def __init__(self, geometry: Any, shape: ShapeFunction, cell_vertices: np.ndarray, vertex_count: int) -> None:
         super().__init__(geometry, shape.NODES_PER_ELEMENT)
         self.shape = shape
-        table, count = build_node_table(np.asarray(cell_vertices, dtype=np.int64), shape, vertex_count)
+        self.funcs = _table_funcs(signed=shape.value != "scalar")
+        self._number(cell_vertices, vertex_count)
+
+    def _number(self, cell_vertices: np.ndarray, vertex_count: int) -> None:
+        cv = np.asarray(cell_vertices, dtype=np.int64)
+        table, count = build_node_table(cv, self.shape, vertex_count)
         self._table_np = table.astype(np.int32)
         self._node_count = int(count)
         self._tables: dict[str, Any] = {}
+        self._args.clear()
+        self.__dict__.pop("_whole_partition", None)
         self._signs_np = None
-        if shape.value != "scalar":
-            self._signs_np = node_signs(np.asarray(cell_vertices, dtype=np.int64), shape).astype(np.int32)
-            self.funcs = _table_funcs(signed=True)
-        else:
-            self.funcs = _table_funcs()
+        if self.shape.value != "scalar":
+            self._signs_np = node_signs(cv, self.shape).astype(np.int32)
+
+    def rebuild(self) -> None:
+        """Number the nodes again from the geometry's current cells (after the geometry itself was rebuilt)."""
+        self._number(self.geometry.cell_vertex_table(), self.geometry.vertex_count())
 
     @property
     def name(self) -> str:
@@ -154,6 +162,9 @@ class DiscontinuousSpaceTopology(SpaceTopology):
 
     def fill_topo_arg(self, arg: Any, device: Any) -> None:
         """Nothing to fill."""
+
+    def rebuild(self) -> None:
+        """Nothing to renumber: node indices follow the geometry's current cell count."""
 
     def element_node_indices(self, device: Any = None) -> Any:
         """``cell * nodes_per_element + local`` as an array."""
