@@ -1,6 +1,6 @@
 """``fem.Nanogrid``: counts against brute force, agreement with ``Grid3D`` on a box, lookups, rebuilds, errors."""
 
-from __future__ import annotations
+# no ``from __future__ import annotations``: the kernel below is annotated with a struct type of its closure
 
 import itertools
 
@@ -238,3 +238,81 @@ def test_errors() -> None:
         geo.rebuild(wp.array([[1, 0, 0]], dtype=wp.int32))
     with pytest.raises(RuntimeError, match="rebuildable mode"):
         geo.rebuild_topology_from_cells()
+
+
+def _round_trip_kernel(geo: fem.Nanogrid):
+    f = geo._funcs
+    SideArg = geo.SideArg
+
+    @wp.kernel
+    def round_trip(arg: SideArg, sc: wp.vec3, err: wp.array(dtype=float)):
+        side = wp.tid()
+        x = f.side_position(arg, fem.make_free_sample(side, sc))
+        cell_arg = f.side_to_cell_arg(arg)
+        e = float(0.0)
+        for outer in range(2):
+            cell = f.side_inner_cell_index(arg, side)
+            cc = f.side_inner_cell_coords(arg, side, sc)
+            if outer == 1:
+                cell = f.side_outer_cell_index(arg, side)
+                cc = f.side_outer_cell_coords(arg, side, sc)
+            y = f.cell_position(cell_arg, fem.make_free_sample(cell, cc))
+            back = f.side_from_cell_coords(arg, side, cell, cc)
+            e = wp.max(e, wp.max(wp.length(x - y), wp.length(back - sc)))
+        # the normal is a unit vector orthogonal to the side's tangents
+        s = fem.make_free_sample(side, sc)
+        n = f.side_normal(arg, s)
+        F = f.side_deformation_gradient(arg, s)
+        e = wp.max(e, wp.abs(wp.length(n) - 1.0))
+        e = wp.max(e, wp.abs(n[0] * F[0, 0] + n[1] * F[1, 0] + n[2] * F[2, 0]))
+        e = wp.max(e, wp.abs(n[0] * F[0, 1] + n[1] * F[1, 1] + n[2] * F[2, 1]))
+        err[side] = e
+
+    return round_trip
+
+
+def test_side_coordinates_round_trip() -> None:
+    geo = fem.Nanogrid(index_volume(random_voxels(4), 0.5, (0.1, 0.2, 0.3)))
+    err = wp.zeros(geo.side_count(), dtype=float)
+    wp.launch(_round_trip_kernel(geo), dim=geo.side_count(), inputs=[geo.side_arg_value(), wp.vec3(0.3, 0.7, 0.0),
+                                                                       err])
+    assert err.numpy().max() < 1e-5
+
+
+def test_double_precision_volume() -> None:
+    ijk = random_voxels(6)
+    h = 1.0 / 3.0
+    geo = fem.Nanogrid(index_volume(ijk, h), scalar_type=wp.float64)
+    vol = fem.integrate(_one, domain=fem.Cells(geo), output_dtype=wp.float64)
+    np.testing.assert_allclose(float(vol), len(ijk) * h**3, rtol=1e-13)
+
+
+def test_lookup_next_to_the_grid_uses_the_closest_neighbour() -> None:
+    geo = fem.Nanogrid(index_volume([[0, 0, 0], [2, 0, 0]]))
+    xs = np.array([[-0.6, 0.0, 0.0], [0.9, 0.2, 0.0], [1.3, 0.0, 0.0], [-2.0, 0.0, 0.0]], dtype=np.float32)
+    pic = fem.PicQuadrature(fem.Cells(geo), wp.array(xs, dtype=wp.vec3))
+    cells = pic.particle_cells.numpy()
+    coords = pic.particle_coords.numpy()
+    # the voxel (-1, 0, 0) is no cell: cell 0 is its closest neighbour, with the point's own (outside) coordinates
+    assert cells[0] == 0
+    np.testing.assert_allclose(coords[0], [-0.1, 0.5, 0.5], atol=1e-6)
+    assert cells[1] == 0 and coords[1][0] == pytest.approx(1.4)  # in voxel (1, 0, 0), closer to cell 0
+    assert cells[2] == 1 and coords[2][0] == pytest.approx(-0.2)  # in voxel (1, 0, 0), closer to cell 1
+    assert cells[3] == fem.NULL_ELEMENT_INDEX  # no cell among the 26 neighbours
+
+
+@fem.integrand
+def _far_lookups(s: fem.Sample, domain: fem.Domain, shift: wp.vec3, cells: wp.array2d(dtype=int)):
+    x = domain(s) + shift
+    cells[s.qp_index, 0] = fem.lookup(domain, x).element_index
+    cells[s.qp_index, 1] = fem.lookup(domain, x, s).element_index  # searches as far as the guess
+    cells[s.qp_index, 2] = fem.lookup(domain, x, 1.0).element_index  # searches within max_dist
+    cells[s.qp_index, 3] = fem.lookup(domain, x, 4.0).element_index
+
+
+def test_lookup_with_guess_or_max_dist() -> None:
+    geo = fem.Nanogrid(index_volume([[0, 0, 0]], 0.5))
+    quadrature = fem.RegularQuadrature(fem.Cells(geo), order=1)
+    cells = wp.zeros((quadrature.total_point_count(), 4), dtype=int)
+    fem.interpolate(_far_lookups, at=quadrature, values={"shift": wp.vec3(2.0, 0.0, 0.0), "cells": cells})
+    np.testing.assert_array_equal(cells.numpy(), [[fem.NULL_ELEMENT_INDEX, 0, fem.NULL_ELEMENT_INDEX, 0]])

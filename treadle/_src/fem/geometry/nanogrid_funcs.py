@@ -125,6 +125,35 @@ def nanogrid_funcs(S: Any) -> SimpleNamespace:
             s.element_coords = local_coords(best, uvw)
         return s
 
+    @_f
+    def cell_lookup_radius(args: CellArg, pos: vec3, radius: S) -> SampleT:
+        # ``cell_lookup``, then, when it finds no cell, the closest cell within ``radius`` (at most 16 voxels away)
+        s = cell_lookup(args, pos)
+        if s.element_index != NULL_ELEMENT_INDEX or not (radius > S(0.0)):
+            return s
+        uvw = args.inv_transform * (pos - args.origin)
+        inv = args.inv_transform
+        r = wp.vec3i()
+        for a in range(3):
+            r[a] = wp.min(int(wp.ceil(radius * wp.length(vec3(inv[a, 0], inv[a, 1], inv[a, 2])))), 16)
+        ijk = wp.vec3i(int(wp.floor(uvw[0])), int(wp.floor(uvw[1])), int(wp.floor(uvw[2])))
+        best_d = radius * radius
+        for di in range(-r[0], r[0] + 1):
+            for dj in range(-r[1], r[1] + 1):
+                for dk in range(-r[2], r[2] + 1):
+                    nb = wp.vec3i(ijk[0] + di, ijk[1] + dj, ijk[2] + dk)
+                    c = wp.volume_lookup_index(args.cell_grid, nb[0], nb[1], nb[2])
+                    if c >= 0:
+                        lc = local_coords(nb, uvw)
+                        cc = clamp_coords(lc)
+                        d = args.transform * vec3(lc[0] - cc[0], lc[1] - cc[1], lc[2] - cc[2])
+                        dd = wp.dot(d, d)
+                        if dd <= best_d:
+                            best_d = dd
+                            s.element_index = int(c)
+                            s.element_coords = lc
+        return s
+
     # ------------------------------------------------------------------------------------------------ sides
     @_f
     def side_u(flags: int, u: S) -> S:
