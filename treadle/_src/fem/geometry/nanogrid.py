@@ -21,7 +21,7 @@ import treadle as wp
 from ..element import Element
 from ..space.shape.base import reference_vertex_coords
 from .geometry import Geometry, mat_type, vec_type
-from .nanogrid_funcs import FLIP_BIT, nanogrid_funcs
+from .nanogrid_funcs import FLIP_BIT, LEVEL_SHIFT, nanogrid_funcs
 
 #: Offset of a face's axis in the third coordinate of its face-grid voxel.
 FACE_AXIS_SHIFT = 20
@@ -46,10 +46,10 @@ def _index_volume_data(volume: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 def _pack(ijk: np.ndarray) -> np.ndarray:
-    """A sortable int64 key of lattice coordinates (each within +-2**20)."""
-    o = np.int64(1 << 20)
+    """A sortable int64 key of lattice coordinates (each within +-2**19), with two bits to spare."""
+    o = np.int64(1 << 19)
     q = ijk.astype(np.int64) + o
-    return (q[..., 0] << 42) | (q[..., 1] << 21) | q[..., 2]
+    return (q[..., 0] << 40) | (q[..., 1] << 20) | q[..., 2]
 
 
 def _find(sorted_keys: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -127,8 +127,12 @@ class Nanogrid(Geometry):
         for cached in ("_side_cells", "_whole_partition", "_edge_data"):  # host tables other modules keep on the geometry
             self.__dict__.pop(cached, None)
 
+    def _cell_sizes(self) -> np.ndarray:
+        """Edge length of each cell in lattice units (ones: every cell is a voxel)."""
+        return np.ones(self._cell_ijk_np.shape[0], dtype=np.int64)
+
     def _build_vertices(self, ijk: np.ndarray, mat: np.ndarray, t: np.ndarray) -> None:
-        corners = (ijk[:, None, :] + _CORNERS[None]).reshape(-1, 3)
+        corners = (ijk[:, None, :] + self._cell_sizes()[:, None, None] * _CORNERS[None]).reshape(-1, 3)
         keys = _pack(corners)
         uniq, inverse = np.unique(keys, return_inverse=True)
         first = np.zeros(uniq.size, dtype=np.int64)
@@ -141,28 +145,38 @@ class Nanogrid(Geometry):
         self._cell_vertices_np = _find(vkeys[order], order, keys).reshape(-1, 8)
         self._vertex_ijk_np = vox.astype(np.int64)
 
-    def _build_faces(self, ijk: np.ndarray, mat: np.ndarray, t: np.ndarray) -> None:
+    def _faces(self, ijk: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The sides, in any order: axis, lattice point, cell below and above (``-1``: none) and level."""
         ckeys = _pack(ijk)
         corder = np.argsort(ckeys)
-        csorted = ckeys[corder]
         eye = np.eye(3, dtype=np.int64)
         faces = np.concatenate([np.concatenate([ijk, ijk + eye[a]]) for a in range(3)])
         axes = np.repeat(np.arange(3), 2 * ijk.shape[0])
-        enc = faces.copy()
-        enc[:, 2] += axes << FACE_AXIS_SHIFT
-        _, first = np.unique(enc, axis=0, return_index=True)
-        self.face_grid = _index_grid(enc[first], mat, t - mat @ np.full(3, 0.5), self.device)
+        _, first = np.unique((_pack(faces) << 2) | axes, return_index=True)
+        axis, p = axes[first], faces[first]
+        below = _find(ckeys[corder], corder, _pack(p - eye[axis]))
+        above = _find(ckeys[corder], corder, _pack(p))
+        return axis, p, below, above, np.zeros_like(axis)
+
+    def _build_faces(self, ijk: np.ndarray, mat: np.ndarray, t: np.ndarray) -> None:
+        axis, p, below, above, level = self._faces(ijk)
+        # the face grid numbers the sides
+        enc = p.copy()
+        enc[:, 2] += axis << FACE_AXIS_SHIFT
+        self.face_grid = _index_grid(enc, mat, t - mat @ np.full(3, 0.5), self.device)
         fvox = self.face_grid.get_voxels().numpy().astype(np.int64)
-        axis = (fvox[:, 2] + (1 << (FACE_AXIS_SHIFT - 1))) >> FACE_AXIS_SHIFT
-        p = fvox.copy()
-        p[:, 2] -= axis << FACE_AXIS_SHIFT
-        below = _find(csorted, corder, _pack(p - eye[axis]))
-        above = _find(csorted, corder, _pack(p))
+        faxis = (fvox[:, 2] + (1 << (FACE_AXIS_SHIFT - 1))) >> FACE_AXIS_SHIFT
+        fp = fvox.copy()
+        fp[:, 2] -= faxis << FACE_AXIS_SHIFT
+        keys = (_pack(p) << 2) | axis
+        order = np.argsort(keys)
+        at = _find(keys[order], order, (_pack(fp) << 2) | faxis)
+        below, above = below[at], above[at]
         flip = below < 0
         inner = np.where(flip, above, below)
         outer = np.where(above < 0, below, above)
-        self._face_ijk_np = p
-        self._face_flags_np = axis + np.where(flip, FLIP_BIT, 0)
+        self._face_ijk_np = fp
+        self._face_flags_np = faxis + np.where(flip, FLIP_BIT, 0) + (level[at] << LEVEL_SHIFT)
         self._face_cells_np = np.stack([inner, outer], axis=1)
         self._boundary_np = np.nonzero(inner == outer)[0]
 
