@@ -11,9 +11,12 @@ from .test_nanogrid import _one, _round_trip_kernel, _x_normal, brute_counts, in
 
 
 def t_junction() -> fem.AdaptiveNanogrid:
-    """A 2x2x2 block of fine cells (size 1/2) next to one coarse cell (size 1) along +x."""
+    """A 2x2x2 block of fine cells (size 1/2) next to one coarse cell (size 1) along +x.
+
+    The coarse level also has the voxel the fine block fills: the finer cells replace it.
+    """
     fine = [[i, j, k] for i in range(2) for j in range(2) for k in range(2)]
-    return fem.adaptive_nanogrid_from_hierarchy([index_volume(fine, 0.5), index_volume([[1, 0, 0]], 1.0)])
+    return fem.adaptive_nanogrid_from_hierarchy([index_volume(fine, 0.5), index_volume([[1, 0, 0], [0, 0, 0]], 1.0)])
 
 
 def test_t_junction_topology() -> None:
@@ -22,6 +25,8 @@ def test_t_junction_topology() -> None:
     # vertices: 27 of the block, 4 more on the far face of the coarse cell (its near corners are block corners)
     # sides: the block's 36 faces (4 of them shared with the coarse cell) and the coarse cell's 5 other faces
     assert (geo.cell_count(), geo.vertex_count(), geo.side_count(), geo.boundary_side_count()) == (9, 31, 41, 25)
+    # stacked: every cell's own faces and edges (the coarse cell's face beside the block counts too)
+    assert (geo.stacked_face_count(), geo.stacked_edge_count()) == (36 + 6, 54 + 12)
     assert fem.integrate(_one, domain=fem.Cells(geo)) == pytest.approx(2.0)
     assert fem.integrate(_one, domain=fem.BoundarySides(geo)) == pytest.approx(10.0)
     assert fem.integrate(_one, domain=fem.Sides(geo)) == pytest.approx(14.0)

@@ -316,3 +316,30 @@ def test_lookup_with_guess_or_max_dist() -> None:
     cells = wp.zeros((quadrature.total_point_count(), 4), dtype=int)
     fem.interpolate(_far_lookups, at=quadrature, values={"shift": wp.vec3(2.0, 0.0, 0.0), "cells": cells})
     np.testing.assert_array_equal(cells.numpy(), [[fem.NULL_ELEMENT_INDEX, 0, fem.NULL_ELEMENT_INDEX, 0]])
+
+
+@wp.func
+def _id_value(x: wp.vec3, n: wp.uint64):
+    return float(n)
+
+
+@fem.integrand
+def _field_at(s: fem.Sample, f: fem.Field):
+    return f(s)
+
+
+def test_gen_volume_covers_the_box_and_implicit_fields_take_declared_types() -> None:
+    from treadle.examples.fem.utils import gen_volume
+
+    lo, hi = wp.vec3(-2.0, 0.0, 1.0), wp.vec3(3.0, 1.0, 4.0)
+    vol = gen_volume(res=wp.vec3i(5, 2, 6), bounds_lo=lo, bounds_hi=hi)
+    np.testing.assert_allclose(vol.get_voxel_size(), (1.0, 0.5, 0.5))
+    geo = fem.Nanogrid(vol)
+    assert geo.cell_count() == 60
+    pos = fem.make_polynomial_space(geo, degree=1).node_positions().numpy()
+    np.testing.assert_allclose(pos.min(axis=0), lo, atol=1e-6)
+    np.testing.assert_allclose(pos.max(axis=0), hi, atol=1e-6)
+    # a Python int for a uint64 parameter (a volume id, say) keeps its 64 bits
+    field = fem.ImplicitField(domain=fem.Cells(geo), func=_id_value, values={"n": 2**40 + 1})
+    total = fem.integrate(_field_at, domain=fem.Cells(geo), fields={"f": field})
+    assert total == pytest.approx(60 * 0.25 * 2.0**40, rel=1e-5)

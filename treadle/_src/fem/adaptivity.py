@@ -94,7 +94,7 @@ def adaptive_nanogrid_from_hierarchy(grids: list[Any], grading: str | None = Non
     Args:
         grids: volumes from finest to coarsest: a voxel ``ijk`` of ``grids[l]`` is a cell of level ``l`` covering
             the finest voxels ``2**l * ijk`` to ``2**l * (ijk + 1) - 1`` (placed in the finest volume's space).
-            Cells of different levels must not overlap.
+            A voxel holding finer cells is left out (they cover it); other overlaps are not allowed.
         grading: ``None``, ``"face"`` or ``"vertex"`` (see the module documentation).
         temporary_store: accepted for compatibility.
 
@@ -103,6 +103,17 @@ def adaptive_nanogrid_from_hierarchy(grids: list[Any], grading: str | None = Non
         raise ValueError("adaptive_nanogrid_from_hierarchy needs at least one volume")
     ijk = np.concatenate([g.get_voxels().numpy().astype(np.int64) << lvl for lvl, g in enumerate(grids)])
     levels = np.concatenate([np.full(g.get_voxel_count(), lvl, dtype=np.int64) for lvl, g in enumerate(grids)])
+    # a coarse voxel holding finer cells is covered by them: it is dropped
+    keep = np.ones(len(ijk), dtype=bool)
+    for lvl in range(1, len(grids)):
+        coarse = np.nonzero(levels == lvl)[0]
+        finer = ijk[levels < lvl]
+        if len(coarse) and len(finer):
+            keys = _pack(ijk[coarse])
+            order = np.argsort(keys)
+            hit = _find(keys[order], order, _pack((finer >> lvl) << lvl))
+            keep[coarse[hit[hit >= 0]]] = False
+    ijk, levels = ijk[keep], levels[keep]
     fine = grids[0]._grid
     ijk, levels = _grade(ijk, levels, len(grids), grading)
     return _make(ijk, levels, len(grids), np.array(fine.mat).reshape(3, 3), np.array(fine.translation).reshape(3),
@@ -130,7 +141,7 @@ def adaptive_nanogrid_from_field(coarse_grid: Any, level_count: int, refinement_
     """An adaptive grid refining the voxels of ``coarse_grid`` as a scalar field asks.
 
     Each cell (at first the voxels of ``coarse_grid``, at the coarsest level ``level_count - 1``) samples the field
-    at ``samples_per_voxel`` uniformly random points (the same in every cell, from a fixed seed). A cell where every
+    at ``samples_per_voxel`` uniformly random points (drawn from a fixed seed: the result is reproducible). A cell where every
     sample is negative is removed; otherwise the smallest sample ``r`` (0 where negative) asks for level
     ``min(floor(r * level_count), level_count - 1)`` (0 the finest, 1 the coarsest), and the cell is split into eight
     while it is coarser than that.
@@ -155,8 +166,9 @@ def adaptive_nanogrid_from_field(coarse_grid: Any, level_count: int, refinement_
     t = ct - cmat @ np.full(3, 0.5) + mat @ np.full(3, 0.5)  # the finest lattice starts at the coarse corner
     ijk = coarse_grid.get_voxels().numpy().astype(np.int64) << top
     levels = np.full(len(ijk), top, dtype=np.int64)
-    # uniformly random points (the same in every cell, drawn from a fixed seed: the result is reproducible)
-    local = np.random.default_rng(0).random((max(1, int(samples_per_voxel)), 3))
+    # uniformly random points, drawn afresh for each cell from a fixed seed (the result is reproducible)
+    rng = np.random.default_rng(0)
+    n_samples = max(1, int(samples_per_voxel))
     origin = t - mat @ np.full(3, 0.5)
     device = coarse_grid.device
     for lvl in range(top, -1, -1):
@@ -164,7 +176,7 @@ def adaptive_nanogrid_from_field(coarse_grid: Any, level_count: int, refinement_
         if len(cells) == 0:
             continue
         h = float(1 << lvl)
-        lattice = ijk[cells][:, None, :] + h * local[None]
+        lattice = ijk[cells][:, None, :] + h * rng.random((len(cells), n_samples, 3))
         x = origin + lattice.reshape(-1, 3) @ mat.T
         r = _sample_field(refinement_field, x, device).reshape(len(cells), -1)
         rmin, rmax = r.min(axis=1), r.max(axis=1)

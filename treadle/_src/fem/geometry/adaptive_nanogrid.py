@@ -73,8 +73,27 @@ class AdaptiveNanogrid(Nanogrid):
         return np.int64(1) << self._levels_np
 
     def edge_count(self) -> int:
-        """Not available on adaptive grids."""
-        raise NotImplementedError("AdaptiveNanogrid.edge_count")
+        """Not available on adaptive grids (see :meth:`stacked_edge_count`)."""
+        raise NotImplementedError("AdaptiveNanogrid.edge_count: use stacked_edge_count")
+
+    def _stacked(self, edges: bool) -> int:
+        ijk, h = self._cell_ijk_np, self._cell_sizes()
+        eye = np.eye(3, dtype=np.int64)
+        rows = []
+        for a in range(3):
+            b, c = eye[(a + 1) % 3], eye[(a + 2) % 3]
+            offsets = (0 * b, b, c, b + c) if edges else (0 * b, eye[a])
+            for off in offsets:
+                rows.append(np.concatenate([ijk + h[:, None] * off, np.full((len(h), 1), a), h[:, None]], axis=1))
+        return int(np.unique(np.concatenate(rows), axis=0).shape[0])
+
+    def stacked_face_count(self) -> int:
+        """Number of distinct cell faces, each counted at its cell's level (a coarse face beside finer cells too)."""
+        return self._stacked(False)
+
+    def stacked_edge_count(self) -> int:
+        """Number of distinct cell edges, each counted at its cell's level."""
+        return self._stacked(True)
 
     def fill_cell_arg(self, arg: Any, device: Any) -> None:
         """The grid's cell argument, with the cell levels."""
