@@ -53,8 +53,7 @@ def test_warp_alias_serves_fem() -> None:
 #: Reference names not provided yet (sparse-volume geometries, H(curl)/H(div) spaces, radial-basis point spaces);
 #: docs/fem.md lists them. The test fails when another name goes missing, and when one of these arrives (so that
 #: this list shrinks with the package).
-NOT_YET = {"AdaptiveNanogrid", "Nanogrid", "PointBasisSpace", "adaptive_nanogrid_from_field",
-           "adaptive_nanogrid_from_hierarchy"}
+NOT_YET = {"PointBasisSpace"}
 
 
 def test_reference_names_present() -> None:

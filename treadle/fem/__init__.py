@@ -9,6 +9,8 @@ Everything runs as Treadle kernels specialised for the fields given, and is diff
 
 from __future__ import annotations
 
+from .._src.fem.adaptivity import adaptive_nanogrid_from_field as adaptive_nanogrid_from_field
+from .._src.fem.adaptivity import adaptive_nanogrid_from_hierarchy as adaptive_nanogrid_from_hierarchy
 from .._src.fem.cache import Temporary as Temporary
 from .._src.fem.cache import TemporaryStore as TemporaryStore
 from .._src.fem.cache import borrow_temporary as borrow_temporary
@@ -34,6 +36,7 @@ from .._src.fem.field.other import NonconformingField as NonconformingField
 from .._src.fem.field.other import UniformField as UniformField
 from .._src.fem.field.virtual import make_test as make_test
 from .._src.fem.field.virtual import make_trial as make_trial
+from .._src.fem.geometry.adaptive_nanogrid import AdaptiveNanogrid as AdaptiveNanogrid
 from .._src.fem.geometry.geometry import Geometry as Geometry
 from .._src.fem.geometry.grid2d import Grid2D as Grid2D
 from .._src.fem.geometry.grid3d import Grid3D as Grid3D
@@ -43,6 +46,7 @@ from .._src.fem.geometry.mesh import Quadmesh3D as Quadmesh3D
 from .._src.fem.geometry.mesh import Tetmesh as Tetmesh
 from .._src.fem.geometry.mesh import Trimesh2D as Trimesh2D
 from .._src.fem.geometry.mesh import Trimesh3D as Trimesh3D
+from .._src.fem.geometry.nanogrid import Nanogrid as Nanogrid
 from .._src.fem.geometry.partition import CellBasedGeometryPartition as CellBasedGeometryPartition
 from .._src.fem.geometry.partition import ExplicitGeometryPartition as ExplicitGeometryPartition
 from .._src.fem.geometry.partition import GeometryPartition as GeometryPartition

@@ -32,16 +32,17 @@ def _normalize(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), value
     row = wp.tid()
     beg = offsets[row]
     end = offsets[row + 1]
-    w = block_weight(values[beg] - values[beg])
-    for k in range(beg, end):
-        if columns[k] == row:
-            w = block_weight(values[k])
-    if w != type(w)(0.0):
-        inv = type(w)(1.0) / w
+    if end > beg:  # an empty row (possibly of a matrix without any block) has no diagonal block to read
+        w = block_weight(values[beg] - values[beg])
         for k in range(beg, end):
-            values[k] = values[k] * inv
-        if has_fixed != 0:
-            fixed[row] = fixed[row] * inv
+            if columns[k] == row:
+                w = block_weight(values[k])
+        if w != type(w)(0.0):
+            inv = type(w)(1.0) / w
+            for k in range(beg, end):
+                values[k] = values[k] * inv
+            if has_fixed != 0:
+                fixed[row] = fixed[row] * inv
 
 
 def normalize_projector(P: Any, fixed_value: Any) -> None:

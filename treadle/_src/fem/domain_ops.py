@@ -3,6 +3,8 @@
 from types import SimpleNamespace
 from typing import Any
 
+import treadle as wp
+
 from . import codegen
 from .field.field import FieldError, Resolved
 from .geometry.sides import side_sample_funcs
@@ -30,6 +32,20 @@ def _lookup_func(geo_funcs: SimpleNamespace, S: Any) -> Any:
 
     def lookup_guess(args: CellArg, x: Any, guess: Any):
         return cell_lookup(args, x)
+
+    lookup_radius = getattr(geo_funcs, "cell_lookup_radius", None)
+    if lookup_radius is not None:
+        # geometries that search a neighbourhood (sparse grids): within max_dist, or as far as the guess is
+        position = geo_funcs.cell_position
+
+        def lookup_dist(args: CellArg, x: Any, max_dist: float):  # noqa: F811 - the searching variant
+            return lookup_radius(args, x, S(max_dist))
+
+        def lookup_guess(args: CellArg, x: Any, guess: Any):  # noqa: F811
+            if guess.element_index < 0:
+                return cell_lookup(args, x)
+            # the guess cell is no farther than its sample point (twice as far: guess coordinates may lie outside)
+            return lookup_radius(args, x, S(2.0) * wp.length(x - position(args, guess)))
 
     closest = geo_funcs.cell_closest_point
     SampleT = sample_type(S)

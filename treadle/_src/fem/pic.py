@@ -93,7 +93,27 @@ class PicQuadrature(Quadrature):
             cell_np = cell_arr.numpy().astype(np.int64)
         if measures is not None and measures.shape[0] != n:
             raise ValueError(f"PicQuadrature: measures has {measures.shape[0]} entries for {n} particles")
-        m = n * k
+        self._n, self._k, self._m = n, k, n * k
+        self._cell_np = cell_np
+        self._coords_arr = coords_arr
+        self._fractions = fractions
+        self._measures = measures
+        #: the cell of each (particle, cell) entry (-1: unused) and its coordinates, in input order
+        self.particle_cells = wp.array(cell_np.astype(np.int32), dtype=int, device=device)
+        self.particle_coords = coords_arr
+        self._bin()
+        self.funcs = _pic_funcs(S)
+
+    def _bin(self) -> None:
+        """Group the (particle, cell) entries by element of the domain and gather their coordinates and weights."""
+        domain = self.domain
+        geo = domain.geometry
+        S = geo.scalar_type
+        Coords = coords_type(S)
+        device = self.particle_cells.device
+        requires_grad = self._requires_grad
+        cell_np, coords_arr, fractions, measures = self._cell_np, self._coords_arr, self._fractions, self._measures
+        k, m = self._k, self._m
         # (particle, cell) entries grouped by domain element, stably; entries outside the domain go to the tail
         elem_of_cell = _element_of_cell(domain, device)
         valid = cell_np >= 0
@@ -104,8 +124,6 @@ class PicQuadrature(Quadrature):
         counts = np.bincount(elem[order[:kept]], minlength=domain.element_count())
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
         particle = np.where(np.arange(m) < kept, order // k, -1).astype(np.int32)
-        self._n = n
-        self._m = m
         self._max = int(counts.max()) if len(counts) else 0
         self.cell_particle_offsets = wp.array(offsets, dtype=int, device=device)
         self.cell_particle_indices = wp.array(particle, dtype=int, device=device)
@@ -126,11 +144,38 @@ class PicQuadrature(Quadrature):
             wp.launch(_gather_kernel(geo), dim=kept,
                       inputs=[geo.cell_arg_value(device), wp.array(order[:kept].astype(np.int32), dtype=int,
                                                                    device=device),
-                              wp.array(cell_np.astype(np.int32), dtype=int, device=device), coords_arr, frac,
+                              self.particle_cells, coords_arr, frac,
                               meas, wp.array(inv_count, dtype=S, device=device), k,
                               int(fractions is not None), int(measures is not None),
                               self._cell_particle_coords, self._cell_particle_fraction], device=device)
-        self.funcs = _pic_funcs(S)
+
+    @property
+    def domain(self) -> GeometryDomain:
+        """The cell domain.
+
+        Setting another domain of the same geometry (the cells of a partition) groups the particles again, by
+        element of the new domain.
+        """
+        return self.__dict__["domain"]
+
+    @domain.setter
+    def domain(self, value: GeometryDomain) -> None:
+        old = self.__dict__.get("domain")
+        if old is not None and value.geometry is not old.geometry:
+            raise ValueError("PicQuadrature.domain: the new domain must be on the same geometry")
+        self.__dict__["domain"] = value
+        if old is not None:
+            self._bin()
+
+    def fill_element_mask(self, mask: Any) -> None:
+        """Set ``mask[e]`` to 1 for the domain elements holding at least one particle, 0 for the others."""
+        counts = np.diff(self.cell_particle_offsets.numpy())
+        m = (counts > 0).astype(np.int32)
+        if mask.shape[0] < m.shape[0]:
+            raise ValueError(f"fill_element_mask: the mask has {mask.shape[0]} entries for {m.shape[0]} elements")
+        full = np.zeros(mask.shape[0], dtype=np.int32)
+        full[:m.shape[0]] = m
+        mask.assign(full)
 
     @property
     def name(self) -> str:

@@ -109,8 +109,10 @@ def gen_volume(res: Any, bounds_lo: Any = None, bounds_hi: Any = None, device: A
     hi = np.array([float(v) for v in hi])
     res = np.array([int(v) for v in res])
     voxel = (hi - lo) / res
-    centers = lo + (np.stack(np.meshgrid(*[np.arange(r) for r in res], indexing="ij"), -1).reshape(-1, 3) + 0.5) * voxel
-    return volume.allocate_by_voxels(wp.array(centers, dtype=wp.vec3, device=device), voxel_size=float(voxel[0]),
+    # voxel ijk (0 <= ijk < res) covers the box's cell ijk: voxel sizes per axis, centres half a voxel in
+    ijk = np.stack(np.meshgrid(*[np.arange(r) for r in res], indexing="ij"), -1).reshape(-1, 3)
+    return volume.allocate_by_voxels(wp.array(ijk.astype(np.int32), dtype=wp.vec3i, device=device),
+                                     voxel_size=tuple(float(v) for v in voxel), translation=tuple(lo + 0.5 * voxel),
                                      device=device)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import treadle as wp
 
+from ...types.scalars import scalar_types
 from .. import codegen
 from ..types import ElementKind
 from .algebra import divergence_type, gradient_type
@@ -25,7 +26,10 @@ def _memo(key: tuple[Any, ...], make: Any) -> Any:
     return f
 
 
-def _value_type(v: Any) -> Any:
+def _value_type(v: Any, hint: Any = None) -> Any:
+    # a Python number takes the scalar type the function declares (an int for a uint64 volume or mesh id...)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and hint in scalar_types:
+        return hint
     if isinstance(v, wp.array):
         return wp.array(dtype=v.dtype, ndim=v.ndim)
     if isinstance(v, bool):
@@ -126,7 +130,8 @@ class ImplicitField(_DomainField):
         if missing or extra:
             raise FieldError(f"ImplicitField: {func.__name__}'s parameters after the position are "
                              f"{self._value_names}; values= gives {sorted(self.values)}")
-        self._types = {n: _value_type(self.values[n]) for n in self._value_names}
+        hints = getattr(func.func, "__annotations__", {})
+        self._types = {n: _value_type(self.values[n], hints.get(n)) for n in self._value_names}
         self._eval_struct = codegen.struct("ImplicitFieldArg", dict(self._types) or {"unused": int}, func.key,
                                            tuple(codegen.type_key(t) for t in self._types.values()))
         self.dtype = self._return_type()

@@ -90,22 +90,33 @@ class TableSpaceTopology(SpaceTopology):
                  replicas: int = 1) -> None:
         super().__init__(geometry, shape.NODES_PER_ELEMENT)
         self.shape = shape
+        self.replicas = replicas
+        self.funcs = _table_funcs(signed=shape.value != "scalar")
+        self._number(cell_vertices, vertex_count)
+
+    def _number(self, cell_vertices: np.ndarray, vertex_count: int) -> None:
+        cv = np.asarray(cell_vertices, dtype=np.int64)
+        table, count = build_node_table(cv, self.shape, vertex_count)
         # ``replicas`` copies of a geometry (environments): ``cell_vertices`` and ``vertex_count`` describe one, and
         # each copy's nodes follow the previous copy's, so that environments own disjoint node ranges
-        table, count = build_node_table(np.asarray(cell_vertices, dtype=np.int64), shape, vertex_count)
-        if replicas > 1:
-            table = np.concatenate([table + e * count for e in range(replicas)], axis=0)
-            cell_vertices = np.concatenate([np.asarray(cell_vertices) + e * vertex_count for e in range(replicas)])
-            count *= replicas
+        if self.replicas > 1:
+            table = np.concatenate([table + e * count for e in range(self.replicas)], axis=0)
+            cv = np.concatenate([cv + e * vertex_count for e in range(self.replicas)])
+            count *= self.replicas
         self._table_np = table.astype(np.int32)
         self._node_count = int(count)
         self._tables: dict[str, Any] = {}
+        self._args.clear()
+        self.__dict__.pop("_whole_partition", None)
         self._signs_np = None
-        if shape.value != "scalar":
-            self._signs_np = node_signs(np.asarray(cell_vertices, dtype=np.int64), shape).astype(np.int32)
-            self.funcs = _table_funcs(signed=True)
-        else:
-            self.funcs = _table_funcs()
+        if self.shape.value != "scalar":
+            self._signs_np = node_signs(cv, self.shape).astype(np.int32)
+
+    def rebuild(self) -> None:
+        """Number the nodes again from the geometry's current cells (after the geometry itself was rebuilt)."""
+        if self.replicas > 1:
+            raise NotImplementedError(f"{self.name}: rebuilding a topology of several environments is not supported")
+        self._number(self.geometry.cell_vertex_table(), self.geometry.vertex_count())
 
     @property
     def name(self) -> str:
@@ -161,6 +172,9 @@ class DiscontinuousSpaceTopology(SpaceTopology):
 
     def fill_topo_arg(self, arg: Any, device: Any) -> None:
         """Nothing to fill."""
+
+    def rebuild(self) -> None:
+        """Nothing to renumber: node indices follow the geometry's current cell count."""
 
     def element_node_indices(self, device: Any = None) -> Any:
         """``cell * nodes_per_element + local`` as an array."""
