@@ -161,3 +161,41 @@ def test_two_dimensional_launch_lanes_over_the_inner_dimension():
         outs.append(c.numpy())
     for out in outs:
         np.testing.assert_array_equal(out, ref)
+
+
+@wp.kernel
+def blocked_sum(x: wp.array(dtype=float), out: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    s = float(0.0)  # noqa: UP018 - a dynamic variable in Warp's rules
+    for k in range(n / 4):  # C division of a kernel argument: as launch-constant as the argument
+        for j in range(4):
+            s += x[k * 4 + j] * float(i + 1)
+    for k in range(n // 3, n % 5 + n // 3):
+        s -= x[k]
+    out[i] = s
+
+
+@pytest.mark.parametrize("n", [0, 3, 4, 17, 40])
+def test_ranges_bounded_by_integer_divisions(n):
+    tests = list(uniform_ranges(_instance_ir(blocked_sum)[0]).values())  # range(4) itself is unrolled
+    assert len(tests) == 2 and any("treadle::div(" in t for t in tests) and any("treadle::mod(" in t for t in tests)
+    x_np = np.random.default_rng(n).random(48, dtype=np.float32)
+    x = wp.array(x_np)
+    ref = np.zeros(37, np.float32)
+    for i in range(37):
+        s = np.float32(0)
+        for k in range(n // 4):
+            for j in range(4):
+                s = np.float32(s + x_np[k * 4 + j] * np.float32(i + 1))
+        for k in range(n // 3, n % 5 + n // 3):
+            s = np.float32(s - x_np[k])
+        ref[i] = s
+    strided = wp.array(np.repeat(x_np, 2))[::2]  # not dense: the scalar path
+    results = []
+    for threads, arr in [(1, x), (2, x), (2, strided)]:
+        out = wp.zeros(37, dtype=float)
+        with wp.config.override(num_threads=threads):
+            wp.launch(blocked_sum, 37, inputs=[arr, out, n])
+        results.append(out.numpy())
+    assert all(r.tobytes() == results[0].tobytes() for r in results)  # lanes and scalar bodies agree bit for bit
+    np.testing.assert_allclose(results[0], ref, rtol=1e-6, atol=1e-6)

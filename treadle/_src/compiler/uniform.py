@@ -5,8 +5,8 @@ Each thread's floating-point sums must keep their order, so the inner loop canno
 thread loop around it can (lanes = threads, each lane doing exactly the scalar operations in order), but only when
 the inner loop is entered unconditionally: g++ gives up on the loop nest when the inner loop's entry test
 (``0 < n``) sits inside the thread loop. ``uniform_ranges`` finds the loops whose bounds are launch constants (literals,
-integer kernel arguments never assigned in the body, ``len``/``shape`` of array arguments, integer ``+ - *`` of
-those) and spells, for each, the test that it runs at least once as C++ over the launch's ``Args``. The entry
+integer kernel arguments never assigned in the body, ``len``/``shape`` of array arguments, integer ``+ - *`` and
+divisions ``/ // %`` of those) and spells, for each, the test that it runs at least once as C++ over the launch's ``Args``. The entry
 (``emit_entry``) evaluates those tests once per launch and, when they all hold, runs the ``_nonempty`` instantiation of
 the body, in which those loops are emitted without the entry test (``Emitter.for_range``).
 """
@@ -17,6 +17,10 @@ from typing import Any
 
 from ..types.typesys import ArrayT, is_int
 from . import ir
+
+#: integer division builtins whose C++ function (``native/scalar.h``) the tests may call: ``n // 64`` of a kernel
+#: argument is as uniform as ``n``
+_DIVISIONS = ("div", "floordiv", "mod")
 
 
 def _mutated(f: ir.FuncIR) -> set[int]:
@@ -65,10 +69,14 @@ def uniform_ranges(f: ir.FuncIR) -> dict[int, str]:
             if b.shape_query and len(s.args) == 2 and isinstance(s.args[1], ir.Const):  # arr.shape[d]
                 a = array_param(s.args[0])
                 return f"treadle::int32(args.p_{a.name}.shape[{int(s.args[1].value)}])" if a is not None else None
-            if b.infix and len(s.args) == 2:
+            if (b.infix or b.name in _DIVISIONS) and len(s.args) == 2:
                 lhs, rhs = expr(s.args[0]), expr(s.args[1])
-                if lhs is not None and rhs is not None:
-                    return f"{cpp_type(x.type)}({lhs} {b.infix} {rhs})"
+                if lhs is None or rhs is None:
+                    return None
+                t = cpp_type(x.type)
+                if b.infix:
+                    return f"{t}({lhs} {b.infix} {rhs})"
+                return f"treadle::{b.name}({t}({lhs}), {t}({rhs}))"  # the kernel's own integer division
         return None
 
     out: dict[int, str] = {}
