@@ -316,3 +316,31 @@ def test_repeated_launches_stay_native(native):
         wp.launch(_scale_native, N, inputs=[a, out, 4.0])
     assert ext.counts()[1] == before[1] + 1  # a recording tape: the Python path
     np.testing.assert_array_equal(out.numpy(), 4.0)
+
+
+@wp.kernel
+def _tiled_copy(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i, j, _lane = wp.tid()
+    t = wp.tile_load(a, shape=(2, 4), offset=(i * 2, j * 4))
+    wp.tile_store(b, t, offset=(i * 2, j * 4))
+
+
+def test_list_dims_and_tiled_launches_stay_native(native):
+    """``dim=[...]`` (as example programs write it) and ``launch_tiled`` take the native path like a tuple does."""
+    ext = fastlaunch.module()
+    a, out = wp.ones(N), wp.zeros(N)
+    src = wp.array(np.arange(48, dtype=np.float32).reshape(6, 8))
+    dst = wp.zeros((6, 8), dtype=float)
+    wp.launch(_scale_native, [N], inputs=[a, out, 2.0])
+    wp.launch_tiled(_tiled_copy, dim=[3, 2], inputs=[src, dst], block_dim=8)
+    before = ext.counts()
+    for c in (3.0, 5.0):
+        wp.launch(_scale_native, [N], inputs=[a, out, c])
+        dst.zero_()
+        wp.launch_tiled(_tiled_copy, dim=[3, 2], inputs=[src, dst], block_dim=8)
+        np.testing.assert_array_equal(out.numpy(), c)
+        np.testing.assert_array_equal(dst.numpy(), src.numpy())
+    launched, fell_back = (x - y for x, y in zip(ext.counts(), before))
+    assert (launched, fell_back) == (4, 0)
+    with pytest.raises(LaunchError):  # a bad list entry: the Python path's error, as for a tuple
+        wp.launch(_scale_native, [N, -1], inputs=[a, out, 1.0])

@@ -5,8 +5,8 @@
 // `wp.launch` (treadle/_src/lang/launch.py, backends/cpu/launch.py) does for a kernel launched before from the same thread:
 // the same checks in the same order, packing of the arguments that changed since the last launch into the plan's
 // frame, and the call into the runtime library's `treadle_rt_run1`. Anything unusual (a recording tape, a graph
-// capture, print_launches, checked mode, another thread, another device, a dim that is not an int or a tuple of
-// ints, a changed configuration...) makes `launch` return False, and the caller takes the Python path, which
+// capture, print_launches, checked mode, another thread, another device, a dim that is not an int or a tuple or
+// list of ints, a changed configuration...) makes `launch` return False, and the caller takes the Python path, which
 // raises the same errors as before. Argument values that C cannot pack itself go through the plan's Python packer,
 // so every check and error message stays in one place.
 //
@@ -547,7 +547,7 @@ int launch_nthreads(Plan* p) {
     return n > 0 ? n : static_cast<int>(g_cpus);
 }
 
-// The launch grid of `dim` when it is an int or a tuple of 1..4 ints, all >= 0. 1: ok, 0: let Python decide.
+// The launch grid of `dim` when it is an int or a tuple or list of 1..4 ints, all >= 0. 1: ok, 0: let Python decide.
 int grid_of(PyObject* dim, long long* shape, int* ndim, long long* size) {
     if (PyLong_CheckExact(dim)) {
         int overflow = 0;
@@ -561,14 +561,15 @@ int grid_of(PyObject* dim, long long* shape, int* ndim, long long* size) {
         *size = s;
         return 1;
     }
-    if (!PyTuple_CheckExact(dim))
+    const bool tuple = PyTuple_CheckExact(dim);
+    if (!tuple && !PyList_CheckExact(dim))
         return 0;
-    const Py_ssize_t n = PyTuple_GET_SIZE(dim);
+    const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(dim) : PyList_GET_SIZE(dim);
     if (n < 1 || n > MAX_DIMS)
         return 0;
     long long total = 1;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* d = PyTuple_GET_ITEM(dim, i);
+    for (Py_ssize_t i = 0; i < n; ++i) {  // reading an int runs no Python code: a list cannot change meanwhile
+        PyObject* d = tuple ? PyTuple_GET_ITEM(dim, i) : PyList_GET_ITEM(dim, i);
         if (!PyLong_CheckExact(d))
             return 0;
         int overflow = 0;

@@ -169,4 +169,4 @@ def launch_tiled(*args: Any, **kwargs: Any) -> Any:
     if not 1 <= len(dims) <= 3:
         raise ValueError(f"wp.launch_tiled(): dim has 1 to 3 dimensions (a fourth one holds the block), got {dim!r}")
     kernel = args[0] if args else kwargs.pop("kernel")
-    return launch(kernel, [*dims, 1], *args[1:], block_dim=block_dim, **kwargs)
+    return launch(kernel, (*dims, 1), *args[1:], block_dim=block_dim, **kwargs)  # a tuple: the native fast path takes it
