@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..builtins.registry import Interp
 from ..types.typesys import ArrayT, is_int
 from . import ir
-
-#: integer division builtins whose C++ function (``native/scalar.h``) the tests may call: ``n // 64`` of a kernel
-#: argument is as uniform as ``n``
-_DIVISIONS = ("div", "floordiv", "mod")
 
 
 def _mutated(f: ir.FuncIR) -> set[int]:
@@ -69,14 +66,16 @@ def uniform_ranges(f: ir.FuncIR) -> dict[int, str]:
             if b.shape_query and len(s.args) == 2 and isinstance(s.args[1], ir.Const):  # arr.shape[d]
                 a = array_param(s.args[0])
                 return f"treadle::int32(args.p_{a.name}.shape[{int(s.args[1].value)}])" if a is not None else None
-            if (b.infix or b.name in _DIVISIONS) and len(s.args) == 2:
+            # integer divisions (``/ // %``: ``n // 64`` of an argument is as uniform as ``n``) call the builtin's C++
+            division = b.interpret is Interp.INT_DIVISION
+            if (b.infix or division) and len(s.args) == 2:
                 lhs, rhs = expr(s.args[0]), expr(s.args[1])
                 if lhs is None or rhs is None:
                     return None
                 t = cpp_type(x.type)
                 if b.infix:
                     return f"{t}({lhs} {b.infix} {rhs})"
-                return f"treadle::{b.name}({t}({lhs}), {t}({rhs}))"  # the kernel's own integer division
+                return f"treadle::{b.cpp}({t}({lhs}), {t}({rhs}))"
         return None
 
     out: dict[int, str] = {}
