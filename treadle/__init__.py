@@ -271,6 +271,14 @@ from ._src.runtime.cuda_driver import synchronize_event as synchronize_event
 from ._src.runtime.cuda_driver import synchronize_stream as synchronize_stream
 from ._src.runtime.cuda_driver import wait_event as wait_event
 from ._src.runtime.cuda_driver import wait_stream as wait_stream
+from ._src.runtime.peer_access import ScopedMempoolAccess as ScopedMempoolAccess
+from ._src.runtime.peer_access import ScopedPeerAccess as ScopedPeerAccess
+from ._src.runtime.peer_access import is_mempool_access_enabled as is_mempool_access_enabled
+from ._src.runtime.peer_access import is_mempool_access_supported as is_mempool_access_supported
+from ._src.runtime.peer_access import is_peer_access_enabled as is_peer_access_enabled
+from ._src.runtime.peer_access import is_peer_access_supported as is_peer_access_supported
+from ._src.runtime.peer_access import set_mempool_access_enabled as set_mempool_access_enabled
+from ._src.runtime.peer_access import set_peer_access_enabled as set_peer_access_enabled
 
 # isort: split
 # Profiling and logging.

@@ -4,6 +4,8 @@ The package namespace holds the same functions as ``treadle.utils``: the referen
 ``warp._src.utils`` module, where Warp-based libraries also call them (``wp._src.utils.array_scan``).
 """
 
+# internal in the reference (``warp._src.utils.check_p2p``), where its tests and multi-GPU programs import it from
+from ..runtime.peer_access import check_p2p as check_p2p
 from .cast import array_cast as array_cast
 from .coloring import GraphColoringAlgorithm as GraphColoringAlgorithm
 from .coloring import graph_coloring_assign as graph_coloring_assign
