@@ -10,7 +10,8 @@ Sections, each with a time limit; each prints PASS/FAIL and the run carries on (
    (``tests/cuda/compile_suite.py``), and every entry point loaded by the driver (``--quick`` and
    ``--skip-suite`` skip it).
 3. ``tests/gpu``: the GPU test suite through pytest (kernels against NumPy and the CPU, atomics, streams,
-   events, graph capture and replay, memory pool, interop, autodiff, HashGrid/Mesh).
+   events, graph capture and replay, memory pool, interop, autodiff, HashGrid/Mesh) and the peer-access tests
+   (``tests/compat/test_peer_access.py``; its two-device cases need two GPUs).
 4. ``benchmarks``: ``benchmarks/gpu.py`` -- copy and saxpy bandwidth (target >= 85% of 4.3 TB/s), n-body,
    launch overhead, graph replay, for Treadle and warp-lang in the same run.
 
@@ -114,8 +115,8 @@ def gpu_tests(dry_run: bool) -> str:
         env["TREADLE_GPU_DRY_RUN"] = "1"
     junit = Path(os.environ.get("TMPDIR", "/tmp")) / "treadle_gpu_tests.xml"
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "tests/gpu",
-                        f"--junitxml={junit}"], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=LIMITS["tests/gpu"])
+                        "tests/compat/test_peer_access.py", f"--junitxml={junit}"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=LIMITS["tests/gpu"])
     tail = (p.stdout + p.stderr).strip().splitlines()
     REPORT["tests_gpu"] = {"returncode": p.returncode, "tail": tail[-60:]}
     last = tail[-1] if tail else "(no output)"
