@@ -26,7 +26,7 @@ import numpy as np
 
 from ... import config
 from ..core.errors import TreadleError
-from ..runtime.recording import pop_tape, push_tape
+from ..runtime.recording import active_tape, pop_tape, push_tape
 
 
 class OverwriteError(TreadleError):
@@ -145,6 +145,19 @@ def _window(a: Any, offset: int, count: int) -> Any:
     return a.flatten()[offset:offset + count]
 
 
+def _array_class() -> type:
+    """``lang.array.array`` (imported at first use: ``lang`` imports this module while it loads)."""
+    global _ARRAY
+    if _ARRAY is None:
+        from ..lang.array import array
+
+        _ARRAY = array
+    return _ARRAY
+
+
+_ARRAY: Any = None
+
+
 class Tape:
     """Records kernel launches (``with wp.Tape() as tape: ...``) so that ``tape.backward()`` computes gradients."""
 
@@ -165,8 +178,6 @@ class Tape:
 
     # Recording --------------------------------------------------------------------------------------------------
     def __enter__(self) -> Tape:
-        from ..runtime.recording import active_tape
-
         if active_tape() is not None:
             raise RuntimeError("tapes cannot be nested: a wp.Tape is already recording on this thread")
         push_tape(self)
@@ -193,8 +204,7 @@ class Tape:
 
     def record_launch(self, kernel: Any, dim: Any, inputs: Any, outputs: Any, device: Any, inst: Any = None) -> None:
         """Record one launch (called by ``wp.launch`` while this tape is active)."""
-        from ..lang.array import array
-
+        array = _array_class()
         args = list(inputs) + list(outputs)
         for a in args:
             if isinstance(a, array):
