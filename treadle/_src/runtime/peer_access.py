@@ -149,46 +149,45 @@ def set_mempool_access_enabled(target_device: Any, peer_device: Any, enable: boo
     _POOL[(t.ordinal, p.ordinal)] = bool(enable)
 
 
-class ScopedPeerAccess:
+class _ScopedAccess:
+    """Sets one kind of access from ``peer_device`` to ``target_device`` inside a ``with`` block, restoring it after."""
+
+    _query: Any = None
+    _set: Any = None
+
+    def __init__(self, target_device: Any, peer_device: Any, enable: bool = True) -> None:
+        self.target_device = get_device(target_device)
+        self.peer_device = get_device(peer_device)
+        self.enable = enable
+        self.saved = False
+
+    def __enter__(self) -> Any:
+        self.saved = type(self)._query(self.target_device, self.peer_device)
+        type(self)._set(self.target_device, self.peer_device, self.enable)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        type(self)._set(self.target_device, self.peer_device, self.saved)
+
+
+class ScopedPeerAccess(_ScopedAccess):
     """``with wp.ScopedPeerAccess(target, peer, enable=True):`` sets peer access inside the block.
 
     The previous setting comes back on exit.
     """
 
-    def __init__(self, target_device: Any, peer_device: Any, enable: bool = True) -> None:
-        self.target_device = get_device(target_device)
-        self.peer_device = get_device(peer_device)
-        self.enable = enable
-        self.saved = False
-
-    def __enter__(self) -> ScopedPeerAccess:
-        self.saved = is_peer_access_enabled(self.target_device, self.peer_device)
-        set_peer_access_enabled(self.target_device, self.peer_device, self.enable)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        set_peer_access_enabled(self.target_device, self.peer_device, self.saved)
+    _query = staticmethod(is_peer_access_enabled)
+    _set = staticmethod(set_peer_access_enabled)
 
 
-class ScopedMempoolAccess:
+class ScopedMempoolAccess(_ScopedAccess):
     """``with wp.ScopedMempoolAccess(target, peer, enable=True):`` sets memory pool access inside the block.
 
     The previous setting comes back on exit.
     """
 
-    def __init__(self, target_device: Any, peer_device: Any, enable: bool = True) -> None:
-        self.target_device = get_device(target_device)
-        self.peer_device = get_device(peer_device)
-        self.enable = enable
-        self.saved = False
-
-    def __enter__(self) -> ScopedMempoolAccess:
-        self.saved = is_mempool_access_enabled(self.target_device, self.peer_device)
-        set_mempool_access_enabled(self.target_device, self.peer_device, self.enable)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        set_mempool_access_enabled(self.target_device, self.peer_device, self.saved)
+    _query = staticmethod(is_mempool_access_enabled)
+    _set = staticmethod(set_mempool_access_enabled)
 
 
 def check_p2p() -> bool:
